@@ -1,0 +1,32 @@
+# Two entry points for a fresh machine (Python >= 3.11, pip):
+#   make run    install into .venv, run the default suite, build results/report.html
+#   make test   install into .venv (with test tools), run the whole test suite
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+CORES  ?= 2
+
+.PHONY: run test install clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+
+# torch first, by exact version: on a CPU-only machine this takes the CPU wheel
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@
+
+install: $(VENV)/.installed
+
+run: install
+	$(BIN)/snakemake --cores $(CORES)
+	$(BIN)/snakemake --report results/report.html
+	@echo "tables: results/tables/  plots: results/plots/  report: results/report.html"
+
+test: install
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -q
+
+clean:
+	rm -rf results resources .snakemake
