@@ -1,0 +1,58 @@
+"""Federated algorithms, one module each, as pure functions over explicit state (FedJAX style).
+
+Every algorithm module ``fedbench.algorithms.<name>`` defines:
+
+``HPARAMS: dict[str, float]``
+    The algorithm's own hyperparameters and their defaults (for example FedProx ``{"mu": 0.01}``).
+    A config key not listed here is rejected by the config check.
+
+``server_init(params, hparams, num_clients) -> ServerState``
+    ``params`` is the initial model θ⁰ (a pytree, ``dict[str, Tensor]``); ``num_clients`` is m.
+    ServerState is a dict holding at least ``"params"`` plus the algorithm's server state
+    (momentum buffer, control variate c, FedDyn h, ...).
+
+``broadcast(server_state) -> dict[str, Tree]``
+    What the server sends to every sampled client (θ, plus c for SCAFFOLD); counted as downlink.
+
+``client_init(server_state, client_state, hparams) -> ClientStepState``
+    ``client_state`` is the client's persistent state from its previous participation
+    (SCAFFOLD c_k, FedDyn gradient state), or ``None`` the first time.
+    ClientStepState is a dict holding at least ``"params"`` (the local model, starts at θ^{t-1}),
+    ``"steps"`` (int, local steps done) and ``"loss"`` (0-d tensor, loss of the last step).
+
+``client_step(step_state, batch, hparams, grad_fn) -> ClientStepState``
+    One local step on ``batch = (x, y)``. ``grad_fn(params, x, y) -> (grads, loss)`` returns the
+    gradient pytree of the mean minibatch loss and the loss (0-d tensor). Local optimizer settings
+    are in ``hparams``: ``lr`` (this round's client learning rate η_l), ``weight_decay``,
+    ``clip_norm`` (None = no clipping). Shared by every algorithm: :func:`fedbench.algorithms.local.sgd_step`.
+
+``client_final(server_state, step_state, hparams) -> (ClientMessage, ClientState | None)``
+    ClientMessage is a dict of pytrees: exactly what the client transmits (communication is
+    counted from it). The second value is the client's new persistent state (None if stateless).
+
+``server_update(server_state, messages, weights, hparams) -> ServerState``
+    ``messages``: the P ClientMessages of the round, in ascending client id order.
+    ``weights``: (P,) float64 tensor of the clients' training-sample counts n_k.
+
+All functions are pure: they return new dicts and never modify their inputs in place.
+Hyperparameters arrive as one flat dict: the algorithm's HPARAMS (overridden by the config)
+plus ``lr``, ``weight_decay`` and ``clip_norm`` for the round.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+ALGORITHMS = ("fedavg", "fedavgm", "fedprox", "scaffold", "feddyn")
+
+
+def get_algorithm(name: str) -> ModuleType:
+    """The algorithm module for ``name``.
+
+    Raises:
+        KeyError: unknown name; the message lists the known algorithms.
+    """
+    if name not in ALGORITHMS:
+        raise KeyError(f"unknown algorithm {name!r}; known algorithms: {', '.join(ALGORITHMS)}")
+    return importlib.import_module(f"fedbench.algorithms.{name}")

@@ -1,0 +1,186 @@
+"""The one on-disk format every prepared dataset shares.
+
+``resources/datasets/<name>/`` holds plain NumPy arrays and a JSON manifest:
+
+====================  ==========================================  =========================
+file                  shape / dtype                               meaning
+====================  ==========================================  =========================
+x_train.npy           (n_train, *feature_shape) float32           inputs (already scaled)
+y_train.npy           (n_train,) int64                            class labels 0..C-1
+x_test.npy            (n_test, *feature_shape) float32
+y_test.npy            (n_test,) int64
+client_train.npy      (n_train,) int64, optional                  natural client id per sample
+client_test.npy       (n_test,) int64, optional
+meta.json             {name, num_classes, feature_shape, n_train, n_test, source, params,
+                       files: {file: sha256}}
+====================  ==========================================  =========================
+
+Images are stored channels-first, (n, C, H, W). Arrays are loaded memory-mapped, so a large
+dataset costs no RAM until it is indexed. ``write_dataset`` writes into a temporary sibling
+directory and renames it into place, so a half-written dataset never looks prepared.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+ARRAYS = ("x_train", "y_train", "x_test", "y_test")
+OPTIONAL_ARRAYS = ("client_train", "client_test")
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """A prepared, labelled dataset with a fixed train/test split.
+
+    Attributes:
+        name: dataset id, e.g. ``"digits"``.
+        x_train: (n_train, *feature_shape) float32 inputs.
+        y_train: (n_train,) int64 labels in [0, num_classes).
+        x_test: (n_test, *feature_shape) float32.
+        y_test: (n_test,) int64.
+        num_classes: C.
+        client_train: (n_train,) int64 natural client ids, or None when the dataset has none.
+        client_test: (n_test,) int64 natural client ids of the test samples, or None.
+        meta: the manifest (source, generator parameters, checksums).
+    """
+
+    name: str
+    x_train: np.ndarray
+    y_train: np.ndarray
+    x_test: np.ndarray
+    y_test: np.ndarray
+    num_classes: int
+    client_train: np.ndarray | None = None
+    client_test: np.ndarray | None = None
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def feature_shape(self) -> tuple[int, ...]:
+        """Shape of one input, e.g. (64,) for flattened digits or (1, 8, 8) as images."""
+        return tuple(self.x_train.shape[1:])
+
+    @property
+    def has_natural_clients(self) -> bool:
+        return self.client_train is not None
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _check(ds: Dataset) -> None:
+    for split in ("train", "test"):
+        x, y = getattr(ds, f"x_{split}"), getattr(ds, f"y_{split}")
+        if x.shape[0] != y.shape[0]:
+            raise ValueError(f"dataset {ds.name!r}: x_{split} has {x.shape[0]} rows but y_{split} has {y.shape[0]}")
+        if y.size and (y.min() < 0 or y.max() >= ds.num_classes):
+            raise ValueError(f"dataset {ds.name!r}: y_{split} labels must lie in [0, {ds.num_classes})")
+        c = getattr(ds, f"client_{split}")
+        if c is not None and c.shape[0] != y.shape[0]:
+            raise ValueError(f"dataset {ds.name!r}: client_{split} has {c.shape[0]} rows, expected {y.shape[0]}")
+
+
+def write_dataset(directory: str | os.PathLike, ds: Dataset, source: str = "", params: dict | None = None) -> Path:
+    """Write ``ds`` to ``directory`` atomically (temporary sibling, then rename).
+
+    Args:
+        directory: target, e.g. ``resources/datasets/digits``. Replaced if it exists.
+        ds: the dataset; arrays are cast to float32 (x) and int64 (y, client ids).
+        source: where the data came from (URL, generator name), recorded in meta.json.
+        params: generator or preparation parameters, recorded in meta.json.
+
+    Returns:
+        The directory path.
+
+    Raises:
+        ValueError: if array lengths disagree or labels fall outside [0, num_classes).
+    """
+    _check(ds)
+    directory = Path(directory)
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
+    try:
+        arrays = {
+            "x_train": np.asarray(ds.x_train, dtype=np.float32),
+            "y_train": np.asarray(ds.y_train, dtype=np.int64),
+            "x_test": np.asarray(ds.x_test, dtype=np.float32),
+            "y_test": np.asarray(ds.y_test, dtype=np.int64),
+        }
+        if ds.client_train is not None:
+            arrays["client_train"] = np.asarray(ds.client_train, dtype=np.int64)
+        if ds.client_test is not None:
+            arrays["client_test"] = np.asarray(ds.client_test, dtype=np.int64)
+        files = {}
+        for key, arr in arrays.items():
+            np.save(tmp / f"{key}.npy", arr)
+            files[f"{key}.npy"] = _sha256(tmp / f"{key}.npy")
+        meta = {
+            **ds.meta,
+            "name": ds.name,
+            "num_classes": int(ds.num_classes),
+            "feature_shape": list(arrays["x_train"].shape[1:]),
+            "n_train": int(arrays["x_train"].shape[0]),
+            "n_test": int(arrays["x_test"].shape[0]),
+            "natural_clients": ds.client_train is not None,
+            "source": source or ds.meta.get("source", ""),
+            "params": params if params is not None else ds.meta.get("params", {}),
+            "files": files,
+        }
+        (tmp / "meta.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+        if directory.exists():
+            shutil.rmtree(directory)
+        os.replace(tmp, directory)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return directory
+
+
+def load_dataset(directory: str | os.PathLike, mmap: bool = True, verify: bool = False) -> Dataset:
+    """Load a dataset written by :func:`write_dataset`.
+
+    Args:
+        directory: e.g. ``resources/datasets/digits``.
+        mmap: memory-map the arrays (read-only) instead of reading them into RAM.
+        verify: recompute every file's sha256 and compare it with meta.json.
+
+    Raises:
+        FileNotFoundError: the directory or one of its files is missing (prepare the dataset first).
+        ValueError: a checksum does not match (the file is corrupt; delete the directory and prepare again).
+    """
+    directory = Path(directory)
+    meta_path = directory / "meta.json"
+    if not meta_path.exists():
+        raise FileNotFoundError(
+            f"{meta_path} not found: dataset {directory.name!r} is not prepared; "
+            f"run `snakemake --cores 1 {meta_path}` to prepare it"
+        )
+    meta = json.loads(meta_path.read_text())
+    if verify:
+        for fname, digest in meta["files"].items():
+            got = _sha256(directory / fname)
+            if got != digest:
+                raise ValueError(
+                    f"{directory / fname}: sha256 {got[:12]}… does not match meta.json ({digest[:12]}…); "
+                    f"the file is corrupt: delete {directory} and prepare the dataset again"
+                )
+    mode = "r" if mmap else None
+    arrays = {}
+    for key in ARRAYS + OPTIONAL_ARRAYS:
+        path = directory / f"{key}.npy"
+        if key in ARRAYS and not path.exists():
+            raise FileNotFoundError(f"{path} is missing: delete {directory} and prepare the dataset again")
+        arrays[key] = np.load(path, mmap_mode=mode) if path.exists() else None
+    return Dataset(name=meta["name"], num_classes=int(meta["num_classes"]), meta=meta, **arrays)

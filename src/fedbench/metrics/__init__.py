@@ -1,0 +1,1 @@
+"""Results schema and communication accounting."""

@@ -1,0 +1,69 @@
+"""The results schema: ``metrics.parquet`` of one training cell, and ``results/metrics.parquet``.
+
+One row per evaluated round. The cell's identity is in the file itself, so collected tables
+need no path parsing.
+
+Identity columns
+    experiment, dataset, partition, algorithm (the config label, e.g. ``fedprox_mu0.01``),
+    algorithm_name (the module, e.g. ``fedprox``), hparams_id (hash of the resolved cell spec),
+    seed.
+Per-round columns
+    round            1-based round index t after which the row was evaluated.
+    clients_sampled  |P_t|, clients that trained in round t.
+    train_loss       loss of the server model θ^t on all clients' training data (mean per sample).
+    test_loss        loss of θ^t on the test set (mean per sample).
+    test_accuracy    accuracy of θ^t on the test set, in [0, 1].
+    uplink_floats    cumulative count of scalars sent client → server, rounds 1..t (dense count:
+                     every element of every tensor in each ClientMessage).
+    uplink_nonzeros  cumulative count of non-zero scalars sent client → server, rounds 1..t.
+    uplink_entropy_bits  cumulative Σ_{s ≤ t} H_s, where H_s is the Shannon entropy (bits per value)
+                     of all values sent uplink in round s, pooled over the sampled clients,
+                     quantised at bin width 0.01.
+    downlink_floats  cumulative count of scalars sent server → clients (broadcast × |P_t|).
+    wall_seconds     wall-clock seconds since the cell started training.
+    status           ``ok``, or ``diverged`` on the row of the round where the loss or the
+                     parameters became NaN/inf (training stops there; no later rows).
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+IDENTITY = [
+    ("experiment", pa.string()),
+    ("dataset", pa.string()),
+    ("partition", pa.string()),
+    ("algorithm", pa.string()),
+    ("algorithm_name", pa.string()),
+    ("hparams_id", pa.string()),
+    ("seed", pa.int64()),
+]
+PER_ROUND = [
+    ("round", pa.int64()),
+    ("clients_sampled", pa.int64()),
+    ("train_loss", pa.float64()),
+    ("test_loss", pa.float64()),
+    ("test_accuracy", pa.float64()),
+    ("uplink_floats", pa.int64()),
+    ("uplink_nonzeros", pa.int64()),
+    ("uplink_entropy_bits", pa.float64()),
+    ("downlink_floats", pa.int64()),
+    ("wall_seconds", pa.float64()),
+    ("status", pa.string()),
+]
+METRICS_SCHEMA = pa.schema(IDENTITY + PER_ROUND)
+STATUSES = ("ok", "diverged")
+
+
+def check_metrics_table(table: pa.Table) -> None:
+    """Raise ValueError naming the first column whose name or type differs from METRICS_SCHEMA,
+    or an unknown status value."""
+    got = {f.name: f.type for f in table.schema}
+    for f in METRICS_SCHEMA:
+        if f.name not in got:
+            raise ValueError(f"metrics table lacks column {f.name!r} ({f.type}); schema: fedbench.metrics.schema")
+        if got[f.name] != f.type:
+            raise ValueError(f"metrics column {f.name!r} has type {got[f.name]}, expected {f.type}")
+    bad = set(table.column("status").to_pylist()) - set(STATUSES)
+    if bad:
+        raise ValueError(f"metrics column 'status' holds {sorted(bad)}; allowed: {STATUSES}")
