@@ -1,0 +1,54 @@
+"""Local training of one client for one round: the reference (sequential) path.
+
+Written to be obviously right: it runs the algorithm's ``client_init``, then ``client_step`` once
+per minibatch in the order given, then ``client_final`` (see :mod:`fedbench.algorithms`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from types import ModuleType
+
+import numpy as np
+import torch
+
+from fedbench.tree import Tree
+
+GradFn = Callable[[Tree, torch.Tensor, torch.Tensor], tuple[Tree, torch.Tensor]]
+
+
+def train_client(
+    algorithm: ModuleType,
+    server_state: dict,
+    client_state: dict | None,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    batches: Sequence[np.ndarray],
+    hparams: dict,
+    grad_fn: GradFn,
+) -> tuple[dict, dict | None, float]:
+    """Run one client's local work for one round.
+
+    Args:
+        algorithm: an algorithm module (:mod:`fedbench.algorithms`).
+        server_state: the server state after round t-1 (holds θ^{t-1}).
+        client_state: this client's persistent state, or None if it never participated.
+        x: (n_k, *feature_shape) the client's training inputs, on the compute device.
+        y: (n_k,) int64 labels.
+        batches: K arrays of row indices into x/y, one per local step (see
+            :func:`fedbench.engine.batches.local_batches`).
+        hparams: the flat hyperparameter dict for this round (algorithm + lr/weight_decay/clip_norm).
+        grad_fn: ``grad_fn(params, x, y) -> (grads, loss)``.
+
+    Returns:
+        (message, new client state, mean minibatch loss over the K steps; NaN if K = 0).
+    """
+    state = algorithm.client_init(server_state, client_state, hparams)
+    losses = []
+    for idx in batches:
+        ix = torch.as_tensor(idx, device=x.device)
+        state = algorithm.client_step(state, (x[ix], y[ix]), hparams, grad_fn)
+        losses.append(state["loss"])
+    message, new_client_state = algorithm.client_final(server_state, state, hparams)
+    mean_loss = float(torch.stack(losses).mean()) if losses else float("nan")
+    return message, new_client_state, mean_loss
