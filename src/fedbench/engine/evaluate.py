@@ -1,0 +1,34 @@
+"""Evaluation of the server model: mean cross-entropy and accuracy over a dataset split."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+
+
+@torch.no_grad()
+def evaluate(
+    apply: Callable, params: dict, x: torch.Tensor, y: torch.Tensor, batch_size: int = 4096
+) -> tuple[float, float]:
+    """(mean loss per sample, accuracy in [0, 1]) of ``apply(params, ·)`` on (x, y).
+
+    Args:
+        x: (n, *feature_shape) inputs on the model's device; y: (n,) int64 labels.
+        batch_size: evaluation chunk size (memory bound only; the result does not depend on it
+            beyond float summation order).
+
+    Returns NaN for both when n = 0.
+    """
+    n = int(y.shape[0])
+    if n == 0:
+        return float("nan"), float("nan")
+    loss_sum = torch.zeros((), dtype=torch.float64, device=x.device)
+    correct = 0
+    for i in range(0, n, batch_size):
+        logits = apply(params, x[i : i + batch_size])
+        yy = y[i : i + batch_size]
+        loss_sum += F.cross_entropy(logits, yy, reduction="sum").double()
+        correct += int((logits.argmax(dim=1) == yy).sum())
+    return float(loss_sum) / n, correct / n

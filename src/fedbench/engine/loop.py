@@ -1,0 +1,244 @@
+"""The sequential reference round loop: one training cell from start to metrics.
+
+For t = 1..T (McMahan et al. 2017, Algorithm 1, generalised by the algorithm protocol of
+:mod:`fedbench.algorithms`):
+
+1. sample P_t (:mod:`fedbench.engine.sampling`), keyed by (seed, t);
+2. for each k ∈ P_t in ascending id order: draw its minibatches from the key (seed, t, k),
+   run ``client_init`` → ``client_step``×K → ``client_final`` (:func:`fedbench.engine.local.train_client`);
+3. ``server_update`` with the messages and the clients' sample counts n_k;
+4. count communication from the messages; every ``eval_every`` rounds (and at T) evaluate θ^t.
+
+A round whose client losses or new server parameters are NaN/inf ends training: its row is
+written with status ``diverged`` and the cell finishes normally, so the workflow continues.
+
+Written to be obviously right, not fast: one client at a time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import resource
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import torch
+from tqdm import tqdm
+
+from fedbench.algorithms import get_algorithm
+from fedbench.data.partition import client_indices, read_partition
+from fedbench.data.store import Dataset, load_dataset
+from fedbench.engine.batches import local_batches
+from fedbench.engine.evaluate import evaluate
+from fedbench.engine.local import train_client
+from fedbench.engine.rng import generator
+from fedbench.engine.sampling import sample_clients
+from fedbench.metrics.communication import count_floats, count_nonzeros, entropy_bits, flatten
+from fedbench.metrics.schema import METRICS_SCHEMA, check_metrics_table
+from fedbench.models import build_model, make_grad_fn
+from fedbench.tree import tree_all_finite
+
+IDENTITY_KEYS = ("experiment", "dataset", "partition", "algorithm", "seed")
+DTYPES = {"float32": torch.float32, "float64": torch.float64}
+
+
+def spec_id(spec: dict) -> str:
+    """A short stable hash of everything in a cell spec that is not its identity (12 hex chars)."""
+    body = {k: v for k, v in spec.items() if k not in IDENTITY_KEYS}
+    return hashlib.sha1(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+def resolve_device(device: str = "auto") -> torch.device:
+    """``auto`` → CUDA when available, else CPU; ``cpu``; ``cuda`` (error if no GPU is visible)."""
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError("device: cuda was requested but no CUDA GPU is visible; set device: auto or cpu")
+    if device not in ("cpu", "cuda"):
+        raise ValueError(f"device must be auto, cpu or cuda (got {device!r})")
+    return torch.device(device)
+
+
+def train(
+    spec: dict,
+    dataset: Dataset,
+    partition: pa.Table,
+    device: str = "auto",
+    progress: bool = False,
+) -> tuple[list[dict], dict]:
+    """Train one cell in memory.
+
+    Args:
+        spec: the resolved cell spec (see :func:`fedbench.config.expand_cells`).
+        dataset: the prepared dataset.
+        partition: the partition table (client_id, sample_index, split).
+        device: "auto" | "cpu" | "cuda".
+        progress: show a tqdm bar (rounds, latest accuracy) on stderr.
+
+    Returns:
+        (rows, info): one dict per evaluated round in METRICS_SCHEMA column order, and a dict
+        with status, final parameters (``params``), server state and timing.
+    """
+    dev = resolve_device(device)
+    dtype = DTYPES[spec["dtype"]]
+    seed = int(spec["seed"])
+    local = spec["local"]
+    hp_base = dict(spec["hparams"])
+
+    clients = client_indices(partition, "train")
+    m = len(clients)
+    weights_all = np.array([len(ix) for ix in clients], dtype=np.float64)
+    x_train = torch.as_tensor(np.asarray(dataset.x_train), dtype=dtype, device=dev)
+    y_train = torch.as_tensor(np.asarray(dataset.y_train), dtype=torch.int64, device=dev)
+    x_test = torch.as_tensor(np.asarray(dataset.x_test), dtype=dtype, device=dev)
+    y_test = torch.as_tensor(np.asarray(dataset.y_test), dtype=torch.int64, device=dev)
+    used = torch.as_tensor(np.sort(np.concatenate(clients)), device=dev)
+    x_used, y_used = x_train[used], y_train[used]
+    client_data = [(x_train[torch.as_tensor(ix, device=dev)], y_train[torch.as_tensor(ix, device=dev)]) for ix in clients]
+
+    model = build_model(spec["model"], dataset.feature_shape, dataset.num_classes)
+    grad_fn = make_grad_fn(model)
+    params = {k: v.to(dev) for k, v in model.init(generator(seed, 0, -1, "init"), dtype=dtype).items()}
+    algo = get_algorithm(spec["algorithm_name"])
+    server = algo.server_init(params, hp_base, m)
+    client_states: dict[int, dict] = {}
+
+    identity = {
+        "experiment": spec["experiment"],
+        "dataset": spec["dataset"],
+        "partition": spec["partition"],
+        "algorithm": spec["algorithm"],
+        "algorithm_name": spec["algorithm_name"],
+        "hparams_id": spec_id(spec),
+        "seed": seed,
+    }
+    up_floats = up_nnz = down_floats = 0
+    up_entropy = 0.0
+    rows: list[dict] = []
+    status = "ok"
+    t_start = time.perf_counter()
+    rounds = int(spec["rounds"])
+    bar = tqdm(range(1, rounds + 1), desc=f"{spec['algorithm']} seed={seed}", disable=not progress,
+               file=sys.stderr, mininterval=2.0, unit="round")
+    for t in bar:
+        hp = {**hp_base, "lr": local["lr"] * local["lr_decay"] ** (t - 1),
+              "weight_decay": local["weight_decay"], "clip_norm": local["clip_norm"]}
+        sampled = sample_clients(spec["sampling"]["scheme"], m, spec["sampling"]["participation"], seed, t)
+        down = count_floats(algo.broadcast(server))
+        messages, losses = [], []
+        for k in sampled.tolist():
+            xk, yk = client_data[k]
+            batches = local_batches(seed, t, k, len(clients[k]), local["batch_size"],
+                                    epochs=local["epochs"], steps=local["steps"])
+            msg, cstate, loss = train_client(algo, server, client_states.get(k), xk, yk, batches, hp, grad_fn)
+            if cstate is not None:
+                client_states[k] = cstate
+            messages.append(msg)
+            losses.append(loss)
+        server = algo.server_update(server, messages, torch.as_tensor(weights_all[sampled]), hp)
+
+        diverged = not (np.all(np.isfinite(losses)) and tree_all_finite(server["params"]))
+        up_floats += sum(count_floats(msg) for msg in messages)
+        up_nnz += sum(count_nonzeros(msg) for msg in messages)
+        down_floats += down * len(sampled)
+        if not diverged:
+            up_entropy += entropy_bits(flatten(messages))
+        if diverged or t % spec["eval_every"] == 0 or t == rounds:
+            train_loss, _ = evaluate(model.apply, server["params"], x_used, y_used)
+            test_loss, test_acc = evaluate(model.apply, server["params"], x_test, y_test)
+            if diverged:
+                status, test_acc = "diverged", float("nan")
+            rows.append({**identity, "round": t, "clients_sampled": int(len(sampled)),
+                         "train_loss": train_loss, "test_loss": test_loss, "test_accuracy": test_acc,
+                         "uplink_floats": up_floats, "uplink_nonzeros": up_nnz,
+                         "uplink_entropy_bits": up_entropy if not diverged else float("nan"),
+                         "downlink_floats": down_floats,
+                         "wall_seconds": time.perf_counter() - t_start, "status": status})
+            bar.set_postfix(acc=f"{test_acc:.4f}", loss=f"{train_loss:.4f}")
+        if diverged:
+            break
+    bar.close()
+    info = {"status": status, "rounds_completed": rows[-1]["round"] if rows else 0,
+            "params": server["params"], "server_state": server, "client_states": client_states,
+            "wall_seconds": time.perf_counter() - t_start, "device": str(dev)}
+    return rows, info
+
+
+def _atomic_write_bytes(path: Path, write) -> None:
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def rows_to_table(rows: list[dict]) -> pa.Table:
+    """Rows from :func:`train` as a METRICS_SCHEMA table (checked)."""
+    table = pa.Table.from_pylist(rows, schema=METRICS_SCHEMA)
+    check_metrics_table(table)
+    return table
+
+
+def run_cell(
+    spec: dict,
+    dataset_dir: str | os.PathLike,
+    partition_path: str | os.PathLike,
+    metrics_path: str | os.PathLike,
+    summary_path: str | os.PathLike,
+    device: str = "auto",
+    num_threads: int | None = None,
+    progress: bool = True,
+) -> dict:
+    """Train one cell and write ``metrics.parquet`` and ``summary.json`` (each atomically).
+
+    Args:
+        spec: resolved cell spec (:func:`fedbench.config.expand_cells`).
+        dataset_dir: ``resources/datasets/<dataset>``.
+        partition_path: ``results/partitions/.../partition.parquet``.
+        metrics_path, summary_path: outputs.
+        device: "auto" | "cpu" | "cuda".
+        num_threads: torch intra-op threads (the Snakemake job's thread count).
+
+    Returns:
+        The summary dict. A diverged run returns normally with ``status: diverged``.
+    """
+    if num_threads:
+        torch.set_num_threads(int(num_threads))
+    metrics_path, summary_path = Path(metrics_path), Path(summary_path)
+    metrics_path.parent.mkdir(parents=True, exist_ok=True)
+    summary_path.parent.mkdir(parents=True, exist_ok=True)
+    dataset = load_dataset(dataset_dir)
+    partition = read_partition(partition_path)
+    rows, info = train(spec, dataset, partition, device=device, progress=progress)
+    table = rows_to_table(rows)
+    last = rows[-1]
+    ok_rows = [r for r in rows if r["status"] == "ok"]
+    summary = {
+        "spec": spec,
+        "hparams_id": spec_id(spec),
+        "status": info["status"],
+        "rounds_completed": info["rounds_completed"],
+        "final_test_accuracy": last["test_accuracy"],
+        "best_test_accuracy": max((r["test_accuracy"] for r in ok_rows), default=None),
+        "final_train_loss": last["train_loss"],
+        "uplink_floats": last["uplink_floats"],
+        "wall_seconds": info["wall_seconds"],
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "num_parameters": int(sum(v.numel() for v in info["params"].values())),
+        "device": info["device"],
+        "torch": torch.__version__,
+    }
+    _atomic_write_bytes(metrics_path, lambda p: pq.write_table(table, p))
+    _atomic_write_bytes(summary_path, lambda p: p.write_text(json.dumps(summary, indent=2, default=float) + "\n"))
+    print(f"{spec['experiment']}/{spec['dataset']}/{spec['partition']}/{spec['algorithm']} seed={spec['seed']}: "
+          f"status={info['status']} final test accuracy={last['test_accuracy']:.4f} "
+          f"({info['wall_seconds']:.1f}s, peak RSS {summary['peak_rss_mb']:.0f} MB)", file=sys.stderr)
+    return summary
