@@ -1,0 +1,43 @@
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from fedbench.metrics.communication import count_floats, count_nonzeros, entropy_bits, flatten
+
+
+def test_counts_over_nested_messages():
+    msg = {"delta": {"w": torch.tensor([[0.0, 1.0], [2.0, 0.0]]), "b": torch.zeros(3)},
+           "delta_c": {"w": torch.ones(2, 2), "b": torch.tensor([0.0, 0.0, 5.0])}}
+    assert count_floats(msg) == 14
+    assert count_nonzeros(msg) == 2 + 4 + 1
+    assert flatten([msg, msg]).size == 28
+
+
+def test_entropy_of_uniform_over_bins_is_log2_bins():
+    # 8 equally likely bins of width 0.01 -> exactly 3 bits per value
+    v = np.repeat(np.arange(8) * 0.01 + 0.005, 100)
+    assert entropy_bits(v) == pytest.approx(3.0, abs=1e-12)
+
+
+def test_entropy_of_bernoulli_matches_closed_form():
+    p = 0.2
+    v = np.array([0.0] * 800 + [1.0] * 200)
+    h = -(p * math.log2(p) + (1 - p) * math.log2(1 - p))
+    assert entropy_bits(v) == pytest.approx(h, abs=1e-12)
+
+
+def test_entropy_of_constant_is_zero_and_of_gaussian_matches_differential_entropy():
+    assert entropy_bits(np.full(50, 0.123)) == 0.0
+    rng = np.random.default_rng(0)
+    sigma = 1.0
+    v = rng.normal(0, sigma, 2_000_000)
+    # quantised Gaussian: H ≈ h(X) − log2(bin width), h(X) = ½ log2(2πe σ²)
+    expected = 0.5 * math.log2(2 * math.pi * math.e * sigma**2) - math.log2(0.01)
+    assert entropy_bits(v) == pytest.approx(expected, abs=0.01)
+
+
+def test_entropy_rejects_nan():
+    with pytest.raises(ValueError, match="NaN"):
+        entropy_bits(np.array([0.0, np.nan]))
