@@ -1,0 +1,58 @@
+import json
+
+import numpy as np
+import pytest
+
+from fedbench.data.store import Dataset, load_dataset, write_dataset
+
+
+def _ds(natural=False):
+    rng = np.random.default_rng(0)
+    return Dataset(
+        name="toy",
+        x_train=rng.normal(size=(30, 1, 2, 2)),
+        y_train=rng.integers(0, 3, 30),
+        x_test=rng.normal(size=(10, 1, 2, 2)),
+        y_test=rng.integers(0, 3, 10),
+        num_classes=3,
+        client_train=np.repeat(np.arange(3), 10) if natural else None,
+        client_test=np.arange(10) % 3 if natural else None,
+    )
+
+
+@pytest.mark.parametrize("natural", [False, True])
+def test_roundtrip_memory_mapped(tmp_path, natural):
+    ds = _ds(natural)
+    write_dataset(tmp_path / "toy", ds, source="test", params={"a": 1})
+    back = load_dataset(tmp_path / "toy", verify=True)
+    assert isinstance(back.x_train, np.memmap)
+    assert back.x_train.dtype == np.float32 and back.y_train.dtype == np.int64
+    np.testing.assert_allclose(back.x_train, ds.x_train.astype(np.float32))
+    np.testing.assert_array_equal(back.y_test, ds.y_test)
+    assert back.feature_shape == (1, 2, 2) and back.num_classes == 3
+    assert back.has_natural_clients == natural
+    meta = json.loads((tmp_path / "toy" / "meta.json").read_text())
+    assert meta["params"] == {"a": 1} and meta["n_train"] == 30 and set(meta["files"]) >= {"x_train.npy"}
+
+
+def test_corrupt_file_is_refused_with_its_name(tmp_path):
+    write_dataset(tmp_path / "toy", _ds())
+    path = tmp_path / "toy" / "y_test.npy"
+    raw = bytearray(path.read_bytes())
+    raw[-1] ^= 0xFF
+    path.write_bytes(bytes(raw))
+    with pytest.raises(ValueError, match="y_test.npy"):
+        load_dataset(tmp_path / "toy", verify=True)
+
+
+def test_missing_dataset_says_how_to_prepare(tmp_path):
+    with pytest.raises(FileNotFoundError, match="not prepared"):
+        load_dataset(tmp_path / "nope")
+
+
+def test_bad_labels_rejected_and_nothing_left_behind(tmp_path):
+    ds = _ds()
+    bad = Dataset(**{**ds.__dict__, "y_train": np.full(30, 7)})
+    with pytest.raises(ValueError, match="labels"):
+        write_dataset(tmp_path / "toy", bad)
+    assert list(tmp_path.iterdir()) == []
