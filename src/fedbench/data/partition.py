@@ -1,0 +1,475 @@
+"""Partitioners: split a labelled Dataset's train samples among K clients.
+
+A partition is a :class:`pyarrow.Table` with one row per (client, sample):
+
+=============  =======  ================================================================
+column         type     meaning
+=============  =======  ================================================================
+client_id      int64    0..K-1; every client owns at least one train sample
+sample_index   int64    row index into that split's arrays (``x_train`` or ``x_test``)
+split          string   ``"train"``, or ``"test"`` (only the ``natural`` scheme lists test rows)
+=============  =======  ================================================================
+
+Rows are ordered by split (train first), client_id, sample_index. Every sample appears at most
+once; ``iid``, ``dirichlet`` and ``shards`` use every train sample exactly once. Outside the
+``natural`` scheme the clients are evaluated on the dataset's global test split. The table's
+schema metadata (key ``fedbench``) records the dataset, scheme, resolved parameters and seed.
+
+A partition config is ``{"scheme": name, **params}``; :data:`SCHEMES` lists each scheme's
+parameters and defaults. All randomness comes from
+``fedbench.engine.rng.generator(seed, 0, -1, "partition")``, so (dataset, config, seed) fixes
+the table.
+
+Schemes
+-------
+``iid``
+    Shuffle, then cut into K clients of sizes from :func:`client_sizes` (equal for sigma 0,
+    lognormal otherwise; FedDyn ``unbalance_iid``).
+``dirichlet``, ``form: client_prior`` (default)
+    Acar et al. 2021 (FedDyn), reference code ``utils_dataset.py`` (``rule='Drichlet'``). Client
+    sizes n_k from :func:`client_sizes`; each client's class prior p_k ~ Dir(α·1_C). Until all
+    clients are full: pick a client uniformly among those not yet full, draw a class c ~ p_k
+    restricted to the classes that still have samples (renormalised), and give it one remaining
+    sample of class c. The reference code redraws on a full client or an exhausted class; drawing
+    from the restricted distributions directly is the same law, without the loops. If all of a
+    client's prior mass sits on exhausted classes (possible for tiny α) we draw uniformly among
+    the remaining classes; the reference code would loop forever there.
+``dirichlet``, ``form: class_split``
+    Hsu et al. 2019, Yurochkin et al. 2019, as in NIID-Bench ``noniid-labeldir``: for each class c,
+    q_c ~ Dir(α·1_K) over the clients and class c's (shuffled) samples are cut at
+    ⌊n_c · cumsum(q_c)⌋. With sigma > 0, client k's share of class c is ∝ q_{c,k}·s_k with
+    s_k ~ LogNormal(0, sigma). The whole draw is repeated until every client has at least
+    ``min_size`` train samples (NIID-Bench uses 10; our default 1 only forbids empty clients), at
+    most 1000 times. NIID-Bench also zeroes q_{c,k} for clients already above n/K; we do not.
+``shards``
+    McMahan et al. 2017 (FedAvg, "pathological non-IID"): sort by label, cut into K·k shards, give
+    each client k = ``shards_per_client`` random shards. Departure: McMahan cuts the sorted data
+    into equal shards, so a shard that straddles a class boundary holds two labels. We cut each
+    class separately (class c gets m_c shards, apportioned by the D'Hondt rule so shard sizes
+    are as equal as possible, m_c >= 1), so every shard has one label and every client has at
+    most k classes. Shard sizes differ by a few samples when class sizes do; K·k need not divide n.
+``natural``
+    The dataset's own clients (``client_train`` / ``client_test``), renumbered 0..K-1 in
+    increasing order of the original id. Each client's test samples are listed too (split
+    ``"test"``). ``num_clients`` (default null = all) keeps a random subset of K clients (drawn
+    with the seed), renumbered in order of the original id. Clients with no train sample are
+    dropped, and with them their test samples.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from fedbench.data.store import Dataset
+from fedbench.engine.rng import generator
+
+SCHEMES: dict[str, dict] = {
+    "iid": {"num_clients": 10, "sigma": 0.0, "min_size": 1},
+    "dirichlet": {"num_clients": 10, "alpha": 0.5, "form": "client_prior", "sigma": 0.0, "min_size": 1},
+    "shards": {"num_clients": 10, "shards_per_client": 2},
+    "natural": {"num_clients": None},
+}
+DIRICHLET_FORMS = ("client_prior", "class_split")
+MAX_TRIES = 1000  # redraws allowed to reach min_size (class_split) or non-empty lognormal sizes
+
+SCHEMA = pa.schema([("client_id", pa.int64()), ("sample_index", pa.int64()), ("split", pa.string())])
+
+
+# --------------------------------------------------------------------------- config checking
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+
+
+def _is_num(v) -> bool:
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) and np.isfinite(v)
+
+
+def resolve_partition_params(cfg: dict) -> dict:
+    """A partition config's parameters with defaults filled in (``scheme`` excluded).
+
+    Args:
+        cfg: ``{"scheme": name, **params}``.
+
+    Returns:
+        A new dict in the key order of :data:`SCHEMES`.
+
+    Raises:
+        ValueError: ``scheme`` missing or unknown, a parameter the scheme does not take, or a
+            value out of range; the message names the key and the fix.
+    """
+    if not isinstance(cfg, dict) or "scheme" not in cfg:
+        raise ValueError(f"partition config needs a 'scheme' key, one of: {', '.join(SCHEMES)} (got {cfg!r})")
+    scheme = cfg["scheme"]
+    if scheme not in SCHEMES:
+        raise ValueError(f"unknown partition scheme {scheme!r}; allowed schemes: {', '.join(SCHEMES)}")
+    allowed = SCHEMES[scheme]
+    given = {k: v for k, v in cfg.items() if k != "scheme"}
+    unknown = sorted(set(given) - set(allowed))
+    if unknown:
+        raise ValueError(
+            f"partition scheme {scheme!r} has no parameter {', '.join(map(repr, unknown))}; "
+            f"allowed parameters: {', '.join(allowed)}"
+        )
+    p = {k: given.get(k, d) for k, d in allowed.items()}
+
+    def bad(key, want):
+        raise ValueError(f"partition scheme {scheme!r}: {key} must be {want}, got {p[key]!r}")
+
+    if "num_clients" in p:
+        if scheme == "natural":
+            if p["num_clients"] is not None and (not _is_int(p["num_clients"]) or p["num_clients"] < 1):
+                bad("num_clients", "null (all natural clients) or an integer >= 1")
+        elif not _is_int(p["num_clients"]) or p["num_clients"] < 1:
+            bad("num_clients", "an integer >= 1")
+    if "sigma" in p and (not _is_num(p["sigma"]) or p["sigma"] < 0):
+        bad("sigma", "a number >= 0 (0 = equal client sizes)")
+    if "alpha" in p and (not _is_num(p["alpha"]) or p["alpha"] <= 0):
+        bad("alpha", "a number > 0 (Dirichlet concentration; small = skewed labels, e.g. 0.3)")
+    if "form" in p and p["form"] not in DIRICHLET_FORMS:
+        bad("form", f"one of {', '.join(DIRICHLET_FORMS)}")
+    if "min_size" in p and (not _is_int(p["min_size"]) or p["min_size"] < 1):
+        bad("min_size", "an integer >= 1")
+    if "shards_per_client" in p and (not _is_int(p["shards_per_client"]) or p["shards_per_client"] < 1):
+        bad("shards_per_client", "an integer >= 1")
+    return p
+
+
+# --------------------------------------------------------------------------- client sizes
+
+
+def client_sizes(n: int, num_clients: int, sigma: float, rng: np.random.Generator, min_size: int = 1) -> np.ndarray:
+    """Client sizes that sum to n (FedDyn ``utils_dataset.py``, ``unbalanced_sgm``).
+
+    sigma = 0: ⌊n/K⌋ each, the remainder n mod K spread one by one over the first clients
+    (FedDyn drops the remainder; we keep every sample). sigma > 0: w_k ~ LogNormal(log(n/K), sigma),
+    n_k = ⌊n · w_k / Σw⌋, the rounding remainder added to client 0 (as FedDyn). Draws leaving a
+    client below ``min_size`` are redrawn, at most 1000 times.
+
+    Returns:
+        (K,) int64 sizes, each >= min_size, summing to n.
+
+    Raises:
+        ValueError: num_clients > n, num_clients · min_size > n, or no draw reached min_size.
+    """
+    if num_clients > n:
+        raise ValueError(f"num_clients={num_clients} exceeds the {n} train samples: lower num_clients to at most {n}")
+    if num_clients * min_size > n:
+        raise ValueError(
+            f"min_size={min_size} with num_clients={num_clients} needs {num_clients * min_size} samples but there are {n}: "
+            f"lower min_size or num_clients"
+        )
+    if sigma == 0:
+        sizes = np.full(num_clients, n // num_clients, dtype=np.int64)
+        sizes[: n - int(sizes.sum())] += 1
+        return sizes
+    for _ in range(MAX_TRIES):
+        w = rng.lognormal(mean=np.log(n / num_clients), sigma=sigma, size=num_clients)
+        sizes = np.floor(w / w.sum() * n).astype(np.int64)
+        sizes[0] += n - int(sizes.sum())
+        if sizes.min() >= min_size:
+            return sizes
+    raise ValueError(
+        f"sigma={sigma}: in {MAX_TRIES} lognormal draws some client always got fewer than min_size={min_size} "
+        f"of the {n} samples: lower sigma or num_clients"
+    )
+
+
+# --------------------------------------------------------------------------- schemes
+
+
+def _dirichlet(rng: np.random.Generator, alpha: float, dim: int, size: int | None = None) -> np.ndarray:
+    """Dir(α·1) draws; a degenerate row (all zero or NaN, possible for tiny α) becomes one-hot."""
+    q = rng.dirichlet(np.full(dim, float(alpha)), size=size)
+    q2 = np.atleast_2d(q)
+    bad = ~np.isfinite(q2).all(axis=1) | (q2.sum(axis=1) <= 0)
+    if bad.any():
+        q2 = q2.copy()
+        q2[bad] = np.eye(dim)[rng.integers(0, dim, int(bad.sum()))]
+    return q2 if size is not None else q2[0]
+
+
+def _split_by_sizes(order: np.ndarray, sizes: np.ndarray) -> list[np.ndarray]:
+    return np.split(order, np.cumsum(sizes)[:-1])
+
+
+def _iid(y: np.ndarray, p: dict, rng: np.random.Generator) -> list[np.ndarray]:
+    sizes = client_sizes(len(y), p["num_clients"], p["sigma"], rng, p["min_size"])
+    return _split_by_sizes(rng.permutation(len(y)), sizes)
+
+
+def _client_prior(y: np.ndarray, num_classes: int, p: dict, rng: np.random.Generator) -> list[np.ndarray]:
+    n, K, C = len(y), p["num_clients"], num_classes
+    capacity = client_sizes(n, K, p["sigma"], rng, p["min_size"])
+    priors = _dirichlet(rng, p["alpha"], C, size=K)
+    pools = [rng.permutation(np.flatnonzero(y == c)) for c in range(C)]
+    remaining = np.array([len(q) for q in pools], dtype=np.int64)
+    avail = (remaining > 0).astype(np.float64)
+    open_clients = list(range(K))
+    owner = np.empty(n, dtype=np.int64)
+    u = rng.random((n, 2))
+    for t in range(n):
+        j = int(u[t, 0] * len(open_clients))
+        k = open_clients[j]
+        prob = priors[k] * avail
+        cum = np.cumsum(prob)
+        if cum[-1] <= 0:  # all of this client's prior mass is on exhausted classes
+            prob = avail
+            cum = np.cumsum(prob)
+        c = int(np.searchsorted(cum, u[t, 1] * cum[-1], side="right"))
+        if c >= C or prob[c] <= 0:
+            c = int(np.flatnonzero(prob)[-1])
+        remaining[c] -= 1
+        owner[pools[c][remaining[c]]] = k
+        if remaining[c] == 0:
+            avail[c] = 0.0
+        capacity[k] -= 1
+        if capacity[k] == 0:
+            open_clients[j] = open_clients[-1]
+            open_clients.pop()
+    order = np.argsort(owner, kind="stable")
+    return _split_by_sizes(order, np.bincount(owner, minlength=K))
+
+
+def _class_split(y: np.ndarray, num_classes: int, p: dict, rng: np.random.Generator) -> list[np.ndarray]:
+    n, K, alpha, sigma, min_size = len(y), p["num_clients"], p["alpha"], p["sigma"], p["min_size"]
+    if K > n:
+        raise ValueError(f"num_clients={K} exceeds the {n} train samples: lower num_clients to at most {n}")
+    if K * min_size > n:
+        raise ValueError(
+            f"min_size={min_size} with num_clients={K} needs {K * min_size} samples but there are {n}: "
+            f"lower min_size or num_clients"
+        )
+    by_class = [np.flatnonzero(y == c) for c in range(num_classes) if (y == c).any()]
+    for _ in range(MAX_TRIES):
+        s = rng.lognormal(0.0, sigma, K) if sigma > 0 else np.ones(K)
+        cuts = []
+        for idx in by_class:
+            q = _dirichlet(rng, alpha, K) * s
+            cuts.append((np.cumsum(q / q.sum()) * len(idx)).astype(np.int64)[:-1])
+        sizes = sum(np.diff(np.concatenate([[0], c, [len(idx)]])) for c, idx in zip(cuts, by_class))
+        if sizes.min() >= min_size:  # accepted: now shuffle each class and cut it
+            parts: list[list[np.ndarray]] = [[] for _ in range(K)]
+            for c, idx in zip(cuts, by_class):
+                for k, piece in enumerate(np.split(rng.permutation(idx), c)):
+                    parts[k].append(piece)
+            return [np.concatenate(ps) for ps in parts]
+    raise ValueError(
+        f"dirichlet class_split: in {MAX_TRIES} draws with alpha={alpha}, num_clients={K} some client always had "
+        f"fewer than min_size={min_size} train samples: raise alpha, or lower num_clients or min_size"
+    )
+
+
+def _shard_counts(class_sizes: np.ndarray, total: int) -> np.ndarray:
+    """D'Hondt apportionment of ``total`` shards over classes: m_c >= 1 for each non-empty class."""
+    m = (class_sizes > 0).astype(np.int64)
+    for _ in range(total - int(m.sum())):
+        per_shard = np.where(m > 0, class_sizes / np.maximum(m, 1), -1.0)
+        m[int(np.argmax(per_shard))] += 1
+    return m
+
+
+def _shards(y: np.ndarray, num_classes: int, p: dict, rng: np.random.Generator) -> list[np.ndarray]:
+    n, K, k = len(y), p["num_clients"], p["shards_per_client"]
+    total = K * k
+    if total > n:
+        raise ValueError(
+            f"num_clients·shards_per_client = {K}·{k} = {total} shards exceed the {n} train samples: "
+            f"lower num_clients or shards_per_client"
+        )
+    class_sizes = np.bincount(y, minlength=num_classes)
+    present = int((class_sizes > 0).sum())
+    if total < present:
+        raise ValueError(
+            f"num_clients·shards_per_client = {total} shards cannot cover the {present} classes present "
+            f"(each shard holds one class): raise shards_per_client or num_clients to at least {present} shards"
+        )
+    m = _shard_counts(class_sizes, total)
+    shards = []
+    for c in range(num_classes):
+        if m[c]:
+            shards.extend(np.array_split(rng.permutation(np.flatnonzero(y == c)), m[c]))
+    perm = rng.permutation(total)
+    return [np.concatenate([shards[s] for s in perm[i * k:(i + 1) * k]]) for i in range(K)]
+
+
+def _natural(ds: Dataset, p: dict, rng: np.random.Generator) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    if ds.client_train is None:
+        raise ValueError(
+            f"partition scheme 'natural': dataset {ds.name!r} has no natural clients (no client_train); "
+            f"use scheme iid, dirichlet or shards"
+        )
+    ctr = np.asarray(ds.client_train)
+    ids = np.unique(ctr)
+    K = p["num_clients"]
+    if K is not None:
+        if K > len(ids):
+            raise ValueError(
+                f"partition scheme 'natural': num_clients={K} but dataset {ds.name!r} has {len(ids)} natural clients "
+                f"with train data: lower num_clients to at most {len(ids)} or set it to null"
+            )
+        ids = np.sort(rng.choice(ids, size=K, replace=False))
+    train = [np.flatnonzero(ctr == i) for i in ids]
+    if ds.client_test is None:
+        test = [np.empty(0, dtype=np.int64) for _ in ids]
+    else:
+        cte = np.asarray(ds.client_test)
+        test = [np.flatnonzero(cte == i) for i in ids]
+    return train, test
+
+
+# --------------------------------------------------------------------------- public API
+
+
+def _json_default(o):
+    return o.item() if isinstance(o, np.generic) else str(o)
+
+
+def make_partition(dataset: Dataset, cfg: dict, seed: int) -> pa.Table:
+    """Partition ``dataset``'s train split among clients.
+
+    Args:
+        dataset: any labelled Dataset (``y_train`` int labels in [0, num_classes)).
+        cfg: ``{"scheme": "iid" | "dirichlet" | "shards" | "natural", **params}``; see
+            :data:`SCHEMES` and the module docstring for each scheme's source and parameters.
+        seed: partition seed (>= 0); draws come from ``generator(seed, 0, -1, "partition")``.
+
+    Returns:
+        A pyarrow Table with columns client_id (int64), sample_index (int64), split (string),
+        sorted by split (train first), client_id, sample_index. Same arguments, same table.
+
+    Raises:
+        ValueError: unknown scheme or parameter, a value out of range (alpha <= 0, …), more clients
+            than samples, a client that would be left empty, or ``natural`` on a dataset without
+            natural clients. The message names the config key and the fix.
+    """
+    p = resolve_partition_params(cfg)
+    scheme = cfg["scheme"]
+    rng = generator(int(seed), 0, -1, "partition")
+    y = np.asarray(dataset.y_train, dtype=np.int64)
+    C = int(dataset.num_classes)
+    test: list[np.ndarray] = []
+    if scheme == "iid":
+        train = _iid(y, p, rng)
+    elif scheme == "dirichlet":
+        train = (_client_prior if p["form"] == "client_prior" else _class_split)(y, C, p, rng)
+    elif scheme == "shards":
+        train = _shards(y, C, p, rng)
+    else:
+        train, test = _natural(dataset, p, rng)
+    for k, idx in enumerate(train):
+        if len(idx) == 0:  # guarded above; kept as a last check of the "no empty client" contract
+            raise ValueError(f"partition scheme {scheme!r}: client {k} got no train sample: lower num_clients")
+
+    cid, sidx, split = [], [], []
+    for name, groups in (("train", train), ("test", test)):
+        for k, idx in enumerate(groups):
+            cid.append(np.full(len(idx), k, dtype=np.int64))
+            sidx.append(np.sort(np.asarray(idx, dtype=np.int64)))
+            split.append(np.full(len(idx), name, dtype=object))
+    meta = {"dataset": dataset.name, "scheme": scheme, "params": p, "seed": int(seed), "num_clients": len(train)}
+    return pa.table(
+        {
+            "client_id": pa.array(np.concatenate(cid), pa.int64()),
+            "sample_index": pa.array(np.concatenate(sidx), pa.int64()),
+            "split": pa.array(np.concatenate(split), pa.string()),
+        },
+        schema=SCHEMA.with_metadata({"fedbench": json.dumps(meta, sort_keys=True, default=_json_default)}),
+    )
+
+
+def num_clients(table: pa.Table) -> int:
+    """K: one more than the largest client_id in the partition table (0 for an empty table)."""
+    ids = table.column("client_id").to_numpy()
+    return int(ids.max()) + 1 if len(ids) else 0
+
+
+def client_indices(table: pa.Table, split: str = "train") -> list[np.ndarray]:
+    """Each client's sample indices into ``x_<split>``.
+
+    Returns:
+        A list of K int64 arrays (client 0..K-1), each sorted ascending; a client with no row
+        of that split gets an empty array (e.g. ``split="test"`` outside the natural scheme).
+
+    Raises:
+        ValueError: split is not "train" or "test".
+    """
+    if split not in ("train", "test"):
+        raise ValueError(f"split must be 'train' or 'test', got {split!r}")
+    K = num_clients(table)
+    mask = (table.column("split").to_numpy(zero_copy_only=False) == split)
+    cid = table.column("client_id").to_numpy()[mask]
+    idx = table.column("sample_index").to_numpy()[mask]
+    order = np.lexsort((idx, cid))
+    counts = np.bincount(cid, minlength=K)
+    return [a.astype(np.int64) for a in np.split(idx[order], np.cumsum(counts)[:-1])] if K else []
+
+
+def class_counts(table: pa.Table, dataset: Dataset) -> pa.Table:
+    """Per-client, per-class counts of the train split (wide format).
+
+    Returns:
+        A Table with one row per client 0..K-1 and columns client_id (int64), num_samples
+        (int64), class_0 … class_{C-1} (int64).
+    """
+    K, C = num_clients(table), int(dataset.num_classes)
+    mask = table.column("split").to_numpy(zero_copy_only=False) == "train"
+    cid = table.column("client_id").to_numpy()[mask]
+    labels = np.asarray(dataset.y_train, dtype=np.int64)[table.column("sample_index").to_numpy()[mask]]
+    counts = np.bincount(cid * C + labels, minlength=K * C).reshape(K, C).astype(np.int64)
+    cols = {"client_id": np.arange(K, dtype=np.int64), "num_samples": counts.sum(axis=1)}
+    cols.update({f"class_{c}": counts[:, c] for c in range(C)})
+    return pa.table({k: pa.array(v, pa.int64()) for k, v in cols.items()})
+
+
+def _write_atomic(table: pa.Table, path: Path) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        pq.write_table(table, tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_partition(table: pa.Table, dataset: Dataset, out_dir: str | os.PathLike) -> None:
+    """Write ``out_dir/partition.parquet`` and ``out_dir/class_counts.parquet``.
+
+    Each file is written to a temporary sibling and renamed into place (``os.replace``), so a
+    reader never sees a half-written file. ``out_dir`` is created if needed.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    _write_atomic(class_counts(table, dataset), out / "class_counts.parquet")
+    _write_atomic(table, out / "partition.parquet")
+
+
+def read_partition(path: str | os.PathLike) -> pa.Table:
+    """Read a partition written by :func:`write_partition`.
+
+    Args:
+        path: the ``partition.parquet`` file, or the directory holding it.
+
+    Raises:
+        FileNotFoundError: no such file (run the partition step first).
+        ValueError: the file lacks the columns client_id, sample_index, split.
+    """
+    path = Path(path)
+    if path.is_dir():
+        path = path / "partition.parquet"
+    if not path.exists():
+        raise FileNotFoundError(f"{path} not found: run the partition step first")
+    table = pq.read_table(path)
+    missing = [c for c in SCHEMA.names if c not in table.column_names]
+    if missing:
+        raise ValueError(f"{path} is not a partition table: missing columns {', '.join(missing)}")
+    return table

@@ -1,0 +1,46 @@
+import json
+
+import numpy as np
+import pytest
+
+from fedbench.data.registry import SOURCES, build_dataset, prepare_dataset, resolve_dataset_params
+from fedbench.data.store import load_dataset
+
+
+def test_sources_and_defaults():
+    assert set(SOURCES) == {"digits", "synthetic"}
+    assert resolve_dataset_params({"source": "digits"}) == {"test_fraction": 0.2, "split_seed": 0}
+    p = resolve_dataset_params({"source": "synthetic", "alpha": 0.5})
+    assert p["alpha"] == 0.5 and p["beta"] == 1.0 and p["num_clients"] == 30 and set(p) == set(SOURCES["synthetic"])
+
+
+def test_unknown_source_and_parameter_are_named():
+    with pytest.raises(ValueError, match="mnist.*allowed sources: digits, synthetic"):
+        resolve_dataset_params({"source": "mnist"})
+    with pytest.raises(ValueError, match="'alpha'.*allowed parameters: test_fraction, split_seed"):
+        resolve_dataset_params({"source": "digits", "alpha": 1})
+    with pytest.raises(ValueError, match="source"):
+        resolve_dataset_params({"alpha": 1})
+
+
+def test_prepare_writes_a_loadable_dataset(tmp_path):
+    out = prepare_dataset("syn_small", {"source": "synthetic", "num_clients": 4, "max_samples_per_client": 100},
+                          tmp_path / "syn_small")
+    ds = load_dataset(out, verify=True)
+    assert ds.name == "syn_small" and ds.has_natural_clients and ds.feature_shape == (60,)
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["source"] == "synthetic" and meta["params"]["num_clients"] == 4
+    assert meta["params"]["alpha"] == 1.0  # defaults are recorded too
+
+
+def test_prepare_digits(tmp_path):
+    out = prepare_dataset("digits", {"source": "digits"}, tmp_path / "digits")
+    ds = load_dataset(out)
+    assert ds.x_train.shape == (1437, 1, 8, 8) and ds.num_classes == 10
+    np.testing.assert_array_equal(ds.y_test, build_dataset("digits", {"source": "digits"}).y_test)
+
+
+def test_bad_value_is_named(tmp_path):
+    with pytest.raises(ValueError, match="test_fraction"):
+        prepare_dataset("d", {"source": "digits", "test_fraction": 2}, tmp_path / "d")
+    assert not (tmp_path / "d").exists()
