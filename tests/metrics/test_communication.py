@@ -41,3 +41,8 @@ def test_entropy_of_constant_is_zero_and_of_gaussian_matches_differential_entrop
 def test_entropy_rejects_nan():
     with pytest.raises(ValueError, match="NaN"):
         entropy_bits(np.array([0.0, np.nan]))
+
+
+def test_entropy_of_huge_finite_values_does_not_overflow():
+    v = np.array([1e300, -1e300, 1e300, 5.0])
+    assert entropy_bits(v) == pytest.approx(1.5)

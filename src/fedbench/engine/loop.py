@@ -94,10 +94,10 @@ def train(
     clients = client_indices(partition, "train")
     m = len(clients)
     weights_all = np.array([len(ix) for ix in clients], dtype=np.float64)
-    x_train = torch.as_tensor(np.asarray(dataset.x_train), dtype=dtype, device=dev)
-    y_train = torch.as_tensor(np.asarray(dataset.y_train), dtype=torch.int64, device=dev)
-    x_test = torch.as_tensor(np.asarray(dataset.x_test), dtype=dtype, device=dev)
-    y_test = torch.as_tensor(np.asarray(dataset.y_test), dtype=torch.int64, device=dev)
+    x_train = torch.as_tensor(np.array(dataset.x_train), dtype=dtype, device=dev)
+    y_train = torch.as_tensor(np.array(dataset.y_train), dtype=torch.int64, device=dev)
+    x_test = torch.as_tensor(np.array(dataset.x_test), dtype=dtype, device=dev)
+    y_test = torch.as_tensor(np.array(dataset.y_test), dtype=torch.int64, device=dev)
     used = torch.as_tensor(np.sort(np.concatenate(clients)), device=dev)
     x_used, y_used = x_train[used], y_train[used]
     client_data = [(x_train[torch.as_tensor(ix, device=dev)], y_train[torch.as_tensor(ix, device=dev)]) for ix in clients]
@@ -149,15 +149,18 @@ def train(
         down_floats += down * len(sampled)
         if not diverged:
             up_entropy += entropy_bits(flatten(messages))
+        else:
+            up_entropy = float("nan")
         if diverged or t % spec["eval_every"] == 0 or t == rounds:
             train_loss, _ = evaluate(model.apply, server["params"], x_used, y_used)
             test_loss, test_acc = evaluate(model.apply, server["params"], x_test, y_test)
+            diverged = diverged or not np.isfinite(train_loss)
             if diverged:
                 status, test_acc = "diverged", float("nan")
             rows.append({**identity, "round": t, "clients_sampled": int(len(sampled)),
                          "train_loss": train_loss, "test_loss": test_loss, "test_accuracy": test_acc,
                          "uplink_floats": up_floats, "uplink_nonzeros": up_nnz,
-                         "uplink_entropy_bits": up_entropy if not diverged else float("nan"),
+                         "uplink_entropy_bits": up_entropy,
                          "downlink_floats": down_floats,
                          "wall_seconds": time.perf_counter() - t_start, "status": status})
             bar.set_postfix(acc=f"{test_acc:.4f}", loss=f"{train_loss:.4f}")

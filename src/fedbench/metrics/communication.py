@@ -57,12 +57,12 @@ def entropy_bits(values: np.ndarray, bin_width: float = ENTROPY_BIN_WIDTH) -> fl
         return 0.0
     if not np.all(np.isfinite(v)):
         raise ValueError("entropy_bits: values contain NaN or inf")
-    bins = np.floor(v / bin_width).astype(np.int64)
-    lo, hi = bins.min(), bins.max()
-    if hi - lo < 50_000_000:
-        counts = np.bincount(bins - lo)
+    q = np.floor(v / bin_width)
+    lo, hi = q.min(), q.max()
+    if hi - lo < 50_000_000:  # dense histogram: O(n)
+        counts = np.bincount((q - lo).astype(np.int64))
         counts = counts[counts > 0]
-    else:
-        _, counts = np.unique(bins, return_counts=True)
+    else:  # values spread over very many bins (or beyond int64): sort-based count on the float bins
+        _, counts = np.unique(q, return_counts=True)
     p = counts / v.size
     return float(-(p * np.log2(p)).sum())

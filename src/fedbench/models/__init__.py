@@ -1,1 +1,139 @@
-"""fedbench.models"""
+"""Models written as pure functions of a parameter dict.
+
+A :class:`Model` is a pair of functions:
+
+``init(rng, dtype=torch.float32) -> params``
+    ``rng`` is a :class:`numpy.random.Generator` (keyed ``(seed, 0, -1, "init")`` by the engine);
+    every tensor is drawn with numpy in float64 and converted with ``torch.from_numpy``, so the
+    initial model is identical on every device. Parameters are a flat ``dict[str, Tensor]`` on
+    the CPU, named as the equivalent ``nn.Module``'s ``state_dict`` (``fc1.weight``, …).
+
+``apply(params, x) -> logits``
+    x: (B, *input_shape) → (B, num_classes). Pure torch.nn.functional code (no in-place ops), so
+    it runs under ``torch.func.grad`` and ``torch.func.vmap``.
+
+Models and their options (defaults in :data:`MODELS`):
+
+- ``logreg`` (:mod:`.logreg`): multinomial logistic regression on the flattened input.
+- ``mlp`` (:mod:`.mlp`): ``hidden`` sizes, ReLU.
+- ``cnn`` (:mod:`.cnn`): the FedAvg-paper CNN; ``channels``, ``kernel_size``, ``hidden``, ``padding``.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import NamedTuple
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from fedbench.models import cnn, logreg, mlp
+from fedbench.tree import Tree, tree_numel
+
+
+class Model(NamedTuple):
+    """``init(rng, dtype=torch.float32) -> params`` and ``apply(params, x) -> logits``."""
+
+    init: Callable[..., Tree]
+    apply: Callable[[Tree, torch.Tensor], torch.Tensor]
+
+
+MODELS: dict[str, dict] = {
+    "logreg": {},
+    "mlp": {"hidden": [200, 200]},
+    "cnn": {"channels": [32, 64], "kernel_size": 5, "hidden": [512], "padding": "same"},
+}
+
+
+def _int_list(name: str, key: str, value) -> list[int]:
+    if not isinstance(value, (list, tuple)) or not all(
+        isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v > 0 for v in value
+    ):
+        raise ValueError(f"model {name!r}: option {key!r} must be a list of positive integers; got {value!r}")
+    return [int(v) for v in value]
+
+
+def model_options(cfg: dict) -> tuple[str, dict]:
+    """(name, options with defaults filled in) for a model config ``{"name": ..., **options}``.
+
+    Raises:
+        ValueError: no name, unknown model, unknown option, or an ill-typed option value.
+    """
+    if not isinstance(cfg, dict) or "name" not in cfg:
+        raise ValueError(f"model config needs a 'name' (one of {', '.join(MODELS)}); got {cfg!r}")
+    name = cfg["name"]
+    if name not in MODELS:
+        raise ValueError(f"unknown model {name!r}; known models: {', '.join(MODELS)}")
+    given = {k: v for k, v in cfg.items() if k != "name"}
+    unknown = sorted(set(given) - set(MODELS[name]))
+    if unknown:
+        known = ", ".join(MODELS[name]) or "none"
+        raise ValueError(f"model {name!r}: unknown option(s) {', '.join(unknown)}; known options: {known}")
+    opts = {**MODELS[name], **given}
+    for key in ("hidden", "channels"):
+        if key in opts:
+            opts[key] = _int_list(name, key, opts[key])
+    if "channels" in opts and not opts["channels"]:
+        raise ValueError(f"model {name!r}: 'channels' needs at least one convolution")
+    if "kernel_size" in opts:
+        k = opts["kernel_size"]
+        if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 1:
+            raise ValueError(f"model {name!r}: 'kernel_size' must be a positive integer; got {k!r}")
+        opts["kernel_size"] = int(k)
+    if "padding" in opts and opts["padding"] not in cnn.PADDINGS:
+        raise ValueError(f"model {name!r}: 'padding' must be one of {cnn.PADDINGS}; got {opts['padding']!r}")
+    return name, opts
+
+
+def build_model(cfg: dict, input_shape: tuple, num_classes: int) -> Model:
+    """The :class:`Model` for config ``cfg`` on inputs of shape ``input_shape`` with ``num_classes``.
+
+    Raises:
+        ValueError: unknown model or option (see :func:`model_options`), or an input shape the
+            model cannot take (e.g. an image too small for the CNN).
+    """
+    name, opts = model_options(cfg)
+    input_shape = tuple(int(v) for v in input_shape)
+    num_classes = int(num_classes)
+    if num_classes < 1:
+        raise ValueError(f"num_classes must be >= 1 (got {num_classes})")
+    if name == "cnn":  # check the input shape now, not at the first forward pass
+        cnn.feature_size(input_shape, opts["channels"], opts["kernel_size"], opts["padding"])
+    module = {"logreg": logreg, "mlp": mlp, "cnn": cnn}[name]
+
+    def init(rng: np.random.Generator, dtype: torch.dtype = torch.float32) -> Tree:
+        return module.init(rng, input_shape, num_classes, dtype, **opts)
+
+    if name == "cnn":
+        apply = functools.partial(cnn.apply, input_shape=cnn.image_shape(input_shape), padding=opts["padding"])
+    else:
+        apply = module.apply
+    return Model(init, apply)
+
+
+def make_loss_fn(model: Model) -> Callable[[Tree, torch.Tensor, torch.Tensor], torch.Tensor]:
+    """``loss_fn(params, x, y) -> 0-d tensor``: mean cross-entropy of ``model.apply(params, x)``."""
+
+    def loss_fn(params: Tree, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return F.cross_entropy(model.apply(params, x), y)
+
+    return loss_fn
+
+
+def make_grad_fn(model: Model) -> Callable[[Tree, torch.Tensor, torch.Tensor], tuple[Tree, torch.Tensor]]:
+    """``grad_fn(params, x, y) -> (grads, loss)``: gradient of the mean cross-entropy and its value.
+
+    Built with :func:`torch.func.grad_and_value`: pure (no ``.backward()``, no in-place updates,
+    no ``.item()``), so it composes with :func:`torch.func.vmap` over a client dimension.
+    """
+    return torch.func.grad_and_value(make_loss_fn(model))
+
+
+def num_parameters(params: Tree) -> int:
+    """Total number of scalars in a parameter dict."""
+    return tree_numel(params)
+
+
+__all__ = ["MODELS", "Model", "build_model", "make_grad_fn", "make_loss_fn", "model_options", "num_parameters"]

@@ -1,0 +1,76 @@
+"""The local optimizer shared by every algorithm: one SGD step with clipping and weight decay.
+
+Each algorithm builds its own local *direction* d (FedAvg: ∇L; FedProx: ∇L + μ(θ − θ^{t−1});
+SCAFFOLD: ∇L − c_k + c; FedDyn: ∇L − g_k + α(θ − θ^{t−1})) and hands it to :func:`sgd_step`,
+which applies it exactly as the FedDyn reference code's local loop does
+(``loss.backward(); clip_grad_norm_(params, clip_norm); torch.optim.SGD(lr, weight_decay).step()``):
+
+    d ← d · min(1, clip_norm / (‖d‖₂ + 1e−6))      only when clip_norm is not None
+    d ← d + weight_decay · θ                        only when weight_decay ≠ 0
+    θ ← θ − lr · d
+
+The clipping uses the global ℓ2 norm over all leaves (``torch.nn.utils.clip_grad_norm_``), and the
+weight decay is added after clipping (``torch.optim.SGD``), so decay is never clipped.
+
+Everything here is pure and branch-free on tensor values (no ``.item()``), so it runs under
+:func:`torch.func.vmap` over a client dimension.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from fedbench.tree import Tree
+
+#: The ε that ``torch.nn.utils.clip_grad_norm_`` adds to the norm.
+CLIP_EPS = 1e-6
+
+
+def global_norm(tree: Tree) -> torch.Tensor:
+    """‖tree‖₂ over all leaves, computed as ``clip_grad_norm_`` does (norm of the per-leaf norms)."""
+    norms = [torch.linalg.vector_norm(v, 2) for v in tree.values()]
+    return torch.linalg.vector_norm(torch.stack(norms), 2)
+
+
+def clip_by_global_norm(tree: Tree, max_norm: float) -> Tree:
+    """``tree · min(1, max_norm / (‖tree‖₂ + 1e−6))``: ``torch.nn.utils.clip_grad_norm_`` semantics."""
+    coef = torch.clamp(max_norm / (global_norm(tree) + CLIP_EPS), max=1.0)
+    return {k: v * coef.to(v.dtype) for k, v in tree.items()}
+
+
+def sgd_step(params: Tree, direction: Tree, hparams: dict) -> Tree:
+    """One local SGD step θ ← θ − lr · (clip(d) + weight_decay · θ).
+
+    Args:
+        params: θ, the current local model.
+        direction: d, the algorithm's local direction (same keys and shapes as θ).
+        hparams: ``lr`` (required), ``weight_decay`` (default 0), ``clip_norm`` (default None:
+            no clipping).
+
+    Returns:
+        The new parameters (new tensors; the inputs are not modified).
+    """
+    lr = hparams["lr"]
+    weight_decay = hparams.get("weight_decay", 0.0) or 0.0
+    clip_norm = hparams.get("clip_norm")
+    d = direction
+    if clip_norm is not None:
+        d = clip_by_global_norm(d, float(clip_norm))
+    if weight_decay != 0:
+        d = {k: torch.add(d[k], params[k], alpha=weight_decay) for k in d}
+    return {k: torch.add(params[k], d[k], alpha=-lr) for k in params}
+
+
+def init_step_state(params: Tree, **extra) -> dict:
+    """The common ClientStepState: local model θ = θ^{t−1}, ``steps`` 0, ``loss`` NaN, plus ``extra``.
+
+    ``params`` is not copied: every update builds new tensors, so sharing θ^{t−1} is safe.
+    """
+    first = next(iter(params.values()))
+    loss = torch.full((), float("nan"), dtype=first.dtype, device=first.device)
+    return {"params": params, "steps": 0, "loss": loss, **extra}
+
+
+def advance(step_state: dict, params: Tree, loss: torch.Tensor) -> dict:
+    """``step_state`` after one step: new ``params``, ``steps + 1``, ``loss``; other entries kept."""
+    return {**step_state, "params": params, "steps": step_state["steps"] + 1, "loss": loss}
