@@ -8,15 +8,16 @@ from fedbench.data.store import load_dataset
 
 
 def test_sources_and_defaults():
-    assert set(SOURCES) == {"digits", "synthetic"}
+    assert set(SOURCES) == {"digits", "synthetic", "mnist", "emnist", "cifar10", "cifar100", "cinic10", "fed_emnist",
+                            "fed_cifar100", "shakespeare", "a9a", "epsilon"}
     assert resolve_dataset_params({"source": "digits"}) == {"test_fraction": 0.2, "split_seed": 0}
     p = resolve_dataset_params({"source": "synthetic", "alpha": 0.5})
     assert p["alpha"] == 0.5 and p["beta"] == 1.0 and p["num_clients"] == 30 and set(p) == set(SOURCES["synthetic"])
 
 
 def test_unknown_source_and_parameter_are_named():
-    with pytest.raises(ValueError, match="mnist.*allowed sources: digits, synthetic"):
-        resolve_dataset_params({"source": "mnist"})
+    with pytest.raises(ValueError, match="imagenet.*allowed sources: digits, synthetic, mnist"):
+        resolve_dataset_params({"source": "imagenet"})
     with pytest.raises(ValueError, match="'alpha'.*allowed parameters: test_fraction, split_seed"):
         resolve_dataset_params({"source": "digits", "alpha": 1})
     with pytest.raises(ValueError, match="source"):

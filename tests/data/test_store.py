@@ -56,3 +56,18 @@ def test_bad_labels_rejected_and_nothing_left_behind(tmp_path):
     with pytest.raises(ValueError, match="labels"):
         write_dataset(tmp_path / "toy", bad)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_coarse_labels_and_integer_inputs_roundtrip(tmp_path):
+    ds = Dataset(name="tok", x_train=np.arange(12).reshape(4, 3), y_train=np.array([0, 1, 2, 3]),
+                 x_test=np.arange(6).reshape(2, 3), y_test=np.array([1, 1]), num_classes=4,
+                 y_coarse_train=np.array([0, 0, 1, 1]), y_coarse_test=np.array([0, 0]))
+    write_dataset(tmp_path / "tok", ds, x_dtype="uint8")
+    back = load_dataset(tmp_path / "tok", verify=True)
+    assert back.x_train.dtype == np.uint8 and back.meta["x_dtype"] == "uint8"
+    np.testing.assert_array_equal(back.y_coarse_train, [0, 0, 1, 1])
+    assert load_dataset(tmp_path / "tok").y_coarse_test.tolist() == [0, 0]
+    with pytest.raises(ValueError, match="x_dtype"):
+        write_dataset(tmp_path / "bad", ds, x_dtype="float16")
+    with pytest.raises(ValueError, match="y_coarse_train"):
+        write_dataset(tmp_path / "bad", Dataset(**{**ds.__dict__, "y_coarse_train": np.array([0])}))

@@ -1,1 +1,22 @@
-"""fedbench.data"""
+"""fedbench.data: datasets and partitioners.
+
+=================  ====================================================================
+module             job
+=================  ====================================================================
+``store``          the one on-disk format (``resources/datasets/<name>/``), atomic writes
+``registry``       ``SOURCES`` (dataset configs) and ``prepare_dataset``
+``sources``        raw files of the real datasets: URLs, sizes, checksums, licences
+``download``       fetch + verify raw files, from the canonical hosts or ``data.mirror``
+``errors``         DataUnavailableError, ChecksumError, CorruptFileError
+``images``         uint8 images -> float32 normalisation; the augmentation record
+``idx``            MNIST, EMNIST (IDX)
+``cifar``          CIFAR-10/100 (python pickle tarballs)
+``cinic``          CINIC-10 (PNG folders in a tar.gz)
+``tff``            Fed-EMNIST, Fed-CIFAR100 (TFF HDF5)
+``shakespeare``    LEAF Shakespeare from the Gutenberg plays text
+``libsvm``         a9a, epsilon (svmlight)
+``digits``         scikit-learn digits (bundled)
+``synthetic``      FedProx Synthetic(α, β)
+``partition``      iid, dirichlet, shards, pachinko, natural
+=================  ====================================================================
+"""

@@ -11,7 +11,8 @@ split          string   ``"train"``, or ``"test"`` (only the ``natural`` scheme 
 =============  =======  ================================================================
 
 Rows are ordered by split (train first), client_id, sample_index. Every sample appears at most
-once; ``iid``, ``dirichlet`` and ``shards`` use every train sample exactly once. Outside the
+once; ``iid``, ``dirichlet`` and ``shards`` use every train sample exactly once, ``pachinko`` when
+num_clients · samples_per_client equals the number of train samples (CIFAR-100: 500 · 100). Outside the
 ``natural`` scheme the clients are evaluated on the dataset's global test split. The table's
 schema metadata (key ``fedbench``) records the dataset, scheme, resolved parameters and seed.
 
@@ -48,6 +49,20 @@ Schemes
     class separately (class c gets m_c shards, apportioned by the D'Hondt rule so shard sizes
     are as equal as possible, m_c >= 1), so every shard has one label and every client has at
     most k classes. Shard sizes differ by a few samples when class sizes do; K·k need not divide n.
+``pachinko``
+    Pachinko Allocation (Li & McCallum 2006) as TFF built Fed-CIFAR100 (Reddi et al. 2021, "Adaptive
+    Federated Optimization", App. C; summary-seed-000.md §3.2). Needs coarse labels
+    (``Dataset.y_coarse_train``, e.g. CIFAR-100's 20 super-classes); each fine label must belong to
+    one coarse label. For each client k in turn: p_k ~ Dir(coarse_alpha·1) over the coarse labels
+    (default 0.1) and, for every coarse label c, p_{k,c} ~ Dir(fine_alpha·1) over c's fine labels
+    (default 10); then ``samples_per_client`` times (default 100): draw c ~ p_k, f ~ p_{k,c} and take
+    one remaining sample of fine label f, uniformly, without replacement. A fine label whose samples
+    have run out is removed and the multinomial renormalised (for this and all later clients); a
+    coarse label whose fine labels have all run out likewise. If all of a client's mass sits on
+    exhausted labels (possible for tiny α) we draw uniformly among the remaining ones. Needs
+    num_clients · samples_per_client <= n; equality (the default on CIFAR-100) uses every sample
+    exactly once. TFF also partitioned the test split (100 clients); like the other schemes this
+    one splits the train split only, and clients are evaluated on the global test split.
 ``natural``
     The dataset's own clients (``client_train`` / ``client_test``), renumbered 0..K-1 in
     increasing order of the original id. Each client's test samples are listed too (split
@@ -75,6 +90,7 @@ SCHEMES: dict[str, dict] = {
     "dirichlet": {"num_clients": 10, "alpha": 0.5, "form": "client_prior", "sigma": 0.0, "min_size": 1},
     "shards": {"num_clients": 10, "shards_per_client": 2},
     "natural": {"num_clients": None},
+    "pachinko": {"num_clients": 500, "samples_per_client": 100, "coarse_alpha": 0.1, "fine_alpha": 10.0},
 }
 DIRICHLET_FORMS = ("client_prior", "class_split")
 MAX_TRIES = 1000  # redraws allowed to reach min_size (class_split) or non-empty lognormal sizes
@@ -132,8 +148,11 @@ def resolve_partition_params(cfg: dict) -> dict:
             bad("num_clients", "an integer >= 1")
     if "sigma" in p and (not _is_num(p["sigma"]) or p["sigma"] < 0):
         bad("sigma", "a number >= 0 (0 = equal client sizes)")
-    if "alpha" in p and (not _is_num(p["alpha"]) or p["alpha"] <= 0):
-        bad("alpha", "a number > 0 (Dirichlet concentration; small = skewed labels, e.g. 0.3)")
+    for key in ("alpha", "coarse_alpha", "fine_alpha"):
+        if key in p and (not _is_num(p[key]) or p[key] <= 0):
+            bad(key, "a number > 0 (Dirichlet concentration; small = skewed labels, e.g. 0.3)")
+    if "samples_per_client" in p and (not _is_int(p["samples_per_client"]) or p["samples_per_client"] < 1):
+        bad("samples_per_client", "an integer >= 1 (Pachinko: 100)")
     if "form" in p and p["form"] not in DIRICHLET_FORMS:
         bad("form", f"one of {', '.join(DIRICHLET_FORMS)}")
     if "min_size" in p and (not _is_int(p["min_size"]) or p["min_size"] < 1):
@@ -317,13 +336,81 @@ def _natural(ds: Dataset, p: dict, rng: np.random.Generator) -> tuple[list[np.nd
                 f"with train data: lower num_clients to at most {len(ids)} or set it to null"
             )
         ids = np.sort(rng.choice(ids, size=K, replace=False))
-    train = [np.flatnonzero(ctr == i) for i in ids]
+    train = _group(ctr, ids)
     if ds.client_test is None:
         test = [np.empty(0, dtype=np.int64) for _ in ids]
     else:
-        cte = np.asarray(ds.client_test)
-        test = [np.flatnonzero(cte == i) for i in ids]
+        test = _group(np.asarray(ds.client_test), ids)
     return train, test
+
+
+def _group(owner: np.ndarray, ids: np.ndarray) -> list[np.ndarray]:
+    """For each id, the ascending row indices where ``owner == id`` (one sort, not one scan per id)."""
+    order = np.argsort(owner, kind="stable")
+    sorted_owner = owner[order]
+    lo = np.searchsorted(sorted_owner, ids, side="left")
+    hi = np.searchsorted(sorted_owner, ids, side="right")
+    return [order[a:b].astype(np.int64) for a, b in zip(lo, hi)]
+
+
+def _draw(weights: np.ndarray, avail: np.ndarray, u: float) -> int:
+    """Index drawn ∝ weights·avail (uniform over avail when that is all zero), with uniform u."""
+    w = weights * avail
+    cum = np.cumsum(w)
+    if cum[-1] <= 0:
+        cum = np.cumsum(avail)
+    i = int(np.searchsorted(cum, u * cum[-1], side="right"))
+    if i >= len(w) or (avail[i] <= 0):
+        i = int(np.flatnonzero(avail)[-1])
+    return i
+
+
+def _pachinko(ds: Dataset, p: dict, rng: np.random.Generator) -> list[np.ndarray]:
+    if ds.y_coarse_train is None:
+        raise ValueError(
+            f"partition scheme 'pachinko' needs coarse labels, but dataset {ds.name!r} has no y_coarse_train: "
+            f"use dataset source cifar100 (or fed_cifar100), or another scheme"
+        )
+    y = np.asarray(ds.y_train, dtype=np.int64)
+    yc = np.asarray(ds.y_coarse_train, dtype=np.int64)
+    n, K, m = len(y), p["num_clients"], p["samples_per_client"]
+    if K * m > n:
+        raise ValueError(
+            f"partition scheme 'pachinko': num_clients·samples_per_client = {K}·{m} = {K * m} exceeds the {n} train "
+            f"samples: lower num_clients or samples_per_client"
+        )
+    fines = np.unique(y)
+    coarse_of = {}
+    for f in fines:
+        cs = np.unique(yc[y == f])
+        if len(cs) != 1:
+            raise ValueError(f"partition scheme 'pachinko': fine label {f} has coarse labels {cs.tolist()}; "
+                             f"each fine label must belong to exactly one coarse label")
+        coarse_of[int(f)] = int(cs[0])
+    coarses = sorted(set(coarse_of.values()))
+    children = [[f for f in map(int, fines) if coarse_of[f] == c] for c in coarses]
+    pools = {f: rng.permutation(np.flatnonzero(y == f)) for f in map(int, fines)}
+    remaining = {f: len(v) for f, v in pools.items()}
+    fine_avail = [np.ones(len(ch)) for ch in children]
+    coarse_avail = np.ones(len(coarses))
+    clients = []
+    for _ in range(K):
+        pc = _dirichlet(rng, p["coarse_alpha"], len(coarses))
+        pf = [_dirichlet(rng, p["fine_alpha"], len(ch)) for ch in children]
+        u = rng.random((m, 2))
+        mine = np.empty(m, dtype=np.int64)
+        for t in range(m):
+            ci = _draw(pc, coarse_avail, u[t, 0])
+            fi = _draw(pf[ci], fine_avail[ci], u[t, 1])
+            f = children[ci][fi]
+            remaining[f] -= 1
+            mine[t] = pools[f][remaining[f]]
+            if remaining[f] == 0:
+                fine_avail[ci][fi] = 0.0
+                if not fine_avail[ci].any():
+                    coarse_avail[ci] = 0.0
+        clients.append(mine)
+    return clients
 
 
 # --------------------------------------------------------------------------- public API
@@ -338,7 +425,7 @@ def make_partition(dataset: Dataset, cfg: dict, seed: int) -> pa.Table:
 
     Args:
         dataset: any labelled Dataset (``y_train`` int labels in [0, num_classes)).
-        cfg: ``{"scheme": "iid" | "dirichlet" | "shards" | "natural", **params}``; see
+        cfg: ``{"scheme": "iid" | "dirichlet" | "shards" | "natural" | "pachinko", **params}``; see
             :data:`SCHEMES` and the module docstring for each scheme's source and parameters.
         seed: partition seed (>= 0); draws come from ``generator(seed, 0, -1, "partition")``.
 
@@ -348,8 +435,8 @@ def make_partition(dataset: Dataset, cfg: dict, seed: int) -> pa.Table:
 
     Raises:
         ValueError: unknown scheme or parameter, a value out of range (alpha <= 0, …), more clients
-            than samples, a client that would be left empty, or ``natural`` on a dataset without
-            natural clients. The message names the config key and the fix.
+            than samples, a client that would be left empty, ``natural`` on a dataset without
+            natural clients, or ``pachinko`` on a dataset without coarse labels. The message names the config key and the fix.
     """
     p = resolve_partition_params(cfg)
     scheme = cfg["scheme"]
@@ -363,6 +450,8 @@ def make_partition(dataset: Dataset, cfg: dict, seed: int) -> pa.Table:
         train = (_client_prior if p["form"] == "client_prior" else _class_split)(y, C, p, rng)
     elif scheme == "shards":
         train = _shards(y, C, p, rng)
+    elif scheme == "pachinko":
+        train = _pachinko(dataset, p, rng)
     else:
         train, test = _natural(dataset, p, rng)
     for k, idx in enumerate(train):

@@ -4,6 +4,8 @@ A dataset config is ``{"source": <name>, **params}``; every parameter has a defa
 ``{"source": "digits"}`` is complete. :data:`SOURCES` is what the config checker uses to reject
 unknown sources and parameters before any job runs.
 
+Generated / bundled (no download):
+
 ==============  ==========================================  ======================================
 source          builder                                     parameters (defaults)
 ==============  ==========================================  ======================================
@@ -11,14 +13,41 @@ source          builder                                     parameters (defaults
 ``synthetic``   :func:`fedbench.data.synthetic.             alpha 1, beta 1, num_clients 30, iid
                 generate_synthetic`                         false, size_distribution lognormal, …
 ==============  ==========================================  ======================================
+
+Downloaded (files, URLs and checksums in :data:`fedbench.data.sources.REMOTE`):
+
+================  =====================================  ==================================================
+source            reader                                 natural clients / notes
+================  =====================================  ==================================================
+``mnist``         :mod:`fedbench.data.idx`               none; normalize fixed (0.1307, 0.3081)
+``emnist``        :mod:`fedbench.data.idx`               none; letters, first 10 classes (EMNIST-L)
+``cifar10``       :mod:`fedbench.data.cifar`             none; per-channel normalisation, augment record
+``cifar100``      :mod:`fedbench.data.cifar`             none; + y_coarse (20 classes) for ``pachinko``
+``cinic10``       :mod:`fedbench.data.cinic`             none; train/valid/test folders
+``fed_emnist``    :mod:`fedbench.data.tff`               3,400 writers (train and test)
+``fed_cifar100``  :mod:`fedbench.data.tff`               500 train clients; 100 test clients (ids 500+)
+``shakespeare``   :mod:`fedbench.data.shakespeare`       one per (play, role); x = uint8 character ids
+``a9a``           :mod:`fedbench.data.libsvm`            none; 123 features, labels {0, 1}
+``epsilon``       :mod:`fedbench.data.libsvm`            none; 2,000 features, labels {0, 1}
+================  =====================================  ==================================================
+
+Raw files are fetched (or read from ``mirror``) and verified by :mod:`fedbench.data.download`
+into ``cache_dir`` (default ``<out_dir>/../_downloads``, kept for later preparations), read by the
+source's reader, and written with :func:`fedbench.data.store.write_dataset`, which renames a
+complete directory into place: a failure at any step leaves ``out_dir`` as it was.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
+from fedbench.data import cifar, cinic, idx, libsvm, shakespeare, tff
 from fedbench.data.digits import load_digits
+from fedbench.data.download import fetch_all
+from fedbench.data.images import check_normalize
+from fedbench.data.sources import REMOTE
 from fedbench.data.store import Dataset, write_dataset
 from fedbench.data.synthetic import generate_synthetic
 
@@ -38,9 +67,54 @@ SOURCES: dict[str, dict] = {
         "test_fraction": 0.1,
         "seed": 0,
     },
+    "mnist": {"normalize": "fixed", "mean": [0.1307], "std": [0.3081]},
+    "emnist": {"split": "letters", "num_classes": 10, "transpose": True, "normalize": "train", "mean": None,
+               "std": None},
+    "cifar10": {"normalize": "fixed", "mean": cifar.CIFAR10_MEAN, "std": cifar.CIFAR10_STD, "augment": True},
+    "cifar100": {"normalize": "fixed", "mean": cifar.CIFAR100_MEAN, "std": cifar.CIFAR100_STD, "augment": True},
+    "cinic10": {"train_splits": ["train"], "test_splits": ["test"], "normalize": "fixed", "mean": cinic.CINIC_MEAN,
+                "std": cinic.CINIC_STD, "augment": True},
+    "fed_emnist": {"invert": False},
+    "fed_cifar100": {"normalize": "fixed", "mean": cifar.CIFAR100_MEAN, "std": cifar.CIFAR100_STD, "augment": True},
+    "shakespeare": {"seq_length": 80, "test_fraction": 0.2, "min_samples": 0, "min_train_samples": 0,
+                    "max_train_samples": None, "max_test_samples": None, "layout": "auto"},
+    "a9a": {},
+    "epsilon": {},
 }
 
-_BUILDERS = {"digits": load_digits, "synthetic": generate_synthetic}
+_BUILDERS = {
+    "digits": load_digits, "synthetic": generate_synthetic,
+    "mnist": idx.load_mnist, "emnist": idx.load_emnist,
+    "cifar10": cifar.load_cifar10, "cifar100": cifar.load_cifar100, "cinic10": cinic.load_cinic10,
+    "fed_emnist": tff.load_fed_emnist, "fed_cifar100": tff.load_fed_cifar100,
+    "shakespeare": shakespeare.load_shakespeare, "a9a": libsvm.load_a9a, "epsilon": libsvm.load_epsilon,
+}
+X_DTYPE = {"shakespeare": "uint8"}  # stored input dtype when not float32
+_CHANNELS = {"mnist": 1, "emnist": 1, "cifar10": 3, "cifar100": 3, "cinic10": 3, "fed_cifar100": 3}
+
+
+def check_remote_params(source: str, params: dict) -> None:
+    """Check a downloaded source's parameter values before anything is fetched.
+
+    Raises:
+        ValueError: the message names the parameter and the allowed values.
+    """
+    for key in ("augment", "invert", "transpose"):
+        if key in params and not isinstance(params[key], bool):
+            raise ValueError(f"{source}: {key} must be true or false, got {params[key]!r}")
+    if source in _CHANNELS:
+        check_normalize(source, params["normalize"], params["mean"], params["std"], _CHANNELS[source])
+    if source == "emnist":
+        idx.check_emnist_params(params["split"], params["num_classes"])
+    elif source == "cinic10":
+        cinic.check_cinic_splits(params["train_splits"], params["test_splits"])
+    elif source == "shakespeare":
+        shakespeare.check_params(**params)
+
+
+def default_cache_dir(out_dir: str | os.PathLike) -> Path:
+    """Where downloads go when no cache_dir is given: ``<out_dir>/../_downloads``."""
+    return Path(out_dir).absolute().parent / "_downloads"
 
 
 def resolve_dataset_params(cfg: dict) -> dict:
@@ -73,31 +147,66 @@ def resolve_dataset_params(cfg: dict) -> dict:
     return {k: params.get(k, default) for k, default in allowed.items()}
 
 
-def build_dataset(dataset_id: str, cfg: dict) -> Dataset:
-    """Build (load or generate) the Dataset a config describes, in memory.
+def build_dataset(dataset_id: str, cfg: dict, mirror: str | os.PathLike | None = None,
+                  cache_dir: str | os.PathLike | None = None, progress: bool = True) -> Dataset:
+    """Build (load, download or generate) the Dataset a config describes, in memory.
+
+    Args:
+        dataset_id: recorded as ``Dataset.name``.
+        cfg: ``{"source": name, **params}``.
+        mirror: for downloaded sources: a local directory, ``file://`` URL or ``http(s)://``
+            prefix holding the raw files under their registry names (``data.mirror``); None =
+            the canonical hosts.
+        cache_dir: where downloads are kept (required for downloaded sources without a local
+            mirror; :func:`prepare_dataset` defaults it).
+        progress: show download progress bars.
 
     Raises:
         ValueError: as :func:`resolve_dataset_params`, or a parameter value out of range.
+        fedbench.data.errors.DataUnavailableError: raw files missing (the message says how to set
+            ``data.mirror``).
+        fedbench.data.errors.ChecksumError / CorruptFileError: a raw file is wrong or unreadable
+            (named in the message).
     """
     params = resolve_dataset_params(cfg)
-    return _BUILDERS[cfg["source"]](name=dataset_id, **params)
+    source = cfg["source"]
+    if source not in REMOTE:
+        return _BUILDERS[source](name=dataset_id, **params)
+    check_remote_params(source, params)
+    if cache_dir is None:
+        cache_dir = Path(".") / "_downloads"
+    paths = fetch_all(REMOTE[source], cache_dir, mirror, progress=progress)
+    ds = _BUILDERS[source](paths, name=dataset_id, **params)
+    raw = {f.name: {"url": f.url, "sha256": f.sha256, "md5": f.md5, "size": f.size}
+           for f in REMOTE[source].files.values()}
+    return dataclasses.replace(ds, meta={**ds.meta, "raw_files": raw, "licence": REMOTE[source].licence})
 
 
-def prepare_dataset(dataset_id: str, cfg: dict, out_dir: str | os.PathLike) -> Path:
+def prepare_dataset(dataset_id: str, cfg: dict, out_dir: str | os.PathLike, mirror: str | os.PathLike | None = None,
+                    cache_dir: str | os.PathLike | None = None, progress: bool = True) -> Path:
     """Build a dataset and write it with :func:`fedbench.data.store.write_dataset`.
 
     Args:
         dataset_id: the dataset's name in the experiment config (recorded as ``Dataset.name``).
-        cfg: ``{"source": "digits" | "synthetic", **params}``; missing parameters take defaults.
+        cfg: ``{"source": <one of SOURCES>, **params}``; missing parameters take defaults.
         out_dir: the dataset directory, e.g. ``resources/datasets/<dataset_id>`` (replaced
-            atomically if it exists).
+            atomically if it exists; left untouched when preparation fails).
+        mirror: see :func:`build_dataset` (the workflow passes ``config["data"]["mirror"]``).
+        cache_dir: download cache; default ``<out_dir>/../_downloads``.
+        progress: show download progress bars.
 
     Returns:
-        ``out_dir`` as a Path. meta.json records the source and the resolved parameters.
+        ``out_dir`` as a Path. meta.json records the source, the resolved parameters, the raw
+        files' URLs and checksums, the normalisation and (image sources) the augmentation record.
 
     Raises:
         ValueError: unknown source or parameter, or a value out of range (the message names the key).
+        fedbench.data.errors.DataUnavailableError, ChecksumError, CorruptFileError: see
+            :func:`build_dataset`.
     """
     params = resolve_dataset_params(cfg)
-    ds = _BUILDERS[cfg["source"]](name=dataset_id, **params)
-    return write_dataset(out_dir, ds, source=cfg["source"], params=params)
+    source = cfg["source"]
+    if cache_dir is None:
+        cache_dir = default_cache_dir(out_dir)
+    ds = build_dataset(dataset_id, cfg, mirror=mirror, cache_dir=cache_dir, progress=progress)
+    return write_dataset(out_dir, ds, source=source, params=params, x_dtype=X_DTYPE.get(source, "float32"))

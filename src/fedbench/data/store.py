@@ -11,11 +11,15 @@ x_test.npy            (n_test, *feature_shape) float32
 y_test.npy            (n_test,) int64
 client_train.npy      (n_train,) int64, optional                  natural client id per sample
 client_test.npy       (n_test,) int64, optional
+y_coarse_train.npy    (n_train,) int64, optional                  coarse (super-class) labels,
+y_coarse_test.npy     (n_test,) int64, optional                   e.g. CIFAR-100's 20 classes
 meta.json             {name, num_classes, feature_shape, n_train, n_test, source, params,
                        files: {file: sha256}}
 ====================  ==========================================  =========================
 
-Images are stored channels-first, (n, C, H, W). Arrays are loaded memory-mapped, so a large
+Images are stored channels-first, (n, C, H, W). ``x`` is float32 unless the dataset asks for an
+integer dtype (``write_dataset(..., x_dtype="uint8")``, e.g. Shakespeare's character ids 0..79,
+which would take 4x the disk as float32); meta.json then records ``x_dtype``. Arrays are loaded memory-mapped, so a large
 dataset costs no RAM until it is indexed. ``write_dataset`` writes into a temporary sibling
 directory and renames it into place, so a half-written dataset never looks prepared.
 """
@@ -33,7 +37,8 @@ from pathlib import Path
 import numpy as np
 
 ARRAYS = ("x_train", "y_train", "x_test", "y_test")
-OPTIONAL_ARRAYS = ("client_train", "client_test")
+OPTIONAL_ARRAYS = ("client_train", "client_test", "y_coarse_train", "y_coarse_test")
+X_DTYPES = ("float32", "uint8", "int16", "int32", "int64")
 
 
 @dataclass(frozen=True)
@@ -50,6 +55,8 @@ class Dataset:
         client_train: (n_train,) int64 natural client ids, or None when the dataset has none.
         client_test: (n_test,) int64 natural client ids of the test samples, or None.
         meta: the manifest (source, generator parameters, checksums).
+        y_coarse_train: (n_train,) int64 coarse labels (CIFAR-100's 20 super-classes), or None.
+        y_coarse_test: (n_test,) int64 coarse labels of the test samples, or None.
     """
 
     name: str
@@ -61,6 +68,8 @@ class Dataset:
     client_train: np.ndarray | None = None
     client_test: np.ndarray | None = None
     meta: dict = field(default_factory=dict)
+    y_coarse_train: np.ndarray | None = None
+    y_coarse_test: np.ndarray | None = None
 
     @property
     def feature_shape(self) -> tuple[int, ...]:
@@ -87,12 +96,15 @@ def _check(ds: Dataset) -> None:
             raise ValueError(f"dataset {ds.name!r}: x_{split} has {x.shape[0]} rows but y_{split} has {y.shape[0]}")
         if y.size and (y.min() < 0 or y.max() >= ds.num_classes):
             raise ValueError(f"dataset {ds.name!r}: y_{split} labels must lie in [0, {ds.num_classes})")
-        c = getattr(ds, f"client_{split}")
-        if c is not None and c.shape[0] != y.shape[0]:
-            raise ValueError(f"dataset {ds.name!r}: client_{split} has {c.shape[0]} rows, expected {y.shape[0]}")
+        for key in (f"client_{split}", f"y_coarse_{split}"):
+            c = getattr(ds, key)
+            if c is not None and c.shape[0] != y.shape[0]:
+                raise ValueError(f"dataset {ds.name!r}: {key} has {c.shape[0]} rows, expected {y.shape[0]}")
 
 
-def write_dataset(directory: str | os.PathLike, ds: Dataset, source: str = "", params: dict | None = None) -> Path:
+def write_dataset(
+    directory: str | os.PathLike, ds: Dataset, source: str = "", params: dict | None = None, x_dtype: str = "float32"
+) -> Path:
     """Write ``ds`` to ``directory`` atomically (temporary sibling, then rename).
 
     Args:
@@ -100,28 +112,36 @@ def write_dataset(directory: str | os.PathLike, ds: Dataset, source: str = "", p
         ds: the dataset; arrays are cast to float32 (x) and int64 (y, client ids).
         source: where the data came from (URL, generator name), recorded in meta.json.
         params: generator or preparation parameters, recorded in meta.json.
+        x_dtype: dtype of the stored inputs, one of :data:`X_DTYPES`; ``"float32"`` (default) for
+            scaled features, an integer dtype for token ids. Integer inputs must fit the dtype.
 
     Returns:
         The directory path.
 
     Raises:
-        ValueError: if array lengths disagree or labels fall outside [0, num_classes).
+        ValueError: if array lengths disagree, labels fall outside [0, num_classes), or x_dtype is
+            not one of :data:`X_DTYPES`.
     """
     _check(ds)
+    if x_dtype not in X_DTYPES:
+        raise ValueError(f"write_dataset: x_dtype must be one of {', '.join(X_DTYPES)}, got {x_dtype!r}")
     directory = Path(directory)
     directory.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
     try:
         arrays = {
-            "x_train": np.asarray(ds.x_train, dtype=np.float32),
+            "x_train": np.asarray(ds.x_train, dtype=x_dtype),
             "y_train": np.asarray(ds.y_train, dtype=np.int64),
-            "x_test": np.asarray(ds.x_test, dtype=np.float32),
+            "x_test": np.asarray(ds.x_test, dtype=x_dtype),
             "y_test": np.asarray(ds.y_test, dtype=np.int64),
         }
         if ds.client_train is not None:
             arrays["client_train"] = np.asarray(ds.client_train, dtype=np.int64)
         if ds.client_test is not None:
             arrays["client_test"] = np.asarray(ds.client_test, dtype=np.int64)
+        for key in ("y_coarse_train", "y_coarse_test"):
+            if getattr(ds, key) is not None:
+                arrays[key] = np.asarray(getattr(ds, key), dtype=np.int64)
         files = {}
         for key, arr in arrays.items():
             np.save(tmp / f"{key}.npy", arr)
@@ -134,6 +154,7 @@ def write_dataset(directory: str | os.PathLike, ds: Dataset, source: str = "", p
             "n_train": int(arrays["x_train"].shape[0]),
             "n_test": int(arrays["x_test"].shape[0]),
             "natural_clients": ds.client_train is not None,
+            "x_dtype": x_dtype,
             "source": source or ds.meta.get("source", ""),
             "params": params if params is not None else ds.meta.get("params", {}),
             "files": files,

@@ -1,0 +1,274 @@
+"""Fetch and verify a dataset's raw files, from the canonical hosts or from a mirror.
+
+``fetch_all(remote, cache_dir, mirror)`` returns ``{role: path}`` for every file of a
+:class:`~fedbench.data.sources.RemoteDataset`:
+
+* **No mirror**: each file is downloaded from its canonical URL into ``cache_dir/<name>``.
+* **A local mirror** (a directory path, or ``file:///dir``): the file ``<mirror>/<name>`` is
+  verified and read where it lies (nothing is copied).
+* **A URL mirror** (``http(s)://host/prefix``): ``<prefix>/<name>`` is downloaded into the cache.
+
+A download streams into a temporary sibling (``.<name>.part-*``) with a tqdm progress bar,
+hashing as it goes, and is renamed into place only once its size and digests match; a failed or
+interrupted download leaves no file under the final name. Network errors and HTTP 5xx/429 are
+retried ``retries`` times with exponential backoff (``backoff * 2**attempt`` seconds); HTTP 4xx
+(e.g. 404) is not. A cached file that fails verification is deleted and fetched again.
+
+Errors:
+    DataUnavailableError (a FileNotFoundError): some files could not be obtained. One message
+        lists every missing file, where it was looked for, and how to set ``data.mirror``.
+    ChecksumError (a ValueError): a file's size or digest does not match the registry; the
+        message names the file, the expected and the actual value.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+import tempfile
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+from fedbench.data.errors import ChecksumError, DataUnavailableError
+from fedbench.data.sources import RemoteDataset, RemoteFile
+
+log = logging.getLogger(__name__)
+
+CHUNK = 1 << 20  # bytes read per step
+MIRROR_HELP = (
+    "To prepare it without network access, download these files on a machine that has it, put them "
+    "(under the same names) in one directory that this machine can read, and point the workflow at it:\n"
+    "    data:\n"
+    "      mirror: /path/to/mirror        # or file:///path/to/mirror, or https://host/prefix\n"
+    "in the config (or `snakemake --config data='{mirror: /path/to/mirror}'`; in Python: "
+    "prepare_dataset(..., mirror='/path/to/mirror'))."
+)
+
+
+# --------------------------------------------------------------------------- locations
+
+
+def _local_mirror(mirror: str | os.PathLike | None) -> Path | None:
+    """The mirror directory when ``mirror`` is local (a path or file:// URL), else None."""
+    if mirror is None:
+        return None
+    m = os.fspath(mirror)
+    parsed = urllib.parse.urlparse(m)
+    if parsed.scheme == "file":
+        return Path(urllib.request.url2pathname(parsed.path))
+    if parsed.scheme in ("http", "https", "ftp"):
+        return None
+    return Path(m)
+
+
+def source_of(file: RemoteFile, mirror: str | os.PathLike | None = None) -> str:
+    """Where ``file`` is fetched from: its canonical URL, ``<mirror>/<name>`` (a local path) or
+    ``<mirror URL>/<name>``."""
+    local = _local_mirror(mirror)
+    if local is not None:
+        return str(local / file.name)
+    if mirror is not None:
+        return os.fspath(mirror).rstrip("/") + "/" + urllib.parse.quote(file.name)
+    return file.url
+
+
+# --------------------------------------------------------------------------- verification
+
+
+class _Digests:
+    """sha256 and md5 of a byte stream, updated chunk by chunk."""
+
+    def __init__(self):
+        self.sha256, self.md5, self.size = hashlib.sha256(), hashlib.md5(), 0
+
+    def update(self, chunk: bytes) -> None:
+        self.sha256.update(chunk)
+        self.md5.update(chunk)
+        self.size += len(chunk)
+
+
+def _check(file: RemoteFile, d: _Digests, where: str) -> None:
+    if file.size is not None and d.size != file.size:
+        raise ChecksumError(
+            f"{file.name} ({where}): size {d.size} bytes, expected {file.size}: the file is truncated or not the "
+            f"one the registry lists; delete it and fetch it again"
+        )
+    for algo in ("sha256", "md5"):
+        want = getattr(file, algo)
+        if want is not None:
+            got = getattr(d, algo).hexdigest()
+            if got != want.lower():
+                raise ChecksumError(
+                    f"{file.name} ({where}): {algo} {got} does not match the registry's {want}: the file is corrupt "
+                    f"or not the one the registry lists; delete it and fetch it again"
+                )
+    if file.size is None and file.sha256 is None and file.md5 is None:
+        log.warning("%s: no size or checksum is known for this file; accepted unverified", file.name)
+
+
+def verify(path: str | os.PathLike, file: RemoteFile) -> None:
+    """Check a file on disk against the registry's size, sha256 and md5 (those that are known).
+
+    Raises:
+        FileNotFoundError: ``path`` does not exist.
+        ChecksumError: the size or a digest differs; the message names the file.
+    """
+    d = _Digests()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(CHUNK), b""):
+            d.update(chunk)
+    _check(file, d, str(path))
+
+
+# --------------------------------------------------------------------------- download
+
+
+class _Retryable(Exception):
+    pass
+
+
+def _download_once(url: str, file: RemoteFile, dest: Path, timeout: float, progress: bool) -> None:
+    from tqdm.auto import tqdm
+
+    req = urllib.request.Request(url, headers={"User-Agent": "fedbench (dataset download)"})
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{file.name}.part-", dir=dest.parent)
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            try:
+                resp = urllib.request.urlopen(req, timeout=timeout)
+            except urllib.error.HTTPError as e:
+                if e.code >= 500 or e.code == 429:
+                    raise _Retryable(f"HTTP {e.code} {e.reason}") from e
+                raise DataUnavailableError(f"HTTP {e.code} {e.reason}") from e
+            except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as e:
+                raise _Retryable(f"{type(e).__name__}: {getattr(e, 'reason', e)}") from e
+            with resp:
+                length = resp.headers.get("Content-Length")
+                total = int(length) if length and length.isdigit() else file.size
+                d = _Digests()
+                with tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024, desc=file.name,
+                          disable=not progress, leave=False) as bar:
+                    try:
+                        for chunk in iter(lambda: resp.read(CHUNK), b""):
+                            out.write(chunk)
+                            d.update(chunk)
+                            bar.update(len(chunk))
+                    except (TimeoutError, ConnectionError, OSError) as e:  # incl. http.client.IncompleteRead
+                        raise _Retryable(f"transfer interrupted after {d.size} bytes: {e}") from e
+                if length and length.isdigit() and d.size != int(length):
+                    raise _Retryable(f"transfer ended after {d.size} of {length} bytes")
+        _check(file, d, url)
+        os.replace(tmp, dest)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def fetch(
+    file: RemoteFile,
+    cache_dir: str | os.PathLike,
+    mirror: str | os.PathLike | None = None,
+    retries: int = 3,
+    backoff: float = 1.0,
+    timeout: float = 60.0,
+    progress: bool = True,
+) -> Path:
+    """Return a verified local copy of ``file``.
+
+    Args:
+        file: the registry entry.
+        cache_dir: where downloads are kept (created if needed), e.g. ``resources/downloads``.
+        mirror: None (canonical URL), a local directory / ``file://`` URL (read in place), or an
+            ``http(s)://`` prefix (the file name is appended).
+        retries: further attempts after a retryable network failure (>= 0).
+        backoff: seconds before the first retry; doubled each time.
+        timeout: socket timeout per attempt, in seconds.
+        progress: show a tqdm progress bar (on stderr).
+
+    Returns:
+        The path of the verified file (under ``cache_dir``, or in the local mirror).
+
+    Raises:
+        DataUnavailableError: the file is not in the local mirror, or every attempt failed.
+        ChecksumError: the file was obtained but its size or digest is wrong.
+    """
+    where = source_of(file, mirror)
+    local = _local_mirror(mirror)
+    if local is not None:
+        path = local / file.name
+        if not path.is_file():
+            raise DataUnavailableError(f"{file.name}: not found at {path}")
+        verify(path, file)
+        return path
+
+    cache = Path(cache_dir)
+    cache.mkdir(parents=True, exist_ok=True)
+    dest = cache / file.name
+    if dest.is_file():
+        try:
+            verify(dest, file)
+            return dest
+        except ChecksumError as e:
+            log.warning("cached %s fails verification (%s); fetching it again", dest, e)
+            dest.unlink()
+    last = ""
+    for attempt in range(retries + 1):
+        if attempt:
+            time.sleep(backoff * 2 ** (attempt - 1))
+        try:
+            _download_once(where, file, dest, timeout, progress)
+            return dest
+        except _Retryable as e:
+            last = str(e)
+            log.warning("%s: attempt %d/%d failed: %s", where, attempt + 1, retries + 1, last)
+        except DataUnavailableError as e:
+            raise DataUnavailableError(f"{file.name}: {e}") from e
+    raise DataUnavailableError(f"{file.name}: {retries + 1} attempts failed, last: {last}")
+
+
+def fetch_all(
+    remote: RemoteDataset,
+    cache_dir: str | os.PathLike,
+    mirror: str | os.PathLike | None = None,
+    roles: tuple[str, ...] | None = None,
+    **kwargs,
+) -> dict[str, Path]:
+    """Fetch every file of ``remote`` (or only ``roles``); see :func:`fetch` for the arguments.
+
+    Returns:
+        ``{role: verified path}``.
+
+    Raises:
+        DataUnavailableError: one message listing every file that could not be obtained, where it
+            was looked for and why, and how to set ``data.mirror``.
+        ChecksumError: the first file whose size or digest is wrong (named in the message).
+    """
+    paths, missing = {}, []
+    for role, file in remote.files.items():
+        if roles is not None and role not in roles:
+            continue
+        try:
+            paths[role] = fetch(file, cache_dir, mirror, **kwargs)
+        except DataUnavailableError as e:
+            missing.append(f"  - {file.name} from {source_of(file, mirror)} ({e})")
+    if missing:
+        raise DataUnavailableError(
+            f"dataset {remote.name!r}: {len(missing)} file(s) could not be obtained:\n" + "\n".join(missing) + "\n"
+            + (f"Canonical sources: {', '.join(remote.files[r].url for r in remote.files)}.\n" if mirror else "")
+            + MIRROR_HELP
+        )
+    return paths
+
+
+def copy_to_mirror(paths: dict[str, Path], mirror_dir: str | os.PathLike) -> None:
+    """Copy fetched files into a directory usable as a local ``data.mirror`` (same file names)."""
+    mirror_dir = Path(mirror_dir)
+    mirror_dir.mkdir(parents=True, exist_ok=True)
+    for p in paths.values():
+        if p.resolve() != (mirror_dir / p.name).resolve():
+            shutil.copy2(p, mirror_dir / p.name)

@@ -1,0 +1,60 @@
+"""The errors raised while obtaining and reading raw dataset files.
+
+==========================  =================  =========================================================
+error                       base class         raised when
+==========================  =================  =========================================================
+``DataUnavailableError``    FileNotFoundError  raw files cannot be obtained (no network, not in the mirror)
+``ChecksumError``           ValueError         a raw file's size or digest differs from the registry
+``CorruptFileError``        ValueError         a verified (or unverifiable) file cannot be read: truncated
+                                               archive, bad gzip/bz2/zip/tar/HDF5/pickle, wrong layout
+==========================  =================  =========================================================
+
+Every message names the file. None of them leaves a prepared dataset behind: preparation writes
+through :func:`fedbench.data.store.write_dataset`, which renames a complete directory into place.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import pickle
+import tarfile
+import zipfile
+import zlib
+from pathlib import Path
+
+
+class DataUnavailableError(FileNotFoundError):
+    """Raw files of a dataset could not be obtained (no network, host down, not in the mirror)."""
+
+
+class ChecksumError(ValueError):
+    """A raw file's size or digest differs from the registry (corrupt, truncated or wrong file)."""
+
+
+class CorruptFileError(ValueError):
+    """A raw file cannot be read in its expected format (truncated or corrupt archive, bad layout)."""
+
+
+_READ_ERRORS = (EOFError, OSError, zlib.error, tarfile.TarError, zipfile.BadZipFile, pickle.UnpicklingError,
+                ValueError, KeyError, IndexError, TypeError)
+
+
+@contextlib.contextmanager
+def reading(path, what: str = ""):
+    """Turn any error raised while reading ``path`` into a :class:`CorruptFileError` naming it.
+
+    Args:
+        path: the raw file being read.
+        what: the format, for the message (e.g. ``"CIFAR python tarball"``).
+    """
+    try:
+        yield
+    except (CorruptFileError, ChecksumError, DataUnavailableError):
+        raise
+    except _READ_ERRORS as e:
+        name = Path(path).name
+        fmt = f" as {what}" if what else ""
+        raise CorruptFileError(
+            f"{name}: cannot be read{fmt} ({type(e).__name__}: {e}); the file at {path} is truncated, corrupt or "
+            f"not the expected file: delete it (or replace it in the mirror) and prepare the dataset again"
+        ) from e

@@ -1,0 +1,158 @@
+"""The downloader: mirrors (directory, file://, http://), retries, verification, clear errors."""
+
+import functools
+import hashlib
+import http.server
+import threading
+
+import pytest
+
+from fedbench.data import download
+from fedbench.data.download import fetch, fetch_all, source_of, verify
+from fedbench.data.errors import ChecksumError, DataUnavailableError
+from fedbench.data.sources import REMOTE, RemoteDataset, RemoteFile
+
+PAYLOAD = b"fedbench test payload\n" * 1000
+
+
+def _file(name="blob.bin", data=PAYLOAD, **kw):
+    kw.setdefault("sha256", hashlib.sha256(data).hexdigest())
+    kw.setdefault("size", len(data))
+    return RemoteFile(name, f"https://unreachable.invalid/{name}", **kw)
+
+
+@pytest.fixture
+def http_mirror(tmp_path):
+    """A local HTTP server over tmp_path/www; yields (url prefix, directory, request log)."""
+    root = tmp_path / "www"
+    root.mkdir()
+    log = []
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        fail_first = set()
+
+        def do_GET(self):
+            log.append(self.path)
+            if self.path in Handler.fail_first:
+                Handler.fail_first.discard(self.path)
+                self.send_error(503, "try again")
+                return
+            super().do_GET()
+
+        def log_message(self, *a):
+            pass
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=str(root)))
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    yield f"http://127.0.0.1:{srv.server_address[1]}/data", root, log, Handler
+    srv.shutdown()
+    srv.server_close()
+
+
+def test_every_registry_entry_is_complete():
+    for name, ds in REMOTE.items():
+        assert ds.name == name and ds.files and ds.licence and ds.homepage and ds.papers
+        for f in ds.files.values():
+            assert f.url.startswith("https://") and f.url.endswith(f.name)
+            assert f.sha256 is None or len(f.sha256) == 64
+            assert f.md5 is None or len(f.md5) == 32
+    assert REMOTE["cifar10"].files["archive"].md5 == "c58f30108f718f92721af3b95e74349a"
+    assert REMOTE["cifar100"].files["archive"].md5 == "eb9058c3a382ffc7106e4002c42a8d85"
+    assert all(f.url.startswith("https://ossci-datasets.s3.amazonaws.com/mnist/") for f in REMOTE["mnist"].files.values())
+
+
+def test_source_of_mirror_forms(tmp_path):
+    f = _file()
+    assert source_of(f) == f.url
+    assert source_of(f, tmp_path) == str(tmp_path / "blob.bin")
+    assert source_of(f, f"file://{tmp_path}") == str(tmp_path / "blob.bin")
+    assert source_of(f, "https://host/prefix/") == "https://host/prefix/blob.bin"
+
+
+def test_local_mirror_is_read_in_place(tmp_path):
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "blob.bin").write_bytes(PAYLOAD)
+    for mirror in (tmp_path / "m", f"file://{tmp_path / 'm'}"):
+        assert fetch(_file(), tmp_path / "cache", mirror) == tmp_path / "m" / "blob.bin"
+    assert not (tmp_path / "cache").exists()
+
+
+def test_md5_only_and_unverifiable_files(tmp_path):
+    (tmp_path / "blob.bin").write_bytes(PAYLOAD)
+    verify(tmp_path / "blob.bin", _file(sha256=None, md5=hashlib.md5(PAYLOAD).hexdigest()))
+    verify(tmp_path / "blob.bin", _file(sha256=None, size=None))  # nothing known: accepted (with a warning)
+    with pytest.raises(ChecksumError, match=r"blob.bin.*md5"):
+        verify(tmp_path / "blob.bin", _file(sha256=None, size=None, md5="0" * 32))
+
+
+def test_corrupt_mirror_file_is_refused_with_its_name(tmp_path):
+    (tmp_path / "blob.bin").write_bytes(PAYLOAD[:-1] + b"X")
+    with pytest.raises(ChecksumError, match=r"blob.bin.*sha256"):
+        fetch(_file(), tmp_path / "cache", tmp_path)
+    (tmp_path / "blob.bin").write_bytes(PAYLOAD[:100])  # truncated
+    with pytest.raises(ChecksumError, match=r"blob.bin.*size 100 bytes, expected"):
+        fetch(_file(), tmp_path / "cache", tmp_path)
+
+
+def test_http_mirror_download_retry_and_cache(http_mirror, tmp_path):
+    url, root, log, handler = http_mirror
+    (root / "data").mkdir()
+    (root / "data" / "blob.bin").write_bytes(PAYLOAD)
+    handler.fail_first = {"/data/blob.bin"}  # first request: 503, then served
+    got = fetch(_file(), tmp_path / "cache", url, backoff=0.01, progress=False)
+    assert got == tmp_path / "cache" / "blob.bin" and got.read_bytes() == PAYLOAD
+    assert log == ["/data/blob.bin", "/data/blob.bin"]
+    assert not [p for p in (tmp_path / "cache").iterdir() if p.name != "blob.bin"]  # no .part left
+    fetch(_file(), tmp_path / "cache", url, progress=False)  # cached and verified: no new request
+    assert len(log) == 2
+
+
+def test_http_checksum_mismatch_leaves_nothing(http_mirror, tmp_path):
+    url, root, log, _ = http_mirror
+    (root / "data").mkdir()
+    (root / "data" / "blob.bin").write_bytes(PAYLOAD + b"extra")
+    with pytest.raises(ChecksumError, match="blob.bin"):
+        fetch(_file(), tmp_path / "cache", url, progress=False)
+    assert list((tmp_path / "cache").iterdir()) == []
+
+
+def test_missing_files_give_one_message_with_the_mirror_hint(http_mirror, tmp_path):
+    url, root, log, _ = http_mirror
+    ds = RemoteDataset("toy", {"a": _file("a.bin"), "b": _file("b.bin")}, "https://example.org", "CC0", ("000",))
+    with pytest.raises(DataUnavailableError) as e:
+        fetch_all(ds, tmp_path / "cache", url, progress=False, retries=0)
+    msg = str(e.value)
+    assert "2 file(s)" in msg and f"{url}/a.bin" in msg and f"{url}/b.bin" in msg and "HTTP 404" in msg
+    assert "data:" in msg and "mirror:" in msg and "https://unreachable.invalid/a.bin" in msg
+    with pytest.raises(DataUnavailableError, match=r"a.bin from .*nowhere"):
+        fetch_all(ds, tmp_path / "cache", tmp_path / "nowhere")
+
+
+def test_no_network_error_names_canonical_url(tmp_path, monkeypatch):
+    def offline(*a, **k):
+        raise download.urllib.error.URLError("no route to host")
+
+    monkeypatch.setattr(download.urllib.request, "urlopen", offline)
+    ds = RemoteDataset("toy", {"a": _file("a.bin")}, "https://example.org", "CC0", ("000",))
+    with pytest.raises(DataUnavailableError) as e:
+        fetch_all(ds, tmp_path / "cache", None, progress=False, retries=1, backoff=0.0)
+    msg = str(e.value)
+    assert "https://unreachable.invalid/a.bin" in msg and "2 attempts failed" in msg and "no route" in msg
+    assert "data.mirror" not in msg or "mirror:" in msg
+
+
+def test_prepare_through_an_http_mirror_into_the_cache(http_mirror, tmp_path, monkeypatch):
+    from rawfakes import make_mnist, pin
+
+    from fedbench.data.registry import prepare_dataset
+    from fedbench.data.store import load_dataset
+
+    url, root, log, _ = http_mirror
+    (root / "data").mkdir()
+    make_mnist(root / "data", 12, 5)
+    pin(monkeypatch, "mnist", root / "data")
+    out = prepare_dataset("mnist", {"source": "mnist"}, tmp_path / "datasets" / "mnist", mirror=url, progress=False)
+    assert load_dataset(out).x_train.shape == (12, 1, 28, 28) and len(log) == 4
+    assert sorted(p.name for p in (tmp_path / "datasets" / "_downloads").iterdir()) == sorted(
+        f.name for f in REMOTE["mnist"].files.values())
