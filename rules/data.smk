@@ -1,0 +1,13 @@
+# Prepare a dataset once: download/read or generate it into resources/datasets/<id>/.
+# params = the dataset's resolved config, so changing a generator parameter re-prepares it.
+
+
+rule prepare_dataset:
+    output:
+        meta="resources/datasets/{dataset}/meta.json",
+    params:
+        cfg=dataset_params,
+    log:
+        "results/logs/prepare_dataset/{dataset}.log",
+    script:
+        "../workflow/scripts/prepare_dataset.py"

@@ -1,0 +1,84 @@
+"""Gather the cells' ``metrics.parquet`` files into one schema-checked table.
+
+The input is an explicit list of files (the workflow passes the cells of the current config),
+never a glob: a glob would pick up stale cells from configs that have since been removed.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import polars as pl
+
+from fedbench.metrics.schema import METRICS_SCHEMA, STATUSES
+
+# METRICS_SCHEMA (pyarrow) as polars dtypes: pa.string -> pl.String, pa.int64 -> pl.Int64, ...
+POLARS_SCHEMA: dict[str, pl.DataType] = dict(pl.from_arrow(METRICS_SCHEMA.empty_table()).schema)
+CELL_KEYS = ["experiment", "dataset", "partition", "algorithm", "seed"]
+
+
+def check_metrics_frame(df: pl.DataFrame, source: str = "metrics") -> None:
+    """The polars equivalent of :func:`fedbench.metrics.schema.check_metrics_table`.
+
+    Raises:
+        ValueError: a core column is missing or has another type, or a status is unknown;
+            the message starts with ``source``.
+    """
+    for name, dtype in POLARS_SCHEMA.items():
+        if name not in df.columns:
+            raise ValueError(f"{source}: lacks column {name!r} ({dtype}); schema: fedbench.metrics.schema")
+        if df.schema[name] != dtype:
+            raise ValueError(f"{source}: column {name!r} has type {df.schema[name]}, expected {dtype}")
+    bad = set(df.get_column("status").unique().to_list()) - set(STATUSES)
+    if bad:
+        raise ValueError(f"{source}: column 'status' holds {sorted(map(str, bad))}; allowed: {STATUSES}")
+
+
+def collect(paths: Sequence[str | os.PathLike], out_path: str | os.PathLike) -> pl.DataFrame:
+    """Read, check and concatenate cell metrics files; write them to ``out_path`` (Parquet).
+
+    Columns: METRICS_SCHEMA's columns first, in schema order, then any algorithm extras (in
+    order of first appearance; null for cells that lack them). Rows keep the order of ``paths``.
+
+    Args:
+        paths: the cells' ``metrics.parquet`` files.
+        out_path: e.g. ``results/metrics.parquet``; written atomically.
+
+    Returns:
+        The collected frame.
+
+    Raises:
+        ValueError: no paths, a file that breaks the schema (named in the message), or two
+            files holding the same cell (experiment, dataset, partition, algorithm, seed).
+    """
+    paths = [Path(p) for p in paths]
+    if not paths:
+        raise ValueError("collect: no metrics files given")
+    frames = []
+    for p in paths:
+        df = pl.read_parquet(p)
+        check_metrics_frame(df, str(p))
+        frames.append(df)
+    out = pl.concat(frames, how="diagonal_relaxed")
+    extras = [c for c in out.columns if c not in POLARS_SCHEMA]
+    out = out.select([*POLARS_SCHEMA, *extras])
+    check_metrics_frame(out, "collected metrics")
+
+    owners: dict[tuple, Path] = {}
+    for p, df in zip(paths, frames):
+        for key in df.select(CELL_KEYS).unique().iter_rows():
+            if key in owners and owners[key] != p:
+                raise ValueError(f"collect: cell {key} appears in both {owners[key]} and {p}")
+            owners[key] = p
+
+    out_path = Path(out_path)
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out_path.with_name(f".{out_path.name}.tmp{os.getpid()}")
+    try:
+        out.write_parquet(tmp)
+        os.replace(tmp, out_path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return out

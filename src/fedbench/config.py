@@ -1,0 +1,564 @@
+"""Check a workflow config and expand it into fully resolved training cells.
+
+The config shape is documented key by key in ``config/README.md``; the JSON schema
+``workflow/schemas/config.schema.yaml`` checks its structure inside Snakemake. This module adds
+the checks a schema cannot make (names that must exist in the library's registries, the
+algorithms' own hyperparameters, cross-references, consistency of shared partition ids) and is
+usable without Snakemake::
+
+    from fedbench.config import check_config, expand_cells
+    check_config(cfg)            # raises ConfigError naming the key path and the fix
+    cells = expand_cells(cfg)    # one dict per (experiment, dataset, partition, algorithm, seed)
+
+Precedence of per-cell settings (later wins): the experiment's ``rounds``, ``eval_every``,
+``target_accuracy``, ``sampling``, ``local``; the same keys under ``experiments.<e>.datasets.<d>``;
+``local`` under ``experiments.<e>.algorithms.<label>``. Mappings (``local``, ``sampling``) are merged
+key by key. In ``local``, a level that sets ``epochs`` clears an inherited ``steps`` and vice versa;
+one mapping may not set both.
+
+A cell spec (see :func:`expand_cells`) is built in a fixed key order with canonical types
+(floats as float, counts as int), so that reordering or reformatting the YAML does not change
+its ``repr``: Snakemake's params trigger then reruns exactly the cells whose values changed.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+__all__ = ["ConfigError", "check_config", "expand_cells", "datasets", "partitions", "ID_PATTERN"]
+
+# Ids become path components and Snakemake wildcard values (see rules/common.smk).
+ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_.\-]*"
+_ID_RE = re.compile(rf"^{ID_PATTERN}$")
+
+DEVICES = ("auto", "cpu", "cuda")
+DTYPES = ("float32", "float64")
+SAMPLING_SCHEMES = ("uniform", "bernoulli")
+
+TOP_KEYS = {"datasets", "data", "device", "dtype", "engine", "chunk_size", "experiments"}
+ENGINES = ("vectorized", "sequential")
+EXPERIMENT_KEYS = {"seeds", "rounds", "eval_every", "target_accuracy", "sampling", "local", "datasets", "algorithms"}
+EXPERIMENT_DATASET_KEYS = {"model", "partitions", "rounds", "eval_every", "target_accuracy", "sampling", "local"}
+LOCAL_KEYS = ("epochs", "steps", "batch_size", "lr", "lr_decay", "weight_decay", "clip_norm")
+SAMPLING_DEFAULTS = {"scheme": "uniform", "participation": 1.0}
+EXPERIMENT_DEFAULTS = {"eval_every": 1, "target_accuracy": None}
+
+# Range checks for registry parameters that the registries themselves do not state, by name.
+# (lo, lo_inclusive, hi, hi_inclusive); None = unbounded.
+_HPARAM_BOUNDS = {
+    "mu": (0.0, True, None, False),
+    "momentum": (0.0, True, 1.0, False),
+    "server_lr": (0.0, False, None, False),
+    "alpha": (0.0, False, None, False),  # FedDyn α (the server step divides by it)
+    "beta": (0.0, True, None, False),
+    "lambda1": (0.0, True, None, False),
+    "lambda2": (0.0, True, None, False),
+}
+_PARTITION_BOUNDS = {
+    "alpha": (0.0, False, None, False),  # Dirichlet α
+    "num_clients": (1, True, None, False),
+    "shards_per_client": (1, True, None, False),
+    "classes_per_client": (1, True, None, False),
+    "min_size": (0, True, None, False),
+}
+_DATASET_BOUNDS = {
+    "alpha": (0.0, True, None, False),  # Synthetic(α, β): 0 is the standard "no heterogeneity" setting
+    "beta": (0.0, True, None, False),
+    "num_clients": (1, True, None, False),
+    "dim": (1, True, None, False),
+    "num_classes": (2, True, None, False),
+}
+_MODEL_BOUNDS = {}
+
+
+class ConfigError(ValueError):
+    """An invalid workflow config. The message names the full key path and how to fix it."""
+
+
+# --------------------------------------------------------------------------------------------
+# Registries (imported lazily: they live in modules written alongside this one)
+
+
+def _sources() -> dict:
+    from fedbench.data.registry import SOURCES
+
+    return SOURCES
+
+
+def _schemes() -> dict:
+    from fedbench.data.partition import SCHEMES
+
+    return SCHEMES
+
+
+def _models() -> dict:
+    from fedbench.models import MODELS
+
+    return MODELS
+
+
+def _algorithms() -> tuple:
+    import fedbench.algorithms as algorithms
+
+    return tuple(algorithms.ALGORITHMS)
+
+
+def _hparams(name: str) -> dict:
+    import fedbench.algorithms as algorithms
+
+    return dict(algorithms.get_algorithm(name).HPARAMS)
+
+
+# --------------------------------------------------------------------------------------------
+# Small checkers
+
+
+def _fmt(value: Any) -> str:
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+def _known(options) -> str:
+    return ", ".join(str(o) for o in options) if options else "(none)"
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _mapping(value: Any, path: str, what: str = "a mapping") -> dict:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ConfigError(f"{path}: must be {what} (got {_fmt(value)})")
+    return value
+
+
+def _check_id(key: Any, path: str) -> None:
+    if not isinstance(key, str) or not _ID_RE.match(key):
+        raise ConfigError(
+            f"{path}: id {key!r} is not allowed; ids become paths and must match {ID_PATTERN} "
+            f"(letters, digits, '_', '.', '-'; no '/' or '=')"
+        )
+
+
+def _unknown_keys(d: dict, allowed, path: str) -> None:
+    for k in d:
+        if k not in allowed:
+            raise ConfigError(f"{path}.{k}: unknown key; allowed keys here: {_known(sorted(allowed))}")
+
+
+def _n(x: Any) -> str:
+    """A number as the user wrote it: -1.0 -> '-1', 0.3 -> '0.3'."""
+    return f"{x:g}" if isinstance(x, float) else str(x)
+
+
+def _number(v: Any, path: str, *, lo=None, lo_incl=True, hi=None, hi_incl=True, integer=False) -> float | int:
+    if integer:
+        if not _is_int(v):
+            raise ConfigError(f"{path}: must be an integer (got {_fmt(v)})")
+    elif not _is_number(v):
+        raise ConfigError(f"{path}: must be a number (got {_fmt(v)})")
+    if not math.isfinite(v):
+        raise ConfigError(f"{path}: must be finite (got {v})")
+    if lo is not None and (v < lo or (v == lo and not lo_incl)):
+        raise ConfigError(f"{path}: must be {'>=' if lo_incl else '>'} {_n(lo)} (got {_n(v)})")
+    if hi is not None and (v > hi or (v == hi and not hi_incl)):
+        raise ConfigError(f"{path}: must be {'<=' if hi_incl else '<'} {_n(hi)} (got {_n(v)})")
+    return int(v) if integer else float(v)
+
+
+def _bounded(v: Any, path: str, bounds) -> None:
+    if bounds is None or not _is_number(v):
+        return
+    lo, lo_incl, hi, hi_incl = bounds
+    _number(v, path, lo=lo, lo_incl=lo_incl, hi=hi, hi_incl=hi_incl)
+
+
+def _coerce_like(v: Any, default: Any, path: str) -> Any:
+    """``v`` converted to the type of the registry default ``default`` (canonical repr)."""
+    if default is None:
+        return v
+    if isinstance(default, bool):
+        if not isinstance(v, bool):
+            raise ConfigError(f"{path}: must be true or false (got {_fmt(v)})")
+        return v
+    if isinstance(default, int):
+        if not _is_int(v):
+            raise ConfigError(f"{path}: must be an integer (got {_fmt(v)})")
+        return v
+    if isinstance(default, float):
+        if not _is_number(v):
+            raise ConfigError(f"{path}: must be a number (got {_fmt(v)})")
+        if not math.isfinite(v):
+            raise ConfigError(f"{path}: must be finite (got {v})")
+        return float(v)
+    if isinstance(default, str):
+        if not isinstance(v, str):
+            raise ConfigError(f"{path}: must be a string (got {_fmt(v)})")
+        return v
+    if isinstance(default, (list, tuple)):
+        if not isinstance(v, (list, tuple)):
+            raise ConfigError(f"{path}: must be a list (got {_fmt(v)})")
+        return list(v)
+    return v
+
+
+def _resolve_params(given: dict, registry: dict, path: str, what: str, bounds: dict) -> dict:
+    """Registry defaults overridden by ``given`` (unknown names rejected), in registry order."""
+    out = {}
+    for k, v in given.items():
+        if k not in registry:
+            raise ConfigError(f"{path}.{k}: unknown parameter for {what}; known: {_known(list(registry))}")
+    for k, default in registry.items():
+        v = given.get(k, default)
+        if v is not None:
+            v = _coerce_like(v, default, f"{path}.{k}")
+            _bounded(v, f"{path}.{k}", bounds.get(k))
+        out[k] = v
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Resolution of the pieces
+
+
+def _resolve_dataset(dataset_id: str, cfg: Any) -> dict:
+    path = f"datasets.{dataset_id}"
+    cfg = _mapping(cfg, path)
+    if "source" not in cfg:
+        raise ConfigError(f"{path}.source: missing; give the data source, one of: {_known(list(_sources()))}")
+    source = cfg["source"]
+    sources = _sources()
+    if source not in sources:
+        raise ConfigError(f"{path}.source: unknown dataset source {_fmt(source)}; known sources: {_known(list(sources))}")
+    params = {k: v for k, v in cfg.items() if k != "source"}
+    resolved = _resolve_params(params, dict(sources[source]), path, f"source {source!r}", _DATASET_BOUNDS)
+    try:  # value checks of downloaded sources, made before anything is fetched
+        from fedbench.data.registry import REMOTE, check_remote_params
+    except ImportError:
+        return {"source": source, **resolved}
+    if source in REMOTE:
+        try:
+            check_remote_params(source, resolved)
+        except ValueError as e:
+            raise ConfigError(f"{path}: {e}") from None
+    return {"source": source, **resolved}
+
+
+def _resolve_partition(path: str, cfg: Any) -> dict:
+    cfg = _mapping(cfg, path)
+    schemes = _schemes()
+    if "scheme" not in cfg:
+        raise ConfigError(f"{path}.scheme: missing; give the partition scheme, one of: {_known(list(schemes))}")
+    scheme = cfg["scheme"]
+    if scheme not in schemes:
+        raise ConfigError(f"{path}.scheme: unknown partition scheme {_fmt(scheme)}; known schemes: {_known(list(schemes))}")
+    params = {k: v for k, v in cfg.items() if k != "scheme"}
+    resolved = _resolve_params(params, dict(schemes[scheme]), path, f"scheme {scheme!r}", _PARTITION_BOUNDS)
+    try:  # the partitioner's own value checks (Dirichlet form, ...)
+        from fedbench.data.partition import resolve_partition_params
+    except ImportError:
+        return {"scheme": scheme, **resolved}
+    try:
+        resolved = resolve_partition_params({"scheme": scheme, **resolved})
+    except ValueError as e:
+        raise ConfigError(f"{path}: {e}") from None
+    return {"scheme": scheme, **resolved}
+
+
+def _resolve_model(path: str, cfg: Any) -> dict:
+    if isinstance(cfg, str):
+        cfg = {"name": cfg}
+    cfg = _mapping(cfg, path)
+    models = _models()
+    if "name" not in cfg:
+        raise ConfigError(f"{path}.name: missing; give the model, one of: {_known(list(models))}")
+    name = cfg["name"]
+    if name not in models:
+        raise ConfigError(f"{path}.name: unknown model {_fmt(name)}; known models: {_known(list(models))}")
+    options = {k: v for k, v in cfg.items() if k != "name"}
+    resolved = {"name": name, **_resolve_params(options, dict(models[name]), path, f"model {name!r}", _MODEL_BOUNDS)}
+    try:  # the model registry's own value checks (list lengths, paddings, ...)
+        from fedbench.models import model_options
+    except ImportError:
+        return resolved
+    try:
+        name, opts = model_options(resolved)
+    except ValueError as e:
+        raise ConfigError(f"{path}: {e}") from None
+    return {"name": name, **opts}
+
+
+def _merge_local(base: dict, over: Any, path: str) -> dict:
+    over = _mapping(over, path)
+    _unknown_keys(over, LOCAL_KEYS, path)
+    if over.get("epochs") is not None and over.get("steps") is not None:
+        raise ConfigError(
+            f"{path}: give exactly one of epochs or steps (got epochs={over['epochs']}, steps={over['steps']}); "
+            f"delete one of them"
+        )
+    out = dict(base)
+    if "epochs" in over and over["epochs"] is not None:
+        out["steps"] = None
+    if "steps" in over and over["steps"] is not None:
+        out["epochs"] = None
+    out.update(over)
+    return out
+
+
+def _finish_local(local: dict, path: str) -> dict:
+    epochs, steps = local.get("epochs"), local.get("steps")
+    if (epochs is None) == (steps is None):
+        raise ConfigError(
+            f"{path}: give exactly one of local.epochs or local.steps "
+            f"(got {'both' if epochs is not None else 'neither'})"
+        )
+    for key in ("batch_size", "lr"):
+        if local.get(key) is None:
+            raise ConfigError(f"{path}.{key}: missing; set local.{key} in the experiment (or per dataset/algorithm)")
+    out = {
+        "epochs": None if epochs is None else _number(epochs, f"{path}.epochs", lo=1, integer=True),
+        "steps": None if steps is None else _number(steps, f"{path}.steps", lo=1, integer=True),
+        "batch_size": _number(local["batch_size"], f"{path}.batch_size", lo=1, integer=True),
+        "lr": _number(local["lr"], f"{path}.lr", lo=0.0, lo_incl=False),
+        "lr_decay": _number(local.get("lr_decay", 1.0), f"{path}.lr_decay", lo=0.0, lo_incl=False),
+        "weight_decay": _number(local.get("weight_decay", 0.0), f"{path}.weight_decay", lo=0.0),
+        "clip_norm": None,
+    }
+    if local.get("clip_norm") is not None:
+        out["clip_norm"] = _number(local["clip_norm"], f"{path}.clip_norm", lo=0.0, lo_incl=False)
+    return out
+
+
+def _merge_sampling(base: dict, over: Any, path: str) -> dict:
+    over = _mapping(over, path)
+    _unknown_keys(over, ("scheme", "participation"), path)
+    return {**base, **over}
+
+
+def _finish_sampling(s: dict, path: str) -> dict:
+    if s.get("scheme") not in SAMPLING_SCHEMES:
+        raise ConfigError(f"{path}.scheme: must be one of {_known(SAMPLING_SCHEMES)} (got {_fmt(s.get('scheme'))})")
+    p = s.get("participation")
+    return {
+        "scheme": s["scheme"],
+        "participation": _number(p, f"{path}.participation", lo=0.0, lo_incl=False, hi=1.0),
+    }
+
+
+def _target(v: Any, path: str) -> float | None:
+    if v is None:
+        return None
+    return _number(v, path, lo=0.0, lo_incl=False, hi=1.0)
+
+
+def _resolve_algorithm(label: str, cfg: Any, path: str) -> tuple[str, dict, dict]:
+    """(algorithm module name, resolved hparams, local overrides) of one algorithm label."""
+    cfg = _mapping(cfg, path)
+    name = cfg.get("algorithm", label)
+    known = _algorithms()
+    if name not in known:
+        where = f"{path}.algorithm" if "algorithm" in cfg else path
+        raise ConfigError(
+            f"{where}: unknown algorithm {_fmt(name)}; known algorithms: {_known(known)} "
+            f"(a label other than a module name needs `algorithm: <name>`)"
+        )
+    defaults = _hparams(name)
+    given = {k: v for k, v in cfg.items() if k not in ("algorithm", "local")}
+    for k in given:
+        if k not in defaults:
+            raise ConfigError(
+                f"{path}.{k}: unknown hyperparameter for algorithm {name!r}; known: {_known(list(defaults))}"
+                + ("; local optimizer settings go under `local:`" if k in LOCAL_KEYS else "")
+            )
+    hparams = {}
+    for k, default in defaults.items():
+        v = given.get(k, default)
+        if v is not None:
+            v = _coerce_like(v, default, f"{path}.{k}")
+            if _is_number(v) and not math.isfinite(v):
+                raise ConfigError(f"{path}.{k}: must be finite (got {v})")
+            _bounded(v, f"{path}.{k}", _HPARAM_BOUNDS.get(k))
+        hparams[k] = v
+    return name, hparams, _mapping(cfg.get("local"), f"{path}.local")
+
+
+def _check_runtime(config: dict) -> None:
+    """Runtime-only keys (how and where jobs run; never part of a cell spec)."""
+    data = _mapping(config.get("data"), "data")
+    _unknown_keys(data, ("mirror",), "data")
+    if data.get("mirror") is not None and not isinstance(data["mirror"], str):
+        raise ConfigError(f"data.mirror: must be a directory, file:// or http(s):// prefix, or null (got {_fmt(data['mirror'])})")
+    engine = config.get("engine")
+    if engine is not None and engine not in ENGINES:
+        raise ConfigError(f"engine: must be one of {_known(ENGINES)} or null for the default (got {_fmt(engine)})")
+    chunk = config.get("chunk_size")
+    if chunk is not None and chunk != "auto":
+        _number(chunk, "chunk_size", lo=1, integer=True)
+
+
+def _seeds(v: Any, path: str) -> list[int]:
+    if not isinstance(v, list) or not v:
+        raise ConfigError(f"{path}: must be a non-empty list of integers >= 0 (got {_fmt(v)})")
+    out = [_number(s, f"{path}[{i}]", lo=0, integer=True) for i, s in enumerate(v)]
+    if len(set(out)) != len(out):
+        raise ConfigError(f"{path}: seeds must be distinct (got {out})")
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Public API
+
+
+def datasets(config: dict) -> dict[str, dict]:
+    """``{dataset_id: {"source": ..., **params with defaults}}`` for every dataset in ``datasets:``."""
+    top = _mapping(config.get("datasets"), "datasets")
+    out = {}
+    for dataset_id, cfg in top.items():
+        _check_id(dataset_id, f"datasets.{dataset_id}")
+        out[dataset_id] = _resolve_dataset(dataset_id, cfg)
+    return out
+
+
+def _experiments(config: dict) -> dict:
+    exps = _mapping(config.get("experiments"), "experiments")
+    if not exps:
+        raise ConfigError("experiments: must define at least one experiment (experiments.<name>: {...})")
+    return exps
+
+
+def partitions(config: dict) -> dict[tuple[str, str], dict]:
+    """``{(dataset_id, partition_id): {"scheme": ..., **params with defaults}}`` over all experiments.
+
+    Raises:
+        ConfigError: the same partition id is given different parameters for the same dataset
+            (they would share one ``results/partitions/<dataset>/<partition>/`` directory).
+    """
+    out: dict[tuple[str, str], dict] = {}
+    where: dict[tuple[str, str], str] = {}
+    for exp, ecfg in _experiments(config).items():
+        ecfg = _mapping(ecfg, f"experiments.{exp}")
+        for ds, dcfg in _mapping(ecfg.get("datasets"), f"experiments.{exp}.datasets").items():
+            dpath = f"experiments.{exp}.datasets.{ds}"
+            dcfg = _mapping(dcfg, dpath)
+            parts = _mapping(dcfg.get("partitions"), f"{dpath}.partitions")
+            for pid, pcfg in parts.items():
+                ppath = f"{dpath}.partitions.{pid}"
+                _check_id(pid, ppath)
+                resolved = _resolve_partition(ppath, pcfg)
+                key = (ds, pid)
+                if key in out and out[key] != resolved:
+                    raise ConfigError(
+                        f"{ppath}: partition id {pid!r} of dataset {ds!r} is already defined at {where[key]} "
+                        f"with different parameters ({out[key]} vs {resolved}); partitions are shared across "
+                        f"experiments by id, so give this one a different id"
+                    )
+                out.setdefault(key, resolved)
+                where.setdefault(key, ppath)
+    return out
+
+
+def expand_cells(config: dict) -> list[dict]:
+    """One fully resolved spec per cell, in config order (experiment, dataset, partition,
+    algorithm, seed). Runs every check of :func:`check_config`.
+
+    Each spec has exactly the keys: experiment, dataset, partition, algorithm (the config label),
+    seed, algorithm_name, hparams, model, local, sampling, rounds, eval_every, target_accuracy,
+    dtype. ``device`` is deliberately absent: it changes where a cell runs, not its result.
+    """
+    config = _mapping(config, "config", "a mapping (the parsed YAML)")
+    _unknown_keys(config, TOP_KEYS, "config")
+    if config.get("device", "auto") not in DEVICES:
+        raise ConfigError(f"device: must be one of {_known(DEVICES)} (got {_fmt(config.get('device'))})")
+    _check_runtime(config)
+    dtype = config.get("dtype", "float32")
+    if dtype not in DTYPES:
+        raise ConfigError(f"dtype: must be one of {_known(DTYPES)} (got {_fmt(dtype)})")
+    known_datasets = datasets(config)
+    partitions(config)  # cross-experiment consistency of partition ids
+
+    cells: list[dict] = []
+    for exp, ecfg in _experiments(config).items():
+        epath = f"experiments.{exp}"
+        _check_id(exp, epath)
+        ecfg = _mapping(ecfg, epath)
+        _unknown_keys(ecfg, EXPERIMENT_KEYS, epath)
+        for key in ("seeds", "rounds", "datasets", "algorithms", "local"):
+            if ecfg.get(key) is None:
+                raise ConfigError(f"{epath}.{key}: missing; see config/README.md")
+        seeds = _seeds(ecfg["seeds"], f"{epath}.seeds")
+        base_local = _merge_local({}, ecfg["local"], f"{epath}.local")
+        base_sampling = _merge_sampling(SAMPLING_DEFAULTS, ecfg.get("sampling"), f"{epath}.sampling")
+
+        algos = _mapping(ecfg["algorithms"], f"{epath}.algorithms")
+        if not algos:
+            raise ConfigError(f"{epath}.algorithms: must list at least one algorithm")
+        resolved_algos = {}
+        for label, acfg in algos.items():
+            apath = f"{epath}.algorithms.{label}"
+            _check_id(label, apath)
+            resolved_algos[label] = (apath, *_resolve_algorithm(label, acfg, apath))
+
+        exp_datasets = _mapping(ecfg["datasets"], f"{epath}.datasets")
+        if not exp_datasets:
+            raise ConfigError(f"{epath}.datasets: must list at least one dataset")
+        for ds, dcfg in exp_datasets.items():
+            dpath = f"{epath}.datasets.{ds}"
+            if ds not in known_datasets:
+                raise ConfigError(
+                    f"{dpath}: unknown dataset id {ds!r}; define it under the top-level `datasets:` "
+                    f"(known: {_known(list(known_datasets))})"
+                )
+            dcfg = _mapping(dcfg, dpath)
+            _unknown_keys(dcfg, EXPERIMENT_DATASET_KEYS, dpath)
+            if dcfg.get("model") is None:
+                raise ConfigError(f"{dpath}.model: missing; give e.g. model: {{name: logreg}}")
+            model = _resolve_model(f"{dpath}.model", dcfg["model"])
+            rpath = f"{dpath}.rounds" if "rounds" in dcfg else f"{epath}.rounds"
+            rounds = _number(dcfg.get("rounds", ecfg["rounds"]), rpath, lo=1, integer=True)
+            eve = dcfg.get("eval_every", ecfg.get("eval_every", EXPERIMENT_DEFAULTS["eval_every"]))
+            eval_every = _number(eve, f"{dpath}.eval_every" if "eval_every" in dcfg else f"{epath}.eval_every",
+                                 lo=1, integer=True)
+            tgt = dcfg["target_accuracy"] if "target_accuracy" in dcfg else ecfg.get("target_accuracy")
+            target = _target(tgt, f"{dpath}.target_accuracy" if "target_accuracy" in dcfg else f"{epath}.target_accuracy")
+            ds_local = _merge_local(base_local, dcfg.get("local"), f"{dpath}.local")
+            spath = f"{dpath}.sampling" if "sampling" in dcfg else f"{epath}.sampling"
+            sampling = _finish_sampling(_merge_sampling(base_sampling, dcfg.get("sampling"), f"{dpath}.sampling"), spath)
+            parts = _mapping(dcfg.get("partitions"), f"{dpath}.partitions")
+            if not parts:
+                raise ConfigError(f"{dpath}.partitions: must define at least one partition, e.g. iid: {{scheme: iid}}")
+            for pid in parts:
+                for label, (apath, name, hparams, local_over) in resolved_algos.items():
+                    local = _finish_local(
+                        _merge_local(ds_local, local_over, f"{apath}.local"),
+                        f"{apath}.local" if local_over else f"{dpath}.local" if dcfg.get("local") else f"{epath}.local",
+                    )
+                    for seed in seeds:
+                        cells.append({
+                            "experiment": exp,
+                            "dataset": ds,
+                            "partition": pid,
+                            "algorithm": label,
+                            "seed": seed,
+                            "algorithm_name": name,
+                            "hparams": dict(hparams),
+                            "model": dict(model),
+                            "local": dict(local),
+                            "sampling": dict(sampling),
+                            "rounds": rounds,
+                            "eval_every": eval_every,
+                            "target_accuracy": target,
+                            "dtype": dtype,
+                        })
+    return cells
+
+
+def check_config(config: dict) -> None:
+    """Check ``config`` beyond its schema. Raises :class:`ConfigError` naming the key path and the fix."""
+    expand_cells(config)

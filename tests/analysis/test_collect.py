@@ -1,0 +1,81 @@
+"""fedbench.analysis.collect: explicit file list, schema check, duplicate cells."""
+
+from __future__ import annotations
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from fedbench.analysis.collect import POLARS_SCHEMA, collect
+from fedbench.metrics.schema import METRICS_SCHEMA
+
+
+@pytest.fixture
+def write(mr):
+    def _write(path, rows):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(mr.table(rows), path)
+        return path
+
+    return _write
+
+
+def test_collect_concatenates_in_order_and_checks_schema(tmp_path, write, mr):
+    a = write(tmp_path / "a" / "metrics.parquet", mr.run_rows([0.1, 0.2], algorithm="fedavg", seed=0))
+    b = write(tmp_path / "b" / "metrics.parquet", mr.run_rows([0.3, 0.4, 0.5], algorithm="fedprox", seed=1))
+    stale = write(tmp_path / "stale" / "metrics.parquet", mr.run_rows([0.9], algorithm="old"))  # not listed
+    out = tmp_path / "results" / "metrics.parquet"
+    df = collect([a, b], out)
+    assert out.exists()
+    back = pl.read_parquet(out)
+    assert back.equals(df)
+    assert back.height == 5
+    assert back.columns == METRICS_SCHEMA.names
+    assert dict(back.schema) == POLARS_SCHEMA
+    assert back.get_column("algorithm").to_list() == ["fedavg"] * 2 + ["fedprox"] * 3
+    assert "old" not in back.get_column("algorithm").to_list()
+    assert stale.exists()
+
+
+def test_collect_keeps_algorithm_extra_columns(tmp_path, write, mr):
+    t = mr.table(mr.run_rows([0.1, 0.2], algorithm="ea"))
+    t = t.append_column("ea_sensitivity", pa.array([0.5, 0.25], pa.float64()))
+    pa_path = tmp_path / "x.parquet"
+    pq.write_table(t, pa_path)
+    b = write(tmp_path / "y.parquet", mr.run_rows([0.3], algorithm="fedavg"))
+    df = collect([pa_path, b], tmp_path / "all.parquet")
+    assert df.columns[-1] == "ea_sensitivity"
+    assert df.get_column("ea_sensitivity").to_list() == [0.5, 0.25, None]
+
+
+def test_collect_rejects_schema_drift_naming_the_file(tmp_path, write, mr):
+    good = write(tmp_path / "good.parquet", mr.run_rows([0.1]))
+    t = mr.table(mr.run_rows([0.2], algorithm="b")).drop(["test_accuracy"])
+    bad = tmp_path / "bad.parquet"
+    pq.write_table(t, bad)
+    with pytest.raises(ValueError, match=r"bad\.parquet.*test_accuracy"):
+        collect([good, bad], tmp_path / "out.parquet")
+    assert not (tmp_path / "out.parquet").exists()
+
+
+def test_collect_rejects_wrong_type_and_unknown_status(tmp_path, write, mr):
+    t = mr.table(mr.run_rows([0.1]))
+    t = t.set_column(t.schema.get_field_index("seed"), "seed", pa.array(["0"]))
+    pq.write_table(t, tmp_path / "typed.parquet")
+    with pytest.raises(ValueError, match="'seed' has type"):
+        collect([tmp_path / "typed.parquet"], tmp_path / "out.parquet")
+    rows = mr.run_rows([0.1])
+    rows[0]["status"] = "exploded"
+    write(tmp_path / "status.parquet", rows)
+    with pytest.raises(ValueError, match="exploded"):
+        collect([tmp_path / "status.parquet"], tmp_path / "out.parquet")
+
+
+def test_collect_rejects_duplicate_cells_and_empty_input(tmp_path, write, mr):
+    a = write(tmp_path / "a.parquet", mr.run_rows([0.1]))
+    b = write(tmp_path / "b.parquet", mr.run_rows([0.2]))
+    with pytest.raises(ValueError, match="appears in both"):
+        collect([a, b], tmp_path / "out.parquet")
+    with pytest.raises(ValueError, match="no metrics files"):
+        collect([], tmp_path / "out.parquet")

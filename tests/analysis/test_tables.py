@@ -1,0 +1,117 @@
+"""fedbench.analysis.tables: known means and sds, rounds to target, diverged seeds."""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+import polars as pl
+import pytest
+
+from fedbench.analysis.tables import CSV_COLUMNS, markdown_table, run_stats, summarize, write_tables
+
+
+@pytest.fixture
+def df(mr):
+    # Algorithm "a": three seeds; final accuracies 0.80, 0.85, 0.90; best 0.82, 0.85, 0.95;
+    # target 0.8 first reached at rounds 3, 2, 2.
+    A = [
+        mr.run_rows([0.5, 0.7, 0.82, 0.80], algorithm="a", seed=0),
+        mr.run_rows([0.6, 0.8, 0.85, 0.85], algorithm="a", seed=1),
+        mr.run_rows([0.4, 0.95, 0.9, 0.90], algorithm="a", seed=2),
+    ]
+    # Algorithm "b": seed 0 reaches 0.6, seed 1 never reaches 0.8, seed 2 diverges at round 3 after
+    # having reached 0.9 at round 2 (which must not count anywhere).
+    B = [
+        mr.run_rows([0.3, 0.5, 0.6, 0.6], algorithm="b", seed=0),
+        mr.run_rows([0.3, 0.5, 0.7, 0.7], algorithm="b", seed=1),
+        mr.run_rows([0.3, 0.9, 0.99], algorithm="b", seed=2, diverge_at=3),
+    ]
+    # Algorithm "c": every seed diverges.
+    C = [mr.run_rows([0.2, 0.3], algorithm="c", seed=s, diverge_at=2) for s in (0, 1)]
+    return mr.frame([r for run in A + B + C for r in run])
+
+
+def row(summary: pl.DataFrame, algorithm: str) -> dict:
+    return summary.filter(pl.col("algorithm") == algorithm).row(0, named=True)
+
+
+def test_run_stats(df):
+    runs = run_stats(df, 0.8)
+    assert runs.height == 8
+    r = runs.filter((pl.col("algorithm") == "b") & (pl.col("seed") == 2)).row(0, named=True)
+    assert r["diverged"] and math.isnan(r["final_accuracy"])
+    assert r["rounds_to_target"] == 2  # per-run raw value; summarize leaves the diverged run out
+    r = runs.filter((pl.col("algorithm") == "a") & (pl.col("seed") == 0)).row(0, named=True)
+    assert (r["final_accuracy"], r["best_accuracy"], r["rounds_to_target"], r["uplink_floats"]) == (0.80, 0.82, 3, 40)
+
+
+def test_mean_and_sd_over_seeds(df):
+    s = summarize(df, {"d": 0.8})
+    assert s.columns == CSV_COLUMNS
+    assert s.get_column("algorithm").to_list() == ["a", "b", "c"]  # order of appearance
+    a = row(s, "a")
+    assert a["n_seeds"] == 3 and a["n_diverged"] == 0
+    assert a["final_accuracy_mean"] == pytest.approx(0.85)
+    assert a["final_accuracy_std"] == pytest.approx(statistics.stdev([0.80, 0.85, 0.90]))
+    assert a["best_accuracy_mean"] == pytest.approx((0.82 + 0.85 + 0.95) / 3)
+    assert a["best_accuracy_std"] == pytest.approx(statistics.stdev([0.82, 0.85, 0.95]))
+    assert a["rounds_to_target_mean"] == pytest.approx(7 / 3) and a["n_reached_target"] == 3
+    assert a["uplink_floats_mean"] == 40 and a["rounds"] == 4 and a["target_accuracy"] == 0.8
+
+
+def test_diverged_seed_is_never_averaged_in(df):
+    b = row(summarize(df, 0.8), "b")
+    assert b["n_seeds"] == 3 and b["n_diverged"] == 1
+    assert b["final_accuracy_mean"] == pytest.approx(0.65)  # seeds 0 and 1 only
+    assert b["final_accuracy_std"] == pytest.approx(statistics.stdev([0.6, 0.7]))
+    assert b["best_accuracy_mean"] == pytest.approx(0.65)  # not 0.9 / 0.99 of the diverged seed
+    assert b["n_reached_target"] == 0 and b["rounds_to_target_mean"] is None
+    c = row(summarize(df, 0.8), "c")
+    assert c["n_diverged"] == 2 and c["final_accuracy_mean"] is None
+
+
+def test_markdown(df):
+    md = markdown_table(summarize(df, 0.8), title="e")
+    lines = md.splitlines()
+    assert lines[0] == "# e"
+    table = [l for l in lines if l.startswith("|")]
+    assert len({len(l) for l in table}) == 1, "columns are aligned"
+    header, a, b, c = table[0], table[2], table[3], table[4]
+    assert "rounds to 80%" in header
+    assert "85.00 ± 5.00" in a and "2.3 (3/3)" in a and "| 3 " in a
+    assert "65.00 ± 7.07" in b and "not reached (0/2)" in b and "diverged (1/3 seeds)" in b
+    assert c.count("diverged (2/2 seeds)") >= 3
+    assert not any("nan" in l.lower() or "None" in l for l in table)
+
+
+def test_markdown_without_target(df):
+    md = markdown_table(summarize(df, None))
+    assert "rounds to" not in md
+    assert "85.00 ± 5.00" in md
+
+
+def test_single_seed_has_no_sd(mr):
+    md = markdown_table(summarize(mr.frame(mr.run_rows([0.5, 0.75], algorithm="solo")), 0.7))
+    body = [l for l in md.splitlines() if l.startswith("| d ")]
+    assert len(body) == 1 and " 75.00 |" in body[0] and "±" not in body[0] and "2.0 (1/1)" in body[0]
+
+
+def test_write_tables(tmp_path, df):
+    s = write_tables(df, tmp_path / "t" / "e.md", tmp_path / "t" / "e.csv", targets={"d": 0.8}, title="e")
+    assert (tmp_path / "t" / "e.md").read_text().startswith("# e")
+    back = pl.read_csv(tmp_path / "t" / "e.csv")
+    assert back.columns == CSV_COLUMNS
+    assert back.height == 3
+    assert back.get_column("final_accuracy_mean")[0] == pytest.approx(0.85)
+    assert back.schema["final_accuracy_mean"] == pl.Float64 and back.schema["n_seeds"] == pl.Int64
+    assert s.height == 3
+    with pytest.raises(ValueError, match="no metrics rows"):
+        write_tables(df.head(0), tmp_path / "x.md", tmp_path / "x.csv")
+
+
+def test_per_dataset_targets_and_grouping(mr):
+    rows = mr.run_rows([0.5, 0.9], dataset="d1", algorithm="a") + mr.run_rows([0.5, 0.6], dataset="d2", algorithm="a")
+    s = summarize(mr.frame(rows), {"d1": 0.9, "d2": 0.55})
+    assert s.get_column("target_accuracy").to_list() == [0.9, 0.55]
+    assert s.get_column("rounds_to_target_mean").to_list() == [2.0, 2.0]

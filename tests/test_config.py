@@ -1,0 +1,372 @@
+"""fedbench.config: the default suite, every rejected input, and the cell specs."""
+
+from __future__ import annotations
+
+import copy
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from fedbench.config import ConfigError, check_config, datasets, expand_cells, partitions
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+SPEC_KEYS = {
+    "experiment", "dataset", "partition", "algorithm", "seed", "algorithm_name", "hparams", "model",
+    "local", "sampling", "rounds", "eval_every", "target_accuracy", "dtype",
+}
+
+
+def tiny() -> dict:
+    """A small valid config: one experiment, digits iid with logreg, two algorithms, two seeds."""
+    return {
+        "datasets": {"digits": {"source": "digits"}},
+        "experiments": {
+            "e": {
+                "seeds": [0, 1],
+                "rounds": 3,
+                "local": {"epochs": 1, "batch_size": 16, "lr": 0.05},
+                "datasets": {"digits": {"model": {"name": "logreg"}, "partitions": {"iid": {"scheme": "iid", "num_clients": 5}}}},
+                "algorithms": {"fedavg": {}, "fedprox": {"mu": 0.1}},
+            }
+        },
+    }
+
+
+def rejects(config: dict, *fragments: str) -> str:
+    """Assert ``config`` is rejected and the message contains every fragment; return the message."""
+    with pytest.raises(ConfigError) as info:
+        check_config(config)
+    msg = str(info.value)
+    for fragment in fragments:
+        assert fragment in msg, f"{fragment!r} not in {msg!r}"
+    return msg
+
+
+# ------------------------------------------------------------------------------ valid configs
+
+
+def test_default_config_passes_and_has_45_cells():
+    check_config(copy.deepcopy(DEFAULT))
+    cells = expand_cells(copy.deepcopy(DEFAULT))
+    # 3 dataset/partition settings × 5 algorithms × 3 seeds
+    assert len(cells) == 45
+    assert {(c["dataset"], c["partition"]) for c in cells} == {("digits", "iid"), ("digits", "dir0.3"), ("synthetic_1_1", "natural")}
+    assert {c["algorithm"] for c in cells} == {"fedavg", "fedavgm", "fedprox", "scaffold", "feddyn"}
+    assert {c["seed"] for c in cells} == {0, 1, 2}
+    assert all(set(c) == SPEC_KEYS for c in cells)
+    assert len({(c["experiment"], c["dataset"], c["partition"], c["algorithm"], c["seed"]) for c in cells}) == 45
+
+
+def test_default_config_passes_the_json_schema():
+    from snakemake.utils import validate
+
+    cfg = copy.deepcopy(DEFAULT)
+    validate(cfg, str(REPO / "workflow" / "schemas" / "config.schema.yaml"))
+    assert cfg["device"] == "auto" and cfg["dtype"] == "float32"
+
+
+def test_schema_fills_defaults():
+    from snakemake.utils import validate
+
+    cfg = tiny()
+    validate(cfg, str(REPO / "workflow" / "schemas" / "config.schema.yaml"))
+    assert cfg["dtype"] == "float32"
+    assert cfg["experiments"]["e"]["eval_every"] == 1
+    assert cfg["experiments"]["e"]["target_accuracy"] is None
+    assert cfg["data"] == {"mirror": None} and cfg["engine"] is None and cfg["chunk_size"] is None
+    check_config(cfg)
+
+
+def test_cell_spec_is_fully_resolved():
+    cells = expand_cells(tiny())
+    assert len(cells) == 4
+    c = next(c for c in cells if c["algorithm"] == "fedprox" and c["seed"] == 1)
+    assert c == {
+        "experiment": "e", "dataset": "digits", "partition": "iid", "algorithm": "fedprox", "seed": 1,
+        "algorithm_name": "fedprox", "hparams": {"mu": 0.1}, "model": {"name": "logreg"},
+        "local": {"epochs": 1, "steps": None, "batch_size": 16, "lr": 0.05, "lr_decay": 1.0,
+                  "weight_decay": 0.0, "clip_norm": None},
+        "sampling": {"scheme": "uniform", "participation": 1.0},
+        "rounds": 3, "eval_every": 1, "target_accuracy": None, "dtype": "float32",
+    }
+    # order: experiment, dataset, partition, algorithm, seed
+    assert [(c["algorithm"], c["seed"]) for c in cells] == [("fedavg", 0), ("fedavg", 1), ("fedprox", 0), ("fedprox", 1)]
+
+
+def test_hparam_and_model_defaults_are_filled():
+    cfg = copy.deepcopy(DEFAULT)
+    cells = expand_cells(cfg)
+    m = next(c for c in cells if c["algorithm"] == "fedavgm")
+    from fedbench.algorithms import get_algorithm
+
+    assert set(m["hparams"]) == set(get_algorithm("fedavgm").HPARAMS)
+    assert m["hparams"]["momentum"] == 0.9
+    assert m["model"] == {"name": "mlp", "hidden": [64]}
+    syn = next(c for c in cells if c["dataset"] == "synthetic_1_1")
+    assert syn["target_accuracy"] == 0.6  # per-dataset override
+    assert syn["model"]["name"] == "logreg"
+
+
+def test_spec_repr_does_not_depend_on_key_order_or_number_spelling():
+    a = tiny()
+    b = tiny()
+    e = b["experiments"]["e"]
+    e["local"] = {"lr": 0.05, "batch_size": 16, "epochs": 1, "weight_decay": 0}  # reordered; 0 vs 0.0
+    e["algorithms"] = {"fedavg": None, "fedprox": {"mu": 1e-1}}
+    assert [repr(c) for c in expand_cells(a)] == [repr(c) for c in expand_cells(b)]
+
+
+def test_changing_one_hparam_changes_only_that_algorithms_specs():
+    a, b = tiny(), tiny()
+    b["experiments"]["e"]["algorithms"]["fedprox"]["mu"] = 0.5
+    changed = {(x["algorithm"], x["seed"]) for x, y in zip(expand_cells(a), expand_cells(b)) if x != y}
+    assert changed == {("fedprox", 0), ("fedprox", 1)}
+
+
+def test_local_overrides_and_epochs_steps_precedence():
+    cfg = tiny()
+    e = cfg["experiments"]["e"]
+    e["datasets"]["digits"]["local"] = {"lr": 0.1}
+    e["algorithms"]["fedprox"]["local"] = {"steps": 7}
+    e["algorithms"]["scaffold_fast"] = {"algorithm": "scaffold", "server_lr": 0.5, "local": {"lr": 0.2}}
+    cells = {(c["algorithm"], c["seed"]): c for c in expand_cells(cfg)}
+    assert cells[("fedavg", 0)]["local"]["lr"] == 0.1 and cells[("fedavg", 0)]["local"]["epochs"] == 1
+    assert cells[("fedprox", 0)]["local"]["steps"] == 7 and cells[("fedprox", 0)]["local"]["epochs"] is None
+    s = cells[("scaffold_fast", 0)]
+    assert s["algorithm_name"] == "scaffold" and s["hparams"]["server_lr"] == 0.5 and s["local"]["lr"] == 0.2
+
+
+def test_datasets_and_partitions_are_resolved_with_defaults():
+    ds = datasets(copy.deepcopy(DEFAULT))
+    assert ds["digits"]["source"] == "digits" and "test_fraction" in ds["digits"]
+    assert ds["synthetic_1_1"]["alpha"] == 1.0 and ds["synthetic_1_1"]["beta"] == 1.0
+    parts = partitions(copy.deepcopy(DEFAULT))
+    assert set(parts) == {("digits", "iid"), ("digits", "dir0.3"), ("synthetic_1_1", "natural")}
+    assert parts[("digits", "dir0.3")]["scheme"] == "dirichlet" and parts[("digits", "dir0.3")]["alpha"] == 0.3
+
+
+def test_device_is_not_part_of_the_spec():
+    cfg = tiny()
+    cfg["device"] = "cuda"
+    assert all("device" not in c for c in expand_cells(cfg))
+    assert expand_cells(cfg) == expand_cells(tiny())
+
+
+def test_the_same_partition_id_with_the_same_params_may_be_shared():
+    cfg = tiny()
+    cfg["experiments"]["f"] = copy.deepcopy(cfg["experiments"]["e"])
+    assert len(expand_cells(cfg)) == 8
+    assert len(partitions(cfg)) == 1
+
+
+# ------------------------------------------------------------------------------ rejected inputs
+
+
+def test_unknown_algorithm():
+    cfg = tiny()
+    cfg["experiments"]["e"]["algorithms"]["fedfoo"] = {}
+    rejects(cfg, "experiments.e.algorithms.fedfoo", "unknown algorithm 'fedfoo'", "fedavg")
+    cfg = tiny()
+    cfg["experiments"]["e"]["algorithms"]["x"] = {"algorithm": "nope"}
+    rejects(cfg, "experiments.e.algorithms.x.algorithm", "unknown algorithm 'nope'")
+
+
+def test_unknown_dataset_source():
+    cfg = tiny()
+    cfg["datasets"]["digits"]["source"] = "mnist-zip"
+    rejects(cfg, "datasets.digits.source", "unknown dataset source 'mnist-zip'", "synthetic")
+
+
+def test_unknown_dataset_parameter():
+    cfg = tiny()
+    cfg["datasets"]["digits"]["gamma"] = 1
+    rejects(cfg, "datasets.digits.gamma", "unknown parameter")
+
+
+def test_unknown_dataset_id_in_experiment():
+    cfg = tiny()
+    cfg["experiments"]["e"]["datasets"]["cifar"] = {"model": "logreg", "partitions": {"iid": {"scheme": "iid"}}}
+    rejects(cfg, "experiments.e.datasets.cifar", "unknown dataset id 'cifar'", "datasets:")
+
+
+def test_unknown_partition_scheme():
+    cfg = tiny()
+    cfg["experiments"]["e"]["datasets"]["digits"]["partitions"]["iid"]["scheme"] = "pathological"
+    rejects(cfg, "experiments.e.datasets.digits.partitions.iid.scheme", "unknown partition scheme", "dirichlet")
+
+
+def test_unknown_model():
+    cfg = tiny()
+    cfg["experiments"]["e"]["datasets"]["digits"]["model"] = {"name": "resnet18"}
+    rejects(cfg, "experiments.e.datasets.digits.model.name", "unknown model 'resnet18'", "logreg")
+
+
+def test_unknown_model_option():
+    cfg = tiny()
+    cfg["experiments"]["e"]["datasets"]["digits"]["model"] = {"name": "logreg", "hidden": [3]}
+    rejects(cfg, "experiments.e.datasets.digits.model.hidden", "unknown parameter")
+
+
+def test_unknown_hyperparameter():
+    cfg = tiny()
+    cfg["experiments"]["e"]["algorithms"]["fedprox"]["momentum"] = 0.9
+    rejects(cfg, "experiments.e.algorithms.fedprox.momentum", "unknown hyperparameter for algorithm 'fedprox'", "mu")
+
+
+def test_local_setting_given_as_hyperparameter_points_to_local():
+    cfg = tiny()
+    cfg["experiments"]["e"]["algorithms"]["fedavg"]["lr"] = 0.1
+    rejects(cfg, "experiments.e.algorithms.fedavg.lr", "local:")
+
+
+def test_negative_hyperparameter_message():
+    cfg = tiny()
+    cfg["experiments"]["e"]["algorithms"]["fedprox"]["mu"] = -1
+    msg = rejects(cfg)
+    assert msg == "experiments.e.algorithms.fedprox.mu: must be >= 0 (got -1)"
+
+
+def test_wrong_hyperparameter_type():
+    cfg = tiny()
+    cfg["experiments"]["e"]["algorithms"]["fedprox"]["mu"] = "small"
+    rejects(cfg, "experiments.e.algorithms.fedprox.mu", "must be a number")
+
+
+@pytest.mark.parametrize("alpha", [0, -0.5])
+def test_dirichlet_alpha_must_be_positive(alpha):
+    cfg = tiny()
+    cfg["experiments"]["e"]["datasets"]["digits"]["partitions"]["dir"] = {"scheme": "dirichlet", "alpha": alpha}
+    rejects(cfg, "experiments.e.datasets.digits.partitions.dir.alpha", "must be > 0")
+
+
+@pytest.mark.parametrize("p", [0, 1.5, -0.1])
+def test_participation_outside_unit_interval(p):
+    cfg = tiny()
+    cfg["experiments"]["e"]["sampling"] = {"scheme": "uniform", "participation": p}
+    rejects(cfg, "experiments.e.sampling.participation")
+
+
+def test_participation_override_is_named_at_its_level():
+    cfg = tiny()
+    cfg["experiments"]["e"]["datasets"]["digits"]["sampling"] = {"participation": 2}
+    rejects(cfg, "experiments.e.datasets.digits.sampling.participation", "<= 1")
+
+
+def test_unknown_sampling_scheme():
+    cfg = tiny()
+    cfg["experiments"]["e"]["sampling"] = {"scheme": "poisson"}
+    rejects(cfg, "experiments.e.sampling.scheme", "uniform, bernoulli")
+
+
+def test_negative_lr():
+    cfg = tiny()
+    cfg["experiments"]["e"]["local"]["lr"] = -0.1
+    rejects(cfg, "experiments.e.local.lr", "must be > 0 (got -0.1)")
+
+
+def test_negative_lr_in_algorithm_override():
+    cfg = tiny()
+    cfg["experiments"]["e"]["algorithms"]["fedavg"]["local"] = {"lr": -1}
+    rejects(cfg, "experiments.e.algorithms.fedavg.local.lr")
+
+
+def test_zero_rounds():
+    cfg = tiny()
+    cfg["experiments"]["e"]["rounds"] = 0
+    rejects(cfg, "experiments.e.rounds", "must be >= 1 (got 0)")
+
+
+def test_zero_rounds_in_dataset_override():
+    cfg = tiny()
+    cfg["experiments"]["e"]["datasets"]["digits"]["rounds"] = 0
+    rejects(cfg, "experiments.e.datasets.digits.rounds")
+
+
+def test_rounds_wrong_type():
+    cfg = tiny()
+    cfg["experiments"]["e"]["rounds"] = 2.5
+    rejects(cfg, "experiments.e.rounds", "integer")
+
+
+def test_epochs_and_steps_both_given():
+    cfg = tiny()
+    cfg["experiments"]["e"]["local"]["steps"] = 5
+    rejects(cfg, "experiments.e.local", "exactly one of epochs or steps")
+
+
+def test_epochs_and_steps_neither_given():
+    cfg = tiny()
+    del cfg["experiments"]["e"]["local"]["epochs"]
+    rejects(cfg, "experiments.e.local", "exactly one of", "neither")
+
+
+def test_same_partition_id_with_different_params():
+    cfg = tiny()
+    cfg["experiments"]["f"] = copy.deepcopy(cfg["experiments"]["e"])
+    cfg["experiments"]["f"]["datasets"]["digits"]["partitions"]["iid"]["num_clients"] = 7
+    rejects(cfg, "experiments.f.datasets.digits.partitions.iid", "experiments.e.datasets.digits.partitions.iid",
+            "different parameters")
+
+
+def test_bad_ids_are_rejected():
+    cfg = tiny()
+    cfg["experiments"]["e"]["datasets"]["digits"]["partitions"]["a/b"] = {"scheme": "iid"}
+    rejects(cfg, "partitions.a/b", "must match")
+
+
+def test_unknown_keys_are_rejected():
+    cfg = tiny()
+    cfg["experiments"]["e"]["round"] = 3
+    rejects(cfg, "experiments.e.round", "unknown key")
+    cfg = tiny()
+    cfg["experiments"]["e"]["local"]["learning_rate"] = 3
+    rejects(cfg, "experiments.e.local.learning_rate", "unknown key")
+
+
+def test_bad_device_and_dtype():
+    cfg = tiny()
+    cfg["device"] = "tpu"
+    rejects(cfg, "device", "auto, cpu, cuda")
+    cfg = tiny()
+    cfg["dtype"] = "float16"
+    rejects(cfg, "dtype", "float32, float64")
+
+
+def test_seeds_must_be_distinct_non_negative_integers():
+    for seeds, frag in (([], "non-empty"), ([0, 0], "distinct"), ([-1], "seeds[0]"), ([0.5], "integer")):
+        cfg = tiny()
+        cfg["experiments"]["e"]["seeds"] = seeds
+        rejects(cfg, "experiments.e.seeds", frag)
+
+
+def test_target_accuracy_range():
+    cfg = tiny()
+    cfg["experiments"]["e"]["target_accuracy"] = 90
+    rejects(cfg, "experiments.e.target_accuracy", "<= 1")
+
+
+def test_config_error_is_a_value_error():
+    assert issubclass(ConfigError, ValueError)
+    assert re.match(r"^[A-Za-z]", rejects({"experiments": {}}, "experiments"))
+
+
+def test_runtime_keys_are_checked_but_not_in_specs():
+    cfg = tiny()
+    cfg.update(engine="sequential", chunk_size=8, data={"mirror": "/srv/mirror"}, device="cpu")
+    assert expand_cells(cfg) == expand_cells(tiny())
+    cfg["chunk_size"] = "auto"
+    check_config(cfg)
+    for key, value, fragment in (("engine", "turbo", "vectorized, sequential"), ("chunk_size", 0, ">= 1"),
+                                 ("data", {"mirrors": "x"}, "data.mirrors")):
+        bad = tiny()
+        bad[key] = value
+        rejects(bad, key, fragment)
+
+
+def test_downloaded_source_values_are_checked_before_any_download():
+    cfg = tiny()
+    cfg["datasets"]["cifar"] = {"source": "cifar10", "augment": "yes"}
+    rejects(cfg, "datasets.cifar", "augment")

@@ -1,0 +1,170 @@
+"""The Snakemake workflow, run as a user runs it: `snakemake -s <repo>/Snakefile` in a temp dir.
+
+- a dry run of a tiny config plans the expected jobs;
+- a real tiny run (2 rounds, 1 seed, 2 algorithms, digits iid, logreg) writes the tables, plots
+  and a report; changing one algorithm's hyperparameter then reruns only that algorithm's train
+  cells (plus collect/aggregate), and a new seed adds only its new cells;
+- an invalid config fails before any job with a message naming the key.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+SNAKEFILE = REPO / "Snakefile"
+
+TINY = {
+    "datasets": {"digits": {"source": "digits"}},
+    "device": "cpu",
+    "experiments": {
+        "tiny": {
+            "seeds": [0],
+            "rounds": 2,
+            "target_accuracy": 0.5,
+            "sampling": {"scheme": "uniform", "participation": 0.5},
+            "local": {"epochs": 1, "batch_size": 32, "lr": 0.1},
+            "datasets": {
+                "digits": {
+                    "model": {"name": "logreg"},
+                    "partitions": {"iid": {"scheme": "iid", "num_clients": 4}},
+                }
+            },
+            "algorithms": {"fedavg": {}, "fedprox": {"mu": 0.01}},
+        }
+    },
+}
+
+
+def snakemake(workdir: Path, config: dict, *args: str, name: str = "config.yaml") -> subprocess.CompletedProcess:
+    """Run the workflow on ``config`` (written to ``workdir/name``) from ``workdir``."""
+    cfg = workdir / name
+    cfg.write_text(yaml.safe_dump(config, sort_keys=False))
+    env = {k: v for k, v in os.environ.items() if k != "SNAKEMAKE_PROFILE"}
+    env["MPLBACKEND"] = "Agg"
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(SNAKEFILE), "--directory", str(workdir),
+           "--configfile", str(cfg), "--cores", "2", *args]
+    return subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True, timeout=600)
+
+
+def planned_jobs(out: str) -> list[tuple[str, dict]]:
+    """(rule, wildcards) of every job a dry run prints."""
+    jobs = []
+    for block in re.split(r"\n(?=(?:local)?rule \w+:)", out):
+        m = re.match(r"(?:local)?rule (\w+):", block)
+        if not m:
+            continue
+        wc = re.search(r"^\s+wildcards: (.*)$", block, re.M)
+        wildcards = dict(kv.split("=", 1) for kv in wc.group(1).split(", ")) if wc else {}
+        jobs.append((m.group(1), wildcards))
+    return jobs
+
+
+def ok(proc: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
+    assert proc.returncode == 0, f"snakemake failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
+    return proc
+
+
+def test_dry_run_of_tiny_config(tmp_path):
+    proc = ok(snakemake(tmp_path, TINY, "-n"))
+    jobs = planned_jobs(proc.stdout + proc.stderr)
+    counts = {}
+    for rule, _ in jobs:
+        counts[rule] = counts.get(rule, 0) + 1
+    assert counts == {"prepare_dataset": 1, "partition": 1, "train": 2, "collect": 1, "aggregate": 1, "all": 1}
+    trains = sorted(w["algorithm"] for r, w in jobs if r == "train")
+    assert trains == ["fedavg", "fedprox"]
+    assert not (tmp_path / "results").exists()
+
+
+@pytest.mark.parametrize(
+    "mutate, fragment",
+    [
+        (lambda c: c["experiments"]["tiny"]["algorithms"]["fedprox"].update(mu=-1),
+         "experiments.tiny.algorithms.fedprox.mu: must be >= 0 (got -1)"),
+        (lambda c: c["experiments"]["tiny"].update(rounds=0), "experiments.tiny.rounds"),
+    ],
+    ids=["check_config-negative-mu", "schema-zero-rounds"],
+)
+def test_invalid_config_fails_before_any_job(tmp_path, mutate, fragment):
+    bad = copy.deepcopy(TINY)
+    mutate(bad)
+    proc = snakemake(tmp_path, bad)  # a real run, not a dry run: nothing may start
+    assert proc.returncode != 0
+    assert fragment in proc.stderr, proc.stderr[-3000:]
+    assert "Invalid config" in proc.stderr
+    assert not (tmp_path / "results").exists() and not (tmp_path / "resources").exists()
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    """The tiny config run for real once; shared by the slow tests below."""
+    workdir = tmp_path_factory.mktemp("tiny_run")
+    ok(snakemake(workdir, TINY))
+    return workdir
+
+
+@pytest.mark.slow
+def test_end_to_end_tiny_run_and_report(tiny_run):
+    w = tiny_run
+    for rel in ("results/tables/tiny.md", "results/tables/tiny.csv", "results/plots/tiny_accuracy.png",
+                "results/metrics.parquet", "resources/datasets/digits/meta.json",
+                "results/partitions/digits/iid/seed=0/partition.parquet",
+                "results/partitions/digits/iid/seed=0/class_counts.parquet",
+                "results/partitions/digits/iid/seed=0/heatmap.png",
+                "results/runs/tiny/digits/iid/fedprox/seed=0/summary.json",
+                "results/logs/train/tiny/digits/iid/fedavg/seed=0.log"):
+        assert (w / rel).exists(), rel
+    df = pl.read_parquet(w / "results/metrics.parquet")
+    assert df.height == 4  # 2 cells × 2 rounds
+    assert set(df.get_column("algorithm")) == {"fedavg", "fedprox"}
+    md = (w / "results/tables/tiny.md").read_text()
+    assert "| fedprox " in md and "rounds to 50%" in md
+    assert pl.read_csv(w / "results/tables/tiny.csv").height == 2
+    assert (w / "results/plots/tiny_accuracy.png").stat().st_size > 10_000
+
+    report = w / "results" / "report.html"
+    ok(snakemake(w, TINY, "--report", str(report)))
+    html = report.read_text(errors="replace")
+    assert report.stat().st_size > 50_000
+    for needle in ("tiny_accuracy.png", "heatmap.png", "tiny.csv"):
+        assert needle in html
+
+
+@pytest.mark.slow
+def test_changed_hyperparameter_reruns_only_its_cells(tiny_run):
+    w = tiny_run
+    same = ok(snakemake(w, TINY, "-n"))
+    assert "Nothing to be done" in same.stdout + same.stderr
+
+    changed = copy.deepcopy(TINY)
+    changed["experiments"]["tiny"]["algorithms"]["fedprox"]["mu"] = 0.5
+    changed["device"] = "auto"  # runtime only: must not rerun anything by itself
+    jobs = planned_jobs(ok(snakemake(w, changed, "-n", name="changed.yaml")).stdout)
+    assert sorted(r for r, _ in jobs) == ["aggregate", "all", "collect", "train"]
+    assert [w_["algorithm"] for r, w_ in jobs if r == "train"] == ["fedprox"]
+
+    runtime_only = copy.deepcopy(TINY)
+    runtime_only["device"] = "auto"
+    proc = ok(snakemake(w, runtime_only, "-n", name="runtime.yaml"))
+    assert "Nothing to be done" in proc.stdout + proc.stderr
+
+
+@pytest.mark.slow
+def test_new_seed_adds_only_new_cells(tiny_run):
+    more = copy.deepcopy(TINY)
+    more["experiments"]["tiny"]["seeds"] = [0, 1]
+    jobs = planned_jobs(ok(snakemake(tiny_run, more, "-n", name="more.yaml")).stdout)
+    trains = sorted((w["algorithm"], w["seed"]) for r, w in jobs if r == "train")
+    assert trains == [("fedavg", "1"), ("fedprox", "1")]
+    assert [w["seed"] for r, w in jobs if r == "partition"] == ["1"]
+    assert not any(r == "prepare_dataset" for r, _ in jobs)
