@@ -69,12 +69,16 @@ def partition_params(wildcards):
 
 
 def cell_spec(wildcards):
-    """The resolved spec of one training cell: everything that changes its result, nothing else."""
+    """The resolved spec of one training cell: everything that changes its result, nothing else.
+
+    target_accuracy is left out: only the tables use it (aggregate's params), so changing it
+    re-aggregates without retraining."""
     key = (wildcards.experiment, wildcards.dataset, wildcards.partition, wildcards.algorithm, wildcards.seed)
     try:
-        return CELL_INDEX[key]
+        spec = CELL_INDEX[key]
     except KeyError:
         raise WorkflowError(f"no cell {'/'.join(key)} in the config")
+    return {k: v for k, v in spec.items() if k != "target_accuracy"}
 
 
 def cell_paths(filename, experiment=None):
