@@ -34,6 +34,8 @@ Departures and choices:
 
 from __future__ import annotations
 
+import torch
+
 from fedbench.algorithms.local import advance, init_step_state, sgd_step
 from fedbench.tree import Tree, tree_add, tree_axpy, tree_mean, tree_scale, tree_sub, tree_sum, tree_zeros_like
 
@@ -69,14 +71,30 @@ def client_step(step_state: dict, batch, hparams: dict, grad_fn) -> dict:
 
 
 def client_final(server_state: dict, step_state: dict, hparams: dict) -> tuple[dict, dict]:
-    """Eq. (6). Message ``{"delta": Δ_k, "delta_c": Δc_k}``; new client state ``{"c": c_k^t}``."""
+    """Eq. (6). Message ``{"delta": Δ_k, "delta_c": Δc_k}``; new client state ``{"c": c_k^t}``.
+
+    Branch-free on tensor values so it runs under :func:`torch.func.vmap`: ``steps`` K may be a
+    Python int (reference engine) or a 0-d integer tensor (vectorized engine, one K per client).
+    With K = 0 the client keeps c_k and Δc_k = 0 (a ``torch.where``, not a Python ``if``).
+    """
     c_k = step_state["c_k"]
+    c = server_state["c"]
     delta = tree_sub(step_state["params"], server_state["params"])
+    first = next(iter(delta.values()))
     k_steps = step_state["steps"]
-    if k_steps == 0:
-        return {"delta": delta, "delta_c": tree_zeros_like(c_k)}, {"c": c_k}
+    # K as a float64 tensor (0-d, or batched under vmap); the coefficient −1/(K η_l) is formed in
+    # float64, as the Python-float arithmetic of the reference would, then cast to the model dtype.
+    if torch.is_tensor(k_steps):
+        k = k_steps.to(torch.float64)
+    else:
+        k = torch.tensor(float(k_steps), dtype=torch.float64, device=first.device)
+    active = k > 0
+    coef = torch.where(active, -1.0 / (torch.clamp(k, min=1.0) * hparams["lr"]), 0.0)
     # c_k^t = c_k − c + (θ^{t−1} − θ_k)/(K η_l) = c_k − c − Δ_k/(K η_l)
-    c_new = tree_axpy(-1.0 / (k_steps * hparams["lr"]), delta, tree_sub(c_k, server_state["c"]))
+    c_new = {
+        key: torch.where(active, coef.to(delta[key].dtype) * delta[key] + (c_k[key] - c[key]), c_k[key])
+        for key in c_k
+    }
     return {"delta": delta, "delta_c": tree_sub(c_new, c_k)}, {"c": c_new}
 
 

@@ -1,0 +1,523 @@
+"""Speed and memory of fedbench's client engines against a plain PyTorch FL loop, side by side.
+
+    python benchmarks/run.py            # the recorded run (a few minutes on a 2-core CPU)
+    python benchmarks/run.py --quick    # seconds: tiny sizes, for the smoke test
+    python benchmarks/run.py --workloads W1,W3 --rounds 3 --out benchmarks/RESULTS.md
+
+Implementations, all on the same generated data, the same sampled clients and the same rounds:
+
+(a) ``vectorized``  fedbench's vectorized engine (:class:`fedbench.engine.vectorized.VectorizedClients`)
+(b) ``sequential``  fedbench's sequential reference (:class:`fedbench.engine.vectorized.SequentialClients`)
+(c) ``plain``       a plain PyTorch loop as reference FL codes write it: per client
+                    ``copy.deepcopy(nn.Module)``, a shuffled ``DataLoader``, ``torch.optim.SGD``;
+                    the server averages ``state_dict``s weighted by n_k.
+(d) ``flower``      Flower's simulation engine: see ``flower_probe()``; recorded as not run when
+                    ``flwr[simulation]`` cannot be installed or started here.
+
+What one round times: client sampling, local training of the sampled clients, and the FedAvg
+server update (for (a)/(b) the algorithm's ``server_update``). Not timed: evaluation and
+communication accounting (the plain loop has neither). One untimed warm-up round (round 1 with
+two clients: code paths and allocator warmed), then the timed rounds; the figure is their mean.
+
+Each (workload, participation, implementation) runs in a fresh subprocess (same thread count),
+so the peak memory is that run's own: the peak resident set size (RSS, sampled every 2 ms from
+/proc/self/statm by a thread) during warm-up + timed rounds, minus the RSS just before them
+(model, data and imports excluded). tracemalloc is not used: it does not see torch's allocations.
+
+FLOP/s: analytic training FLOPs (forward multiply-adds × 2 × 3 for forward + backward) of the
+real (unpadded) samples, divided by the round time; the peak is a 4096² float32 matmul timed in
+the same run with the same thread count.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from fedbench.algorithms import get_algorithm  # noqa: E402
+from fedbench.engine.rng import generator  # noqa: E402
+from fedbench.engine.sampling import sample_clients  # noqa: E402
+from fedbench.engine.vectorized import SequentialClients, VectorizedClients  # noqa: E402
+from fedbench.models import build_model, make_grad_fn  # noqa: E402
+
+# name: (model cfg, input shape, classes, clients, samples per client, local work, rounds at p=0.1, at p=1.0)
+WORKLOADS = {
+    "W1": dict(title="MLP 784-200-200-10 (2NN), 100 clients x 600 MNIST-shaped samples, E=5, B=50",
+               model={"name": "mlp", "hidden": [200, 200]}, shape=(784,), classes=10, clients=100, n=600,
+               local={"epochs": 5, "steps": None, "batch_size": 50}, rounds={0.1: 2, 1.0: 1}),
+    "W2": dict(title="FedDyn CIFAR CNN (conv5x5 64, conv5x5 64, FC 384, 192, 10), 100 clients x 500 "
+                     "CIFAR-shaped samples, E=1 (scaled down from 5), B=50",
+               model={"name": "cnn", "channels": [64, 64], "hidden": [384, 192], "padding": "valid",
+                      "kernel_size": 5},
+               shape=(3, 32, 32), classes=10, clients=100, n=500,
+               local={"epochs": 1, "steps": None, "batch_size": 50}, rounds={0.1: 1}),
+    "W3": dict(title="logistic regression (a9a-shaped: 123 features, 2 classes), 1,024 clients x 32 samples, "
+                     "B=1, 64 local steps",
+               model={"name": "logreg"}, shape=(123,), classes=2, clients=1024, n=32,
+               local={"epochs": None, "steps": 64, "batch_size": 1}, rounds={0.1: 3, 1.0: 1}),
+}
+QUICK = {
+    "W1": dict(clients=4, n=60, model={"name": "mlp", "hidden": [16]},
+               local={"epochs": 1, "steps": None, "batch_size": 50}, rounds={0.5: 1}),
+    "W3": dict(clients=16, n=8, local={"epochs": None, "steps": 4, "batch_size": 1}, rounds={0.5: 1}),
+}
+IMPLS = ("vectorized", "sequential", "plain")
+#: (workload, participation): timed rounds for Flower (d) (plus one untimed start-up round).
+FLOWER_RUNS = {("W1", 0.1): 2, ("W1", 1.0): 2, ("W3", 0.1): 2}
+LR = 0.05
+#: Everything from this line on in an existing RESULTS.md is kept when the table is rewritten.
+NOTES_MARKER = "<!-- analysis: kept across reruns -->"
+
+
+# ------------------------------------------------------------------------------------------------
+# data and models
+
+
+def make_data(w: dict, seed: int = 0):
+    """Generated data of the workload's shape: inputs U[0,1), labels from a random linear teacher."""
+    rng = np.random.default_rng(seed)
+    n_total = w["clients"] * w["n"]
+    d = int(np.prod(w["shape"]))
+    x = rng.random((n_total, d), dtype=np.float32)
+    teacher = rng.normal(size=(d, w["classes"])).astype(np.float32)
+    y = np.argmax((x - 0.5) @ teacher + rng.gumbel(size=(n_total, w["classes"])).astype(np.float32), axis=1)
+    x = x.reshape(n_total, *w["shape"])
+    clients = [np.arange(k * w["n"], (k + 1) * w["n"]) for k in range(w["clients"])]
+    return torch.from_numpy(x), torch.from_numpy(y).long(), clients
+
+
+def flops_per_sample(w: dict) -> float:
+    """Training FLOPs of one sample: 2 × forward multiply-adds × 3 (forward + backward)."""
+    cfg, shape = w["model"], w["shape"]
+    if cfg["name"] == "logreg":
+        macs = int(np.prod(shape)) * w["classes"]
+    elif cfg["name"] == "mlp":
+        sizes = [int(np.prod(shape)), *cfg["hidden"], w["classes"]]
+        macs = sum(a * b for a, b in zip(sizes[:-1], sizes[1:]))
+    else:
+        c, h, wd = shape
+        k = cfg["kernel_size"]
+        macs = 0
+        for ch in cfg["channels"]:
+            h, wd = (h - k + 1, wd - k + 1) if cfg["padding"] == "valid" else (h, wd)
+            macs += ch * c * k * k * h * wd
+            c, h, wd = ch, h // 2, wd // 2
+        sizes = [c * h * wd, *cfg["hidden"], w["classes"]]
+        macs += sum(a * b for a, b in zip(sizes[:-1], sizes[1:]))
+    return 6.0 * macs
+
+
+def torch_module(w: dict) -> nn.Module:
+    """The nn.Module a reference FL code would write for the workload's model."""
+    cfg, shape, c = w["model"], w["shape"], w["classes"]
+    if cfg["name"] == "logreg":
+        return nn.Sequential(nn.Flatten(), nn.Linear(int(np.prod(shape)), c))
+    if cfg["name"] == "mlp":
+        sizes = [int(np.prod(shape)), *cfg["hidden"], c]
+        layers: list[nn.Module] = [nn.Flatten()]
+        for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
+            layers.append(nn.Linear(a, b))
+            if i < len(sizes) - 2:
+                layers.append(nn.ReLU())
+        return nn.Sequential(*layers)
+    layers, ch_in = [], shape[0]
+    for ch in cfg["channels"]:
+        layers += [nn.Conv2d(ch_in, ch, cfg["kernel_size"], padding=cfg["padding"]), nn.ReLU(), nn.MaxPool2d(2)]
+        ch_in = ch
+    layers.append(nn.Flatten())
+    probe = nn.Sequential(*layers)(torch.zeros(1, *shape)).shape[1]
+    sizes = [probe, *cfg["hidden"], c]
+    for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
+        layers.append(nn.Linear(a, b))
+        if i < len(sizes) - 2:
+            layers.append(nn.ReLU())
+    return nn.Sequential(*layers)
+
+
+# ------------------------------------------------------------------------------------------------
+# the plain loop (c)
+
+
+def plain_round(global_model: nn.Module, x, y, clients, sampled, local: dict, lr: float, device="cpu"):
+    """One FedAvg round as reference FL codes write it (data on the host, ``.to(device)`` per batch)."""
+    from torch.utils.data import DataLoader, TensorDataset
+
+    states, weights = [], []
+    for k in sampled.tolist():
+        model = copy.deepcopy(global_model)
+        ix = torch.as_tensor(clients[k])
+        loader = DataLoader(TensorDataset(x[ix], y[ix]), batch_size=local["batch_size"], shuffle=True)
+        opt = torch.optim.SGD(model.parameters(), lr=lr)
+        model.train()
+        if local["epochs"] is not None:
+            batches = (b for _ in range(local["epochs"]) for b in loader)
+        else:  # fixed steps: re-create the iterator when exhausted (FedDyn's code)
+            def steps_gen():
+                done = 0
+                while True:
+                    for b in loader:
+                        if done == local["steps"]:
+                            return
+                        yield b
+                        done += 1
+            batches = steps_gen()
+        for xb, yb in batches:
+            xb, yb = xb.to(device), yb.to(device)
+            opt.zero_grad()
+            loss = F.cross_entropy(model(xb), yb)
+            loss.backward()
+            opt.step()
+        states.append(model.state_dict())
+        weights.append(len(clients[k]))
+    total = float(sum(weights))
+    new = {key: sum(s[key] * (wk / total) for s, wk in zip(states, weights)) for key in states[0]}
+    global_model.load_state_dict(new)
+
+
+# ------------------------------------------------------------------------------------------------
+# one measured run (in a subprocess)
+
+
+class PeakRSS:
+    """Peak RSS of this process, sampled from /proc/self/statm every 2 ms in a thread."""
+
+    def __init__(self):
+        self.page = os.sysconf("SC_PAGE_SIZE")
+        self.peak = self.baseline = self.rss()
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._run, daemon=True)
+
+    def rss(self) -> int:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * self.page
+
+    def _run(self):
+        while not self._stop.is_set():
+            self.peak = max(self.peak, self.rss())
+            time.sleep(0.002)
+
+    def __enter__(self):
+        self.baseline = self.peak = self.rss()
+        self._t.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._t.join()
+        self.peak = max(self.peak, self.rss())
+
+
+def _sync(dev: torch.device):
+    if dev.type == "cuda":
+        torch.cuda.synchronize(dev)
+
+
+def worker(wname: str, participation: float, impl: str, rounds: int, quick: bool, device: str = "cpu") -> dict:
+    w = {**WORKLOADS[wname], **(QUICK.get(wname, {}) if quick else {})}
+    dev = torch.device(device)
+    torch.manual_seed(0)
+    x_host, y_host, clients = make_data(w)
+    x, y = x_host.to(dev), y_host.to(dev)
+    m = len(clients)
+    local = {**w["local"], "lr": LR}
+    hp = {"lr": LR, "weight_decay": 0.0, "clip_norm": None}
+    seed = 0
+    sampled_per_round = [sample_clients("uniform", m, participation, seed, t) for t in range(1, rounds + 2)]
+    weights_all = np.array([len(c) for c in clients], dtype=np.float64)
+
+    if impl == "plain":
+        gm = torch_module(w).to(dev)
+
+        def one_round(t):
+            plain_round(gm, x_host, y_host, clients, sampled_per_round[t - 1], local, LR, dev)
+    else:
+        model = build_model(w["model"], w["shape"], w["classes"])
+        grad_fn = make_grad_fn(model)
+        algo = get_algorithm("fedavg")
+        params = {k: v.to(dev) for k, v in model.init(generator(seed, 0, -1, "init"), dtype=torch.float32).items()}
+        state = {"server": algo.server_init(params, {}, m)}
+        if impl == "vectorized":
+            trainer = VectorizedClients(algo, model.apply, grad_fn, x, y, clients, local, seed)
+        else:
+            data = [(x[torch.as_tensor(c, device=dev)], y[torch.as_tensor(c, device=dev)]) for c in clients]
+            trainer = SequentialClients(algo, grad_fn, data, clients, local, seed)
+
+        def one_round(t):
+            sampled = sampled_per_round[t - 1]
+            res = trainer.train_round(state["server"], sampled, hp, t)
+            state["server"] = algo.server_update(state["server"], res.messages,
+                                                 torch.as_tensor(weights_all[sampled]), hp)
+
+    if dev.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(dev)
+        gpu_base = torch.cuda.memory_allocated(dev)
+    with PeakRSS() as mem:
+        t0 = time.perf_counter()
+        full = sampled_per_round[0]
+        sampled_per_round[0] = full[:2]
+        one_round(1)  # warm-up: round 1 with its first two clients only (untimed)
+        sampled_per_round[0] = full
+        _sync(dev)
+        t1 = time.perf_counter()
+        for t in range(2, rounds + 2):
+            one_round(t)
+        _sync(dev)
+        t2 = time.perf_counter()
+    per_round = (t2 - t1) / rounds
+    clients_per_round = float(np.mean([len(s) for s in sampled_per_round[1:]]))
+    if local["epochs"] is not None:
+        samples = local["epochs"] * w["n"] * clients_per_round
+    else:
+        samples = local["steps"] * min(local["batch_size"], w["n"]) * clients_per_round
+    out = {"workload": wname, "participation": participation, "impl": impl, "rounds": rounds,
+           "warmup_s": t1 - t0, "round_s": per_round, "rounds_per_s": 1.0 / per_round,
+           "client_updates_per_s": clients_per_round / per_round,
+           "flops_per_s": samples * flops_per_sample(w) / per_round,
+           "peak_rss_delta_mb": (mem.peak - mem.baseline) / 2**20, "threads": torch.get_num_threads(),
+           "device": str(dev)}
+    if dev.type == "cuda":
+        out["peak_gpu_delta_mb"] = (torch.cuda.max_memory_allocated(dev) - gpu_base) / 2**20
+    if impl == "vectorized":
+        out["padding_efficiency"] = trainer.padding_efficiency
+        out["chunk_size"] = trainer.chunk_size or getattr(trainer, "_chunk_cache", None)
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# driver
+
+
+def matmul_peak(n: int = 4096, reps: int = 3, device: str = "cpu") -> float:
+    dev = torch.device(device)
+    a, b = torch.randn(n, n, device=dev), torch.randn(n, n, device=dev)
+    a @ b
+    best = float("inf")
+    for _ in range(reps):
+        _sync(dev)
+        t = time.perf_counter()
+        a @ b
+        _sync(dev)
+        best = min(best, time.perf_counter() - t)
+    return 2.0 * n**3 / best
+
+
+def flower_probe() -> str:
+    """Whether Flower's simulation engine can run here; the reason if not (one line)."""
+    venv = Path(os.environ.get("FLWR_VENV", "/tmp/flwr-venv"))
+    py = venv / "bin" / "python"
+    if not py.exists():
+        return (f"not run: no Flower venv at {venv} (create it with `python -m venv {venv} && "
+                f"{venv}/bin/pip install 'flwr[simulation]'`; it is kept out of the project deps)")
+    probe = ("import flwr, ray; from flwr.simulation import run_simulation; "
+             "print(flwr.__version__, ray.__version__)")
+    r = subprocess.run([str(py), "-c", probe], capture_output=True, text=True, timeout=120)
+    if r.returncode != 0:
+        return "not run: importing flwr/ray failed: " + (r.stderr.strip().splitlines() or ["?"])[-1]
+    return (f"flwr {r.stdout.split()[0]}, ray {r.stdout.split()[1]} in {venv} (outside the project deps), "
+            "run by benchmarks/flower_bench.py with client_resources num_cpus=1 (2 concurrent clients), 1 torch "
+            "thread per client")
+
+
+def machine() -> str:
+    cpu = "?"
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none"
+    return (f"{platform.node()}: {os.cpu_count()} logical CPUs ({cpu}), GPU {gpu}; Python {platform.python_version()}, "
+            f"torch {torch.__version__}, numpy {np.__version__}, torch threads {torch.get_num_threads()}")
+
+
+def run_all(args) -> list[dict]:
+    results = []
+    for wname in args.workloads:
+        w = {**WORKLOADS[wname], **(QUICK.get(wname, {}) if args.quick else {})}
+        plan = w["rounds"]
+        if args.participations:
+            plan = {float(p): plan.get(float(p), 1) for p in args.participations.split(",")}
+        for p, rounds in plan.items():
+            if args.rounds:
+                rounds = args.rounds
+            for impl in args.impls:
+                if args.inprocess:
+                    res = worker(wname, p, impl, rounds, args.quick, args.device)
+                else:
+                    cmd = [sys.executable, __file__, "--worker", wname, str(p), impl, str(rounds),
+                           f"--threads={args.threads}", f"--device={args.device}"]
+                    if args.quick:
+                        cmd.append("--quick")
+                    r = subprocess.run(cmd, capture_output=True, text=True,
+                                       env={**os.environ, "PYTHONHASHSEED": "0"})
+                    if r.returncode != 0:
+                        print(r.stderr, file=sys.stderr)
+                        raise SystemExit(f"worker failed: {' '.join(cmd)}")
+                    res = json.loads(r.stdout.strip().splitlines()[-1])
+                results.append(res)
+                _print(res)
+            if args.flower and (wname, p) in FLOWER_RUNS:
+                res = run_flower(wname, p, FLOWER_RUNS[(wname, p)], w)
+                if res is not None:
+                    results.append(res)
+                    _print(res)
+    return results
+
+
+def _print(res):
+    if res["round_s"] == res["round_s"]:
+        wname, p, impl = res["workload"], res["participation"], res["impl"]
+        mem = res.get("peak_rss_delta_mb")
+        print(f"{wname} p={p} {impl:10s} {res['round_s']:8.3f} s/round "
+                      f"{res['client_updates_per_s']:9.1f} client-updates/s "
+              f"{res['flops_per_s'] / 1e9:7.2f} GFLOP/s  peak RSS +{mem if mem is None else round(mem)} MB",
+              file=sys.stderr, flush=True)
+
+
+def run_flower(wname: str, p: float, rounds: int, w: dict) -> dict | None:
+    """(d): benchmarks/flower_bench.py in the Flower venv; None (and a note) when it cannot run."""
+    venv = Path(os.environ.get("FLWR_VENV", "/tmp/flwr-venv"))
+    cmd = [str(venv / "bin" / "python"), str(Path(__file__).with_name("flower_bench.py")), wname, str(p),
+           str(rounds + 1)]
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        res = json.loads(r.stdout.strip().splitlines()[-1])
+    except Exception as e:  # noqa: BLE001 - recorded in the results, never fatal
+        FLOWER_NOTES.append(f"{wname} p={p}: failed ({type(e).__name__}: {str(e)[:200]})")
+        return None
+    samples = (w["local"]["epochs"] * w["n"] if w["local"]["epochs"] is not None
+               else w["local"]["steps"] * min(w["local"]["batch_size"], w["n"]))
+    res["flops_per_s"] = samples * res["client_updates_per_s"] * flops_per_sample(w)
+    res["rounds_per_s"] = 1.0 / res["round_s"]
+    res["peak_rss_delta_mb"] = None
+    FLOWER_NOTES.append(f"{wname} p={p}: start-up + round 1 took {res['startup_and_round1_s']:.1f} s (not in "
+                        f"the round time)")
+    return res
+
+
+FLOWER_NOTES: list[str] = []
+
+
+def render(results: list[dict], args, peak_before: float, peak_after: float, flower: str, wall: float) -> str:
+    peak = max(peak_before, peak_after)
+    lines = [
+        "# fedbench benchmarks: vectorized engine vs sequential reference vs a plain PyTorch loop",
+        "",
+        f"- Date: {datetime.datetime.now().astimezone().isoformat(timespec='seconds')}",
+        "- Command: `" + " ".join(["python", "benchmarks/run.py", *args.argv]) + "`",
+        f"- Machine: {machine()}",
+        f"- torch intra-op threads in every run: {args.threads}",
+        f"- Device: {args.device}" + (" (TF32 off: torch default for float32 matmul)" if args.device == "cuda" else ""),
+        f"- Matmul peak (4096² float32, same thread count): {peak_before / 1e9:.1f} GFLOP/s before, "
+        f"{peak_after / 1e9:.1f} GFLOP/s after the runs (MFU below uses the larger)",
+        f"- Whole command: {wall:.0f} s",
+        "- Round = sampling + local training + FedAvg server update; mean over the timed rounds after one "
+        "untimed warm-up round; every row in its own subprocess. Peak memory = peak RSS during the rounds "
+        "minus RSS before them (sampled every 2 ms; not tracemalloc, which does not see torch's allocator).",
+        "",
+        "| workload | p | impl | rounds timed | s/round | rounds/s | client-updates/s | ratio to (c) | "
+        "GFLOP/s | MFU | peak RSS Δ (MB) | padding eff. |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        base = next(b for b in results if b["workload"] == r["workload"] and b["participation"] == r["participation"]
+                    and b["impl"] == "plain")
+        ratio = base["round_s"] / r["round_s"]
+        label = {"vectorized": "(a) vectorized", "sequential": "(b) sequential", "plain": "(c) plain loop",
+                 "flower": "(d) Flower"}[r["impl"]]
+        mem = "n/a" if r["peak_rss_delta_mb"] is None else f"{r['peak_rss_delta_mb']:.0f}"
+        if "peak_gpu_delta_mb" in r:
+            mem += f" (GPU {r['peak_gpu_delta_mb']:.0f})"
+        pad = f"{r['padding_efficiency']:.3f}" if "padding_efficiency" in r else "-"
+        lines.append(
+            f"| {r['workload']} | {r['participation']} | {label} | {r['rounds']} | {r['round_s']:.3f} | "
+            f"{r['rounds_per_s']:.3f} | {r['client_updates_per_s']:.1f} | {ratio:.2f}x | "
+            f"{r['flops_per_s'] / 1e9:.2f} | {100 * r['flops_per_s'] / peak:.1f}% | {mem} | {pad} |")
+    lines += ["", "Workloads:", ""]
+    for wname in args.workloads:
+        lines.append(f"- {wname}: {WORKLOADS[wname]['title']}" + (" (--quick sizes)" if args.quick else ""))
+    lines += ["- W4 (character LSTM): not run: fedbench has no LSTM model yet.", "",
+              f"(d) Flower: {flower}. Peak memory not measured for Flower (Ray spreads the work over "
+              "several processes). Flower's FedAvg samples its own clients (same count per round).", ""]
+    lines += [f"- {n}" for n in FLOWER_NOTES] + ([""] if FLOWER_NOTES else [])
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "--worker":
+        wname, p, impl, rounds = argv[1], float(argv[2]), argv[3], int(argv[4])
+        device = "cpu"
+        for a in argv:
+            if a.startswith("--threads="):
+                torch.set_num_threads(int(a.split("=", 1)[1]))
+            if a.startswith("--device="):
+                device = a.split("=", 1)[1]
+        print(json.dumps(worker(wname, p, impl, rounds, "--quick" in argv, device)))
+        return
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="tiny sizes (seconds), for the smoke test")
+    ap.add_argument("--workloads", default=None, help="comma-separated, default W1,W3,W2 (W1,W3 with --quick)")
+    ap.add_argument("--impls", default=",".join(IMPLS))
+    ap.add_argument("--participations", default=None,
+                    help="comma-separated participation rates (default per workload: 0.1 and 1.0; W2 0.1 only)")
+    ap.add_argument("--rounds", type=int, default=None, help="timed rounds per run (default per workload)")
+    ap.add_argument("--inprocess", action="store_true",
+                    help="run every measurement in this process (faster start; memory deltas less clean)")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="torch intra-op threads in every run and in the matmul peak (default 1: on a shared "
+                         "2-core machine, 2 OpenMP threads per process collapse under contention)")
+    ap.add_argument("--no-flower", dest="flower", action="store_false",
+                    help="skip (d) Flower even when its venv exists")
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
+                    help="where (a), (b), (c) train; (c) keeps its data on the host and moves each batch")
+    ap.add_argument("--out", default=None, help="write the Markdown table here (default: print only)")
+    args = ap.parse_args(argv)
+    args.argv = argv
+    args.workloads = (args.workloads or ("W1,W3" if args.quick else "W1,W3,W2")).split(",")
+    args.impls = args.impls.split(",")
+    t0 = time.perf_counter()
+    if args.quick:
+        args.inprocess = True
+        args.flower = False
+    elif args.flower and args.device != "cpu":
+        args.flower = False  # flower_bench.py is CPU-only
+    elif args.flower and not (Path(os.environ.get("FLWR_VENV", "/tmp/flwr-venv")) / "bin" / "python").exists():
+        args.flower = False
+    torch.set_num_threads(args.threads)
+    peak_before = matmul_peak(512 if args.quick else 4096, device=args.device)
+    results = run_all(args)
+    peak_after = matmul_peak(512 if args.quick else 4096, device=args.device)
+    flower = "not probed (--quick)" if args.quick else flower_probe()
+    text = render(results, args, peak_before, peak_after, flower, time.perf_counter() - t0)
+    print(text)
+    if args.out:
+        out = Path(args.out)
+        notes = ""
+        if out.exists() and NOTES_MARKER in out.read_text():  # keep the hand-written analysis
+            old = out.read_text()
+            notes = "\n" + old[old.index(NOTES_MARKER):]
+        out.write_text(text + "\n" + notes)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,478 @@
+"""The vectorized client engine: every sampled client of a round trained at once.
+
+The sequential reference (:mod:`fedbench.engine.local`, :func:`fedbench.engine.loop.train` with
+``engine="sequential"``) runs ``client_init → client_step × K → client_final`` for one client at
+a time. This engine runs the *same* three functions of the algorithm module, unchanged, through
+:func:`torch.func.vmap` over a leading client dimension, so a round costs
+S_max = max_k K_k vectorized steps instead of Σ_k K_k small ones (``references/performance.md`` §3).
+
+How a round is run
+==================
+
+1. **Batches up front.** For every sampled client k, :func:`fedbench.engine.batches.local_batches`
+   draws its row indices from the keyed RNG (seed, t, k, "batches"), exactly as the reference
+   does, so both engines consume identical minibatches. Indices are mapped to rows of the one
+   on-device training tensor (``X_all``, ``Y_all``); no per-client copies of the data are made.
+2. **Groups.** Clients are sorted by step count K_k (descending, then by id) and cut into groups
+   (:func:`plan_groups`): a dynamic programme over the distinct step counts trades padded steps
+   against per-step launch overhead, then each group is split into chunks of at most
+   ``chunk_size`` clients (memory bound; :func:`auto_chunk_size` by default).
+   Per group: an index tensor ``idx[S, G, B]``, labels ``y[S, G, B]`` and a step mask ``m[S, G]``.
+3. **Padded steps are exact no-ops.** A client with K_k < S runs S − K_k padded steps on real
+   rows of its own data; after every step the *whole* step state (parameters, optimizer and
+   algorithm state, step counter, loss) is selected with ``torch.where(m[s, g], new, old)``.
+   This is not ``lr * 0``: NaN/inf in a padded step cannot leak and momentum-like state does not
+   decay. A step where every client is real skips the select.
+4. **Unequal batch sizes within a step** (the last, partial batch of an epoch; or clients with
+   n_k < B) are handled by *padding rows with the ignore label*: a padded row repeats a real row
+   of the same client and gets label ``IGNORE_INDEX = -100``, which
+   :func:`torch.nn.functional.cross_entropy` (the models' loss, :func:`fedbench.models.make_loss_fn`)
+   excludes from both the sum and the count of its ``mean`` reduction. The loss is therefore the
+   mean over the real rows only, and the gradient of a padded row is exactly zero (it is
+   multiplied by a zero weight). We chose padding over grouping by batch-size pattern because it
+   keeps one group per step count and costs at most one partial batch per epoch; the equality
+   (loss and gradient equal to the unpadded batch) is tested in ``tests/engine/test_vectorized.py``.
+5. **client_final** runs vmapped too (server state broadcast, step state stacked). Messages are
+   unstacked and handed to the algorithm's ``server_update`` as a list **in ascending client id
+   order**, exactly as the reference does; communication is counted from the stacked messages
+   (identical counts; the entropy histogram does not depend on the order of the values).
+6. **Client state** (SCAFFOLD c_k, FedDyn g_k) lives in one stacked table per leaf,
+   ``[m, *shape]``, allocated when a client first returns state; clients that never participated
+   get ``client_init(server, None)`` (computed once and broadcast), the others the vmapped
+   ``client_init`` on their gathered rows, combined with ``torch.where``.
+
+Equivalence: in float64 the parameters match the reference to ~1e-14 relative after several
+rounds (tests require 1e-10); bitwise equality is not promised, since batched kernels may sum in
+a different order than unbatched ones. The same cell run twice is bitwise identical (the grouping
+is deterministic).
+
+How a new algorithm gets vectorized for free
+============================================
+
+Write ``client_init`` / ``client_step`` / ``client_final`` as the protocol in
+:mod:`fedbench.algorithms` asks (pure functions of dicts of tensors) and this engine runs them
+under ``vmap`` unchanged. Inside these three functions:
+
+- **no Python control flow on tensor values**: no ``if loss > x``, ``while norm > ...``,
+  ``bool(t)``, ``float(t)``, ``int(t)`` or ``.item()`` (under vmap a value is one per client);
+  use ``torch.where``/``torch.clamp`` instead. Branching on Python values (hyperparameters, dict
+  keys, ``hparams["clip_norm"] is None``) is fine;
+- **treat ``step_state["steps"]`` as possibly a 0-d integer tensor** (one count per client), not
+  only a Python int (see :func:`fedbench.algorithms.scaffold.client_final`);
+- **no in-place ops** on inputs (``add_``, ``x[i] = ...``, ``out=``): return new tensors;
+- **no randomness** inside the step (draw it up front from the keyed RNG, like the batches);
+- **no data-dependent shapes** (``nonzero``, boolean-mask indexing); reductions must be over
+  one client's tensors only (vmap takes care of this as long as no ``.sum()`` is taken over a
+  stacked dimension by hand);
+- the model must be a pure function (``apply(params, x)``), and its loss must honour
+  ``ignore_index=-100`` with a mean over non-ignored rows (cross-entropy does);
+- ``server_update`` is not vmapped: it runs once per round on the list of messages, so it may do
+  anything the reference allows.
+
+An algorithm that breaks a rule fails loudly under vmap (for example "vmap: It looks like you're
+calling .item() on a Tensor"), and ``engine: sequential`` always remains available.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from types import ModuleType
+
+import numpy as np
+import torch
+from torch.func import vmap
+from torch.utils import _pytree as pytree
+
+from fedbench.engine.batches import local_batches
+
+#: The label of a padded row: cross-entropy's default ``ignore_index``.
+IGNORE_INDEX = -100
+
+#: Relative per-step overhead of launching one vectorized step, in units of one client's work;
+#: used by :func:`plan_groups` (a merge of two step-count groups pays when the padded client
+#: steps cost less than the saved launches).
+DEFAULT_STEP_OVERHEAD = {"cpu": 4.0, "cuda": 256.0}
+
+#: Memory budget of one chunk of clients (bytes) used by :func:`auto_chunk_size`.
+CPU_CHUNK_BUDGET = 1 << 30  # 1 GiB
+CUDA_CHUNK_FRACTION = 0.25  # of the device's total memory
+
+
+@dataclass
+class RoundResult:
+    """What one round of local training returns to the round loop."""
+
+    messages: list[dict]  # one per sampled client, ascending id order
+    losses: list[float]  # mean minibatch loss of each client (NaN if K = 0)
+    counted: list = field(default_factory=list)  # messages (stacked or not) to count communication from
+    executed_steps: int = 0  # client-steps run, padding included
+    real_steps: int = 0  # client-steps that were not padding
+
+
+# ----------------------------------------------------------------------------------------------
+# planning
+
+
+def plan_groups(steps: Sequence[int], chunk_size: int, step_overhead: float = 4.0) -> list[np.ndarray]:
+    """Positions (into ``steps``) of the clients of each group, groups in execution order.
+
+    Clients are sorted by step count, descending (ties by position). Groups are unions of
+    consecutive distinct step counts chosen by a dynamic programme minimising
+    Σ_groups S_g · (step_overhead · chunks_g + |G_g|), the cost of S_g vectorized steps over
+    |G_g| clients; each group is then cut into ⌈|G|/chunk_size⌉ chunks of near-equal size.
+    Deterministic: the same inputs give the same plan.
+    """
+    steps = np.asarray(steps, dtype=np.int64)
+    if steps.size == 0:
+        return []
+    chunk_size = max(1, int(chunk_size))
+    order = np.lexsort((np.arange(steps.size), -steps))  # by steps desc, then position
+    values, counts = np.unique(-steps[order], return_counts=True)
+    values = -values  # distinct step counts, descending
+    nv = len(values)
+    starts = np.concatenate([[0], np.cumsum(counts)])
+
+    def cost(i, j):  # distinct values i..j-1 in one group
+        n = starts[j] - starts[i]
+        return values[i] * (step_overhead * math.ceil(n / chunk_size) + n)
+
+    best = [0.0] + [math.inf] * nv
+    cut = [0] * (nv + 1)
+    for j in range(1, nv + 1):
+        for i in range(j):
+            c = best[i] + cost(i, j)
+            if c < best[j]:
+                best[j], cut[j] = c, i
+    bounds, j = [], nv
+    while j > 0:
+        bounds.append((cut[j], j))
+        j = cut[j]
+    groups = []
+    for i, j in reversed(bounds):
+        members = order[starts[i] : starts[j]]
+        n_chunks = math.ceil(len(members) / chunk_size)
+        groups.extend(np.array_split(members, n_chunks))
+    return groups
+
+
+def _saved_activation_numel(apply, params: dict, x: torch.Tensor) -> int:
+    """Scalars autograd saves for backward in one forward pass of ``apply(params, x)``."""
+    total = 0
+
+    def pack(t):
+        nonlocal total
+        total += t.numel()
+        return t
+
+    p = {k: v.detach().requires_grad_(True) for k, v in params.items()}
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        apply(p, x)
+    return total
+
+
+def auto_chunk_size(apply, params: dict, x_example: torch.Tensor, batch_size: int, n_state_trees: int,
+                    device: torch.device) -> int:
+    """Clients per chunk so that one chunk's step fits a memory budget.
+
+    Per client: ``n_state_trees + 3`` parameter-sized tensors (step state, new state, gradient,
+    temporaries) plus ``2 ×`` the activations autograd saves for one batch (measured on one
+    example, scaled by the batch size) plus the gathered batch itself. Budget: 1 GiB on CPU,
+    a quarter of the device's total memory on CUDA. Deterministic for a given model, batch size
+    and device, so the same cell twice groups its clients the same way (bitwise-equal reruns).
+
+    Convolutions on CPU: 1. vmap batches a convolution over clients as one *grouped*
+    convolution, and on CPU (oneDNN) that was measured 1.2–1.7× slower per client than separate
+    convolutions (FedDyn CIFAR CNN, B=50, G = 4 and 10; benchmarks/RESULTS.md), so CPU runs of
+    models with a parameter of rank ≥ 3 step one client per chunk (still the same code path,
+    still exact no-op padding). An explicit ``chunk_size`` overrides this.
+    """
+    if device.type == "cpu" and any(v.dim() >= 3 for v in params.values()):
+        return 1
+    itemsize = next(iter(params.values())).element_size()
+    d = sum(v.numel() for v in params.values())
+    act = _saved_activation_numel(apply, params, x_example[:1])
+    per_client = itemsize * ((n_state_trees + 3) * d + batch_size * (2 * act + x_example[0].numel()))
+    if device.type == "cuda":
+        # total, not free, memory: the chunk (hence the grouping, hence the float summation
+        # order) must not depend on what else happens to be allocated, or reruns would differ
+        budget = int(torch.cuda.get_device_properties(device).total_memory * CUDA_CHUNK_FRACTION)
+    else:
+        budget = CPU_CHUNK_BUDGET
+    return max(1, int(budget // max(per_client, 1)))
+
+
+# ----------------------------------------------------------------------------------------------
+# pytree helpers
+
+
+def _tensorize(tree, device):
+    """Python numbers in a step state (``steps``) become 0-d tensors, so vmap can return them."""
+
+    def conv(v):
+        if torch.is_tensor(v) or v is None:
+            return v
+        if isinstance(v, bool):
+            return torch.tensor(v, device=device)
+        if isinstance(v, int):
+            return torch.tensor(v, dtype=torch.int64, device=device)
+        if isinstance(v, float):
+            return torch.tensor(v, dtype=torch.float64, device=device)
+        raise TypeError(f"vectorized engine: cannot stack a step-state leaf of type {type(v).__name__}")
+
+    return pytree.tree_map(conv, tree)
+
+
+def _expand(tree, g: int):
+    """Broadcast every leaf to a leading client dimension of size g (a stride-0 view, no copy)."""
+    return pytree.tree_map(lambda v: v.unsqueeze(0).expand(g, *v.shape), tree)
+
+
+def _take(tree, j: int):
+    """Client j's slice of a stacked message (nested dicts of tensors; views, no copies)."""
+    if isinstance(tree, dict):
+        return {k: _take(v, j) for k, v in tree.items()}
+    if torch.is_tensor(tree):
+        return tree[j]
+    return pytree.tree_map(lambda v: v[j], tree)
+
+
+def _bcast(mask: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    return mask.view(mask.shape[0], *([1] * (v.dim() - 1)))
+
+
+def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """True when a and b are views of the same memory with the same layout (hence equal)."""
+    return a is b or (a.data_ptr() == b.data_ptr() and a.shape == b.shape and a.stride() == b.stride()
+                      and a.dtype == b.dtype)
+
+
+def _select(mask: torch.Tensor, new, old):
+    """``torch.where(mask[g], new, old)`` leaf-wise; leaves the step did not touch are kept."""
+    def sel(n, o):
+        if _same(n, o):
+            return o
+        return torch.where(_bcast(mask, n), n, o)
+
+    return pytree.tree_map(sel, new, old)
+
+
+# ----------------------------------------------------------------------------------------------
+# the engine
+
+
+class VectorizedClients:
+    """Trains the sampled clients of each round of one cell, vectorized (see module docstring).
+
+    Args:
+        algorithm: the algorithm module.
+        apply: the model's ``apply(params, x)`` (for the automatic chunk size only).
+        grad_fn: the model's ``grad_fn(params, x, y) -> (grads, loss)`` (vmap-compatible).
+        x_all, y_all: the whole training split, on the compute device (one tensor each).
+        clients: per client, the rows of ``x_all`` it owns (int arrays, in partition order).
+        local: the cell's ``local`` settings (batch_size, epochs, steps).
+        seed: the cell's seed (batch randomness key).
+        chunk_size: clients per vectorized chunk; None or "auto" = :func:`auto_chunk_size`.
+        step_overhead: :func:`plan_groups`'s overhead per vectorized step (None = per device).
+    """
+
+    def __init__(self, algorithm: ModuleType, apply, grad_fn, x_all: torch.Tensor, y_all: torch.Tensor,
+                 clients: Sequence[np.ndarray], local: dict, seed: int, chunk_size=None,
+                 step_overhead: float | None = None):
+        self.algo = algorithm
+        self.apply = apply
+        self.grad_fn = grad_fn
+        self.x_all, self.y_all = x_all, y_all
+        self.device = x_all.device
+        self.clients = [np.asarray(c, dtype=np.int64) for c in clients]
+        self.m = len(self.clients)
+        self.local = local
+        self.seed = int(seed)
+        self.chunk_size = None if chunk_size in (None, "auto") else int(chunk_size)
+        self.step_overhead = (DEFAULT_STEP_OVERHEAD.get(self.device.type, 4.0)
+                              if step_overhead is None else float(step_overhead))
+        self.store: dict | None = None  # stacked client state: pytree of [m, ...] tensors
+        self.store_spec = None
+        self.has_state = torch.zeros(self.m, dtype=torch.bool, device=self.device)
+        self.has_state_np = np.zeros(self.m, dtype=bool)
+        self.executed_steps = 0
+        self.real_steps = 0
+
+    # -- batches ---------------------------------------------------------------------------------
+    def _client_batches(self, t: int, k: int) -> list[np.ndarray]:
+        return local_batches(self.seed, t, k, len(self.clients[k]), self.local["batch_size"],
+                             epochs=self.local.get("epochs"), steps=self.local.get("steps"))
+
+    def _group_tensors(self, members: Sequence[int], batches: dict[int, list[np.ndarray]]):
+        """(idx[S, G, B] rows of x_all, y[S, G, B] labels with IGNORE_INDEX pads, mask[S, G])."""
+        g = len(members)
+        ks = [len(batches[k]) for k in members]
+        s_max = max(ks)
+        b_max = max((len(b) for k in members for b in batches[k]), default=1)
+        idx = np.zeros((s_max, g, b_max), dtype=np.int64)
+        real = np.zeros((s_max, g, b_max), dtype=bool)
+        for j, k in enumerate(members):
+            bl = batches[k]
+            rows = self.clients[k]
+            if not bl:  # K = 0: every step is padding; point at a real row
+                idx[:, j, :] = rows[0]
+                continue
+            sizes = np.fromiter((len(b) for b in bl), dtype=np.int64, count=len(bl))
+            if np.all(sizes == b_max):
+                local_idx = np.stack(bl)
+                real[: len(bl), j, :] = True
+            else:
+                local_idx = np.empty((len(bl), b_max), dtype=np.int64)
+                for i, b in enumerate(bl):
+                    local_idx[i, : len(b)] = b
+                    local_idx[i, len(b):] = b[0]  # padded rows repeat a real row of the batch
+                    real[i, j, : len(b)] = True
+            idx[: len(bl), j, :] = rows[local_idx]
+            if len(bl) < s_max:  # padded steps: re-run the first batch (discarded by the mask)
+                idx[len(bl):, j, :] = rows[local_idx[0]]
+        step_mask = np.zeros((s_max, g), dtype=bool)
+        for j, kk in enumerate(ks):
+            step_mask[:kk, j] = True
+        idx_t = torch.from_numpy(idx).to(self.device)
+        y = self.y_all[idx_t]
+        y = torch.where(torch.from_numpy(real).to(self.device), y, torch.full_like(y, IGNORE_INDEX))
+        return idx_t, y, step_mask, np.asarray(ks)
+
+    # -- client state ----------------------------------------------------------------------------
+    def _init_states(self, server: dict, members: np.ndarray, hp: dict):
+        algo, g = self.algo, len(members)
+        has = self.has_state_np[members]
+        base = None
+        if not has.all():
+            base = _expand(_tensorize(algo.client_init(server, None, hp), self.device), g)
+            if not has.any():
+                return base
+        gathered = pytree.tree_map(lambda v: v[torch.as_tensor(members, device=self.device)], self.store)
+
+        def init_one(cs):
+            return _tensorize(algo.client_init(server, cs, hp), self.device)
+
+        stacked = vmap(init_one)(gathered)
+        if base is None:
+            return stacked
+        if pytree.tree_structure(stacked) != pytree.tree_structure(base):
+            raise ValueError(f"{algo.__name__}.client_init returns differently structured states with and "
+                             "without client state; the vectorized engine needs one structure")
+        mask = torch.as_tensor(has, device=self.device)
+        return pytree.tree_map(lambda n, o: torch.where(_bcast(mask, n), n, o), stacked, base)
+
+    def _save_states(self, members: np.ndarray, new_states) -> None:
+        if new_states is None or (isinstance(new_states, dict) and not new_states):
+            return
+        rows = torch.as_tensor(members, device=self.device)
+        if self.store is None:
+            self.store_spec = pytree.tree_structure(new_states)
+            self.store = pytree.tree_map(
+                lambda v: torch.zeros((self.m, *v.shape[1:]), dtype=v.dtype, device=v.device), new_states)
+        for dst, src in zip(pytree.tree_leaves(self.store), pytree.tree_leaves(new_states)):
+            dst[rows] = src  # the engine's own table: in place is safe here
+        self.has_state[rows] = True
+        self.has_state_np[members] = True
+
+    def client_states(self) -> dict[int, dict]:
+        """The persistent client states as the reference returns them: ``{k: state}``."""
+        if self.store is None:
+            return {}
+        return {int(k): pytree.tree_map(lambda v: v[k], self.store) for k in np.flatnonzero(self.has_state_np)}
+
+    # -- one round -------------------------------------------------------------------------------
+    def train_round(self, server: dict, sampled: np.ndarray, hp: dict, t: int) -> RoundResult:
+        """Local training of the clients ``sampled`` (ascending ids) in round ``t``."""
+        algo, grad_fn = self.algo, self.grad_fn
+        sampled = np.asarray(sampled, dtype=np.int64)
+        batches = {int(k): self._client_batches(t, int(k)) for k in sampled}
+        steps = [len(batches[int(k)]) for k in sampled]
+        chunk = self.chunk_size or self._auto_chunk(server, hp, max(steps, default=0))
+        plan = plan_groups(steps, chunk, self.step_overhead)
+
+        def step_one(state, x, y):
+            return algo.client_step(state, (x, y), hp, grad_fn)
+
+        def final_one(state):
+            msg, cs = algo.client_final(server, state, hp)
+            return msg, ({} if cs is None else cs)
+
+        step_v, final_v = vmap(step_one), vmap(final_one)
+        messages: list = [None] * len(sampled)
+        losses = np.full(len(sampled), np.nan)
+        counted = []
+        for positions in plan:
+            members = sampled[positions]
+            idx, y, mask_np, ks = self._group_tensors(members.tolist(), batches)
+            state = self._init_states(server, members, hp)
+            g = len(members)
+            loss_sum = torch.zeros(g, dtype=torch.float64, device=self.device)
+            mask_t = torch.from_numpy(mask_np).to(self.device)  # one host-to-device copy per group
+            for s in range(idx.shape[0]):
+                new = step_v(state, self.x_all[idx[s]], y[s])
+                if mask_np[s].all():
+                    state = new
+                    loss_sum = loss_sum + new["loss"].double()
+                else:
+                    m_s = mask_t[s]
+                    state = _select(m_s, new, state)
+                    loss_sum = loss_sum + torch.where(m_s, new["loss"].double(), 0.0)
+            msg, cs = final_v(state)
+            self._save_states(members, cs)
+            counted.append(msg)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                losses[positions] = loss_sum.cpu().numpy() / ks
+            for j, p in enumerate(positions.tolist()):
+                messages[p] = _take(msg, j)
+            self.executed_steps += int(idx.shape[0]) * g
+            self.real_steps += int(ks.sum())
+        return RoundResult(messages, losses.tolist(), counted, self.executed_steps, self.real_steps)
+
+    def _auto_chunk(self, server: dict, hp: dict, max_steps: int) -> int:
+        if getattr(self, "_chunk_cache", None) is None:
+            params = server["params"]
+            state = self.algo.client_init(server, None, hp)
+            n_trees = sum(1 for v in state.values() if isinstance(v, dict))
+            self._chunk_cache = auto_chunk_size(self.apply, params, self.x_all[:1],
+                                                int(self.local["batch_size"]), n_trees, self.device)
+        return self._chunk_cache
+
+    @property
+    def padding_efficiency(self) -> float:
+        """Real client-steps / executed client-steps over all rounds so far (1.0 = no padding)."""
+        return self.real_steps / self.executed_steps if self.executed_steps else 1.0
+
+
+class SequentialClients:
+    """The reference: one client at a time (:func:`fedbench.engine.local.train_client`)."""
+
+    def __init__(self, algorithm: ModuleType, grad_fn, client_data, clients, local: dict, seed: int):
+        self.algo, self.grad_fn = algorithm, grad_fn
+        self.client_data, self.clients = client_data, clients
+        self.local, self.seed = local, int(seed)
+        self.states: dict[int, dict] = {}
+        self.executed_steps = self.real_steps = 0
+
+    def train_round(self, server: dict, sampled: np.ndarray, hp: dict, t: int) -> RoundResult:
+        from fedbench.engine.local import train_client
+
+        messages, losses = [], []
+        for k in np.asarray(sampled).tolist():
+            xk, yk = self.client_data[k]
+            batches = local_batches(self.seed, t, k, len(self.clients[k]), self.local["batch_size"],
+                                    epochs=self.local.get("epochs"), steps=self.local.get("steps"))
+            msg, cstate, loss = train_client(self.algo, server, self.states.get(k), xk, yk, batches, hp,
+                                             self.grad_fn)
+            if cstate is not None:
+                self.states[k] = cstate
+            messages.append(msg)
+            losses.append(loss)
+            self.executed_steps += len(batches)
+            self.real_steps += len(batches)
+        return RoundResult(messages, losses, messages, self.executed_steps, self.real_steps)
+
+    def client_states(self) -> dict[int, dict]:
+        return self.states
+
+    padding_efficiency = 1.0
