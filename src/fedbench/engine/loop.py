@@ -22,6 +22,15 @@ Step 2 is done by one of two engines with the same results (to float rounding):
     :func:`torch.func.vmap` (:mod:`fedbench.engine.vectorized`). Proven equal to the reference
     in ``tests/engine/test_vectorized.py`` (float64: 1e-10 relative on parameters).
 
+Checkpoint and resume: with ``checkpoint_path`` and ``checkpoint_every = k``, the full training state
+(server state, persistent client states, metrics rows so far, communication counters) is written
+atomically after every k-th round. Every random draw is keyed by (seed, round, client, purpose),
+so there is no RNG position to save: a cell killed at any point (SIGKILL, node failure, Slurm
+time limit, preemption) and restarted resumes after the last checkpointed round and produces
+bitwise the metrics of an uninterrupted run (``wall_seconds`` aside, which measures time).
+A checkpoint whose spec differs from the cell's is ignored. The checkpoint is deleted when the
+cell finishes, so a finished cell is never resumed by a later run with changed code.
+
 The engine is chosen by the ``engine`` argument of :func:`train` / :func:`run_cell`, else by a
 ``engine`` key of the spec, else the default. Like the device, it is not part of a cell's
 identity (:func:`spec_id` ignores it).
@@ -100,8 +109,10 @@ def train(
     progress: bool = False,
     engine: str | None = None,
     chunk_size: int | str | None = None,
+    checkpoint_path: str | os.PathLike | None = None,
+    checkpoint_every: int = 0,
 ) -> tuple[list[dict], dict]:
-    """Train one cell in memory.
+    """Train one cell in memory (resuming from ``checkpoint_path`` when it holds this cell's state).
 
     Args:
         spec: the resolved cell spec (see :func:`fedbench.config.expand_cells`).
@@ -112,6 +123,9 @@ def train(
         engine: "vectorized" | "sequential" | None (= ``spec.get("engine")``, else vectorized).
         chunk_size: vectorized engine only: clients per vectorized chunk; None/"auto" =
             ``spec.get("chunk_size")``, else an automatic memory-bounded size.
+        checkpoint_path: where to write/read the resume checkpoint (None: no checkpointing).
+        checkpoint_every: write it after every k-th round (0: never write; an existing
+            checkpoint is still resumed from).
 
     Returns:
         (rows, info): one dict per evaluated round in METRICS_SCHEMA column order, and a dict
@@ -162,10 +176,19 @@ def train(
     up_entropy = 0.0
     rows: list[dict] = []
     status = "ok"
-    t_start = time.perf_counter()
+    first_round, elapsed_before = 1, 0.0
+    ckpt = load_checkpoint(checkpoint_path, identity["hparams_id"], dev)
+    if ckpt is not None:
+        server = ckpt["server"]
+        trainer.load_client_states(ckpt["client_states"])
+        rows = ckpt["rows"]
+        up_floats, up_nnz, down_floats, up_entropy = ckpt["counters"]
+        first_round, elapsed_before = ckpt["round"] + 1, ckpt["elapsed"]
+        print(f"resuming from {checkpoint_path} after round {ckpt['round']}", file=sys.stderr)
+    t_start = time.perf_counter() - elapsed_before
     rounds = int(spec["rounds"])
-    bar = tqdm(range(1, rounds + 1), desc=f"{spec['algorithm']} seed={seed}", disable=not progress,
-               file=sys.stderr, mininterval=2.0, unit="round")
+    bar = tqdm(range(first_round, rounds + 1), desc=f"{spec['algorithm']} seed={seed}", disable=not progress,
+               file=sys.stderr, mininterval=2.0, unit="round", initial=first_round - 1, total=rounds)
     for t in bar:
         hp = {**hp_base, "lr": local["lr"] * local["lr_decay"] ** (t - 1),
               "weight_decay": local["weight_decay"], "clip_norm": local["clip_norm"]}
@@ -198,12 +221,48 @@ def train(
             bar.set_postfix(acc=f"{test_acc:.4f}", loss=f"{train_loss:.4f}")
         if diverged:
             break
+        if checkpoint_path is not None and checkpoint_every and t % checkpoint_every == 0 and t < rounds:
+            save_checkpoint(checkpoint_path, {
+                "hparams_id": identity["hparams_id"], "round": t, "server": server,
+                "client_states": trainer.client_states(), "rows": rows,
+                "counters": (up_floats, up_nnz, down_floats, up_entropy),
+                "elapsed": time.perf_counter() - t_start})
     bar.close()
     info = {"status": status, "rounds_completed": rows[-1]["round"] if rows else 0,
             "params": server["params"], "server_state": server, "client_states": trainer.client_states(),
             "wall_seconds": time.perf_counter() - t_start, "device": str(dev), "engine": engine,
             "padding_efficiency": trainer.padding_efficiency}
     return rows, info
+
+
+def save_checkpoint(path: str | os.PathLike, state: dict) -> None:
+    """Write a resume checkpoint atomically (temporary file, fsync, rename)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+
+    def write(tmp: Path) -> None:
+        with open(tmp, "wb") as f:
+            torch.save(state, f)
+            f.flush()
+            os.fsync(f.fileno())
+
+    _atomic_write_bytes(path, write)
+
+
+def load_checkpoint(path: str | os.PathLike | None, hparams_id: str, device: torch.device | str = "cpu") -> dict | None:
+    """The checkpoint at ``path`` if it exists and belongs to the cell ``hparams_id``, else None.
+
+    A checkpoint of another spec (a changed hyperparameter) is ignored with a message: the cell
+    starts from round 1.
+    """
+    if path is None or not Path(path).exists():
+        return None
+    state = torch.load(path, map_location=device, weights_only=False)
+    if state.get("hparams_id") != hparams_id:
+        print(f"ignoring checkpoint {path}: it belongs to spec {state.get('hparams_id')}, "
+              f"not {hparams_id}", file=sys.stderr)
+        return None
+    return state
 
 
 def _atomic_write_bytes(path: Path, write) -> None:
@@ -234,8 +293,13 @@ def run_cell(
     progress: bool = True,
     engine: str | None = None,
     chunk_size: int | str | None = None,
+    checkpoint_every: int = 0,
 ) -> dict:
     """Train one cell and write ``metrics.parquet`` and ``summary.json`` (each atomically).
+
+    With ``checkpoint_every = k > 0`` the state is checkpointed every k rounds to
+    ``checkpoint.pt`` beside ``metrics_path``; a rerun after a kill resumes from it, and it is
+    removed once the outputs are written. ``metrics.parquet`` only ever appears complete.
 
     Args:
         spec: resolved cell spec (:func:`fedbench.config.expand_cells`).
@@ -256,8 +320,9 @@ def run_cell(
     summary_path.parent.mkdir(parents=True, exist_ok=True)
     dataset = load_dataset(dataset_dir)
     partition = read_partition(partition_path)
+    checkpoint_path = metrics_path.parent / "checkpoint.pt"
     rows, info = train(spec, dataset, partition, device=device, progress=progress, engine=engine,
-                       chunk_size=chunk_size)
+                       chunk_size=chunk_size, checkpoint_path=checkpoint_path, checkpoint_every=checkpoint_every)
     table = rows_to_table(rows)
     last = rows[-1]
     ok_rows = [r for r in rows if r["status"] == "ok"]
@@ -280,6 +345,7 @@ def run_cell(
     }
     _atomic_write_bytes(metrics_path, lambda p: pq.write_table(table, p))
     _atomic_write_bytes(summary_path, lambda p: p.write_text(json.dumps(summary, indent=2, default=float) + "\n"))
+    checkpoint_path.unlink(missing_ok=True)
     print(f"{spec['experiment']}/{spec['dataset']}/{spec['partition']}/{spec['algorithm']} seed={spec['seed']}: "
           f"status={info['status']} final test accuracy={last['test_accuracy']:.4f} "
           f"({info['wall_seconds']:.1f}s, peak RSS {summary['peak_rss_mb']:.0f} MB)", file=sys.stderr)

@@ -381,6 +381,15 @@ class VectorizedClients:
             return {}
         return {int(k): pytree.tree_map(lambda v: v[k], self.store) for k in np.flatnonzero(self.has_state_np)}
 
+    def load_client_states(self, states: dict[int, dict]) -> None:
+        """Restore persistent client states ``{k: state}`` (from :meth:`client_states`; resume)."""
+        if not states:
+            return
+        members = np.array(sorted(states), dtype=np.int64)
+        stacked = pytree.tree_map(lambda *vs: torch.stack([v.to(self.device) for v in vs]),
+                                  *[states[int(k)] for k in members])
+        self._save_states(members, stacked)
+
     # -- one round -------------------------------------------------------------------------------
     def train_round(self, server: dict, sampled: np.ndarray, hp: dict, t: int) -> RoundResult:
         """Local training of the clients ``sampled`` (ascending ids) in round ``t``."""
@@ -474,5 +483,9 @@ class SequentialClients:
 
     def client_states(self) -> dict[int, dict]:
         return self.states
+
+    def load_client_states(self, states: dict[int, dict]) -> None:
+        """Restore persistent client states ``{k: state}`` (resume from a checkpoint)."""
+        self.states = dict(states)
 
     padding_efficiency = 1.0

@@ -1,0 +1,137 @@
+"""Checkpoint and resume: a cell killed mid-run and rerun gives bitwise the uninterrupted metrics."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from fedbench.data.partition import make_partition, write_partition
+from fedbench.data.store import Dataset, write_dataset
+from fedbench.engine.loop import load_checkpoint, run_cell, spec_id, train
+
+
+def _dataset(n=400, d=8, c=4, seed=0):
+    rng = np.random.default_rng(seed)
+    w = rng.normal(size=(d, c))
+    x = rng.normal(size=(n + 100, d)).astype(np.float32)
+    y = (x @ w).argmax(1)
+    return Dataset("toy", x[:n], y[:n], x[n:], y[n:], num_classes=c)
+
+
+def _spec(algorithm, hparams, rounds=12):
+    return {
+        "experiment": "t", "dataset": "toy", "partition": "dir", "algorithm": algorithm, "seed": 3,
+        "algorithm_name": algorithm, "hparams": hparams, "model": {"name": "mlp", "hidden": [16]},
+        "local": {"epochs": 1, "steps": None, "batch_size": 8, "lr": 0.05, "lr_decay": 0.99,
+                  "weight_decay": 0.0, "clip_norm": None},
+        "sampling": {"scheme": "uniform", "participation": 0.5},
+        "rounds": rounds, "eval_every": 1, "dtype": "float32",
+    }
+
+
+def _no_time(table):
+    return table.drop(["wall_seconds"])
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    root = tmp_path_factory.mktemp("ckpt")
+    ds = _dataset()
+    write_dataset(root / "toy", ds)
+    write_partition(make_partition(ds, {"scheme": "dirichlet", "alpha": 0.5, "num_clients": 10}, seed=3),
+                    ds, root / "part")
+    return root
+
+
+class Killed(Exception):
+    pass
+
+
+# SCAFFOLD and FedDyn carry persistent client state; FedAvgM carries server momentum.
+@pytest.mark.parametrize("algorithm, hparams", [("scaffold", {"server_lr": 1.0}), ("feddyn", {"alpha": 0.01}),
+                                                ("fedavgm", {"server_lr": 1.0, "momentum": 0.9})])
+@pytest.mark.parametrize("engine", ["vectorized", "sequential"])
+def test_resume_in_process_is_bitwise_identical(files, tmp_path, monkeypatch, algorithm, hparams, engine):
+    import fedbench.engine.loop as loop
+    from fedbench.data.partition import read_partition
+    from fedbench.data.store import load_dataset
+
+    ds, part = load_dataset(files / "toy"), read_partition(files / "part" / "partition.parquet")
+    spec = _spec(algorithm, hparams)
+    full, _ = train(spec, ds, part, device="cpu", engine=engine)
+
+    # interrupt the run inside round 8's evaluation (2 evaluations per round): last checkpoint is round 5
+    real_evaluate, calls = loop.evaluate, []
+
+    def dying_evaluate(*args, **kwargs):
+        calls.append(1)
+        if len(calls) > 15:
+            raise Killed
+        return real_evaluate(*args, **kwargs)
+
+    ckpt = tmp_path / "checkpoint.pt"
+    monkeypatch.setattr(loop, "evaluate", dying_evaluate)
+    with pytest.raises(Killed):
+        train(spec, ds, part, device="cpu", engine=engine, checkpoint_path=ckpt, checkpoint_every=5)
+    monkeypatch.setattr(loop, "evaluate", real_evaluate)
+    assert load_checkpoint(ckpt, spec_id(spec))["round"] == 5
+    # a checkpoint of another spec is never taken
+    assert load_checkpoint(ckpt, spec_id(spec | {"rounds": 13})) is None
+
+    resumed, _ = train(spec, ds, part, device="cpu", engine=engine, checkpoint_path=ckpt, checkpoint_every=5)
+    strip = lambda rows: [{k: v for k, v in r.items() if k != "wall_seconds"} for r in rows]  # noqa: E731
+    assert len(resumed) == 12
+    assert strip(resumed) == strip(full)
+
+
+RUNNER = """
+import sys
+from fedbench.engine.loop import run_cell
+spec = eval(sys.argv[1])
+run_cell(spec, sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], device="cpu", num_threads=1,
+         progress=False, checkpoint_every=2)
+"""
+
+
+def _run(args, files, out):
+    return [sys.executable, "-c", RUNNER, repr(args), str(files / "toy"), str(files / "part" / "partition.parquet"),
+            str(out / "metrics.parquet"), str(out / "summary.json")]
+
+
+def test_sigkill_mid_run_then_rerun_gives_the_uninterrupted_metrics(files, tmp_path):
+    spec = _spec("scaffold", {"server_lr": 1.0}, rounds=400)
+    ref_dir, out = tmp_path / "ref", tmp_path / "killed"
+    subprocess.run(_run(spec, files, ref_dir), check=True)
+    reference = pq.read_table(ref_dir / "metrics.parquet")
+    assert not (ref_dir / "checkpoint.pt").exists()  # removed once the cell finished
+
+    proc = subprocess.Popen(_run(spec, files, out))
+    ckpt = out / "checkpoint.pt"
+    deadline = time.time() + 120
+    while time.time() < deadline and proc.poll() is None:
+        if ckpt.exists() and load_checkpoint(ckpt, spec_id(spec))["round"] >= 10:
+            break
+        time.sleep(0.05)
+    assert proc.poll() is None, "the run finished before it could be killed; make it longer"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    killed_at = load_checkpoint(ckpt, spec_id(spec))["round"]
+    assert 10 <= killed_at < 400
+    assert not (out / "metrics.parquet").exists()  # no partial metrics ever appear as an output
+    assert not (out / "summary.json").exists()
+
+    subprocess.run(_run(spec, files, out), check=True)
+    resumed = pq.read_table(out / "metrics.parquet")
+    assert _no_time(resumed).equals(_no_time(reference))
+    assert not ckpt.exists()
+
+
+def test_run_cell_without_checkpointing_writes_none(files, tmp_path):
+    run_cell(_spec("fedavg", {}, rounds=3), files / "toy", files / "part" / "partition.parquet",
+             tmp_path / "metrics.parquet", tmp_path / "summary.json", device="cpu", progress=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["metrics.parquet", "summary.json"]
