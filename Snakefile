@@ -3,8 +3,14 @@
 #   snakemake --cores 2                       run the default suite (config/config.yaml)
 #   snakemake --cores 2 --configfile X.yaml   run another suite instead (replaces the default)
 #   snakemake --report results/report.html    build the report after a run
+#   snakemake --profile profiles/slurm        one Slurm job per training cell (README.md, "Slurm")
+#   snakemake wandb_sync / wandb_report       upload W&B runs / build the W&B report (README.md, "W&B")
 #
-# Data flow: prepare_dataset -> partition -> train (one job per cell) -> collect -> aggregate.
+# Data flow: prepare_dataset -> partition -> train (one job per cell) -> collect -> aggregate
+#            (-> wandb_log per cell, when config `wandb.enabled`).
+import os
+import sys
+
 from snakemake.utils import min_version
 
 min_version("9.0")
@@ -27,6 +33,7 @@ include: "rules/partition.smk"
 include: "rules/train.smk"
 include: "rules/collect.smk"
 include: "rules/aggregate.smk"
+include: "rules/wandb.smk"
 
 
 rule all:
@@ -37,3 +44,32 @@ rule all:
         expand("results/tables/{experiment}.md", experiment=EXPERIMENTS),
         expand("results/tables/{experiment}.csv", experiment=EXPERIMENTS),
         expand("results/plots/{experiment}_accuracy.png", experiment=EXPERIMENTS),
+        wandb_records() if WANDB["enabled"] else [],
+
+
+# Where things are: printed by the main Snakemake process (not by cluster jobs, not in dry runs).
+onstart:
+    print(
+        f"fedbench: {len(CELLS)} cells in {len(EXPERIMENTS)} experiment(s) ({', '.join(EXPERIMENTS)}); "
+        f"results in {os.path.abspath('results')}/; job logs in results/logs/<rule>/, a training cell's in "
+        f"results/logs/train/<experiment>/<dataset>/<partition>/<algorithm>/seed=<s>.log",
+        file=sys.stderr,
+    )
+
+
+onsuccess:
+    print(
+        "fedbench: done. tables: results/tables/<experiment>.md|.csv, plots: results/plots/, "
+        "all metrics: results/metrics.parquet, per-cell runs: results/runs/, logs: results/logs/"
+        + (", W&B runs: results/wandb/ (upload: snakemake wandb_sync)" if WANDB["enabled"] else "")
+        + "; report: snakemake --report results/report.html",
+        file=sys.stderr,
+    )
+
+
+onerror:
+    print(
+        "fedbench: failed. Each job's log is under results/logs/<rule>/ (Slurm's own job logs: "
+        "results/logs/slurm/); rerun the same command to continue where it stopped.",
+        file=sys.stderr,
+    )

@@ -1,4 +1,6 @@
 # Per experiment: the comparison table (Markdown + CSV) and test-accuracy curves.
+# params: the targets, the table formatting (config `tables`) and the code version of
+# fedbench.analysis.tables/plots: changing any of them re-aggregates, and retrains nothing.
 
 
 rule aggregate:
@@ -23,6 +25,8 @@ rule aggregate:
         ),
     params:
         targets=experiment_targets,
+        tables=TABLES,
+        code=aggregate_code_version,
     log:
         "results/logs/aggregate/{experiment}.log",
     script:

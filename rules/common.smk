@@ -6,13 +6,19 @@
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
+from fedbench.algorithms import code_version as algorithm_code_version
+from fedbench.codeversion import code_version
 from fedbench.config import (
     ID_PATTERN,
     ConfigError,
     check_config,
     datasets as config_datasets,
     expand_cells,
+    job_resources,
     partitions as config_partitions,
+    table_settings,
+    train_resources,
+    wandb_settings,
 )
 
 try:
@@ -29,6 +35,9 @@ try:
     CELLS = expand_cells(config)
     DATASETS = config_datasets(config)
     PARTITIONS = config_partitions(config)
+    TRAIN_RESOURCES = train_resources(config)
+    WANDB = wandb_settings(config)
+    TABLES = table_settings(config)
 except ConfigError as e:
     raise WorkflowError(f"Invalid config: {e}") from None
 
@@ -39,6 +48,7 @@ CELL_INDEX = {
 EXPERIMENTS = list(dict.fromkeys(c["experiment"] for c in CELLS))
 
 RUN_DIR = "results/runs/{experiment}/{dataset}/{partition}/{algorithm}/seed={seed}"
+WANDB_RUN_DIR = "results/wandb/runs/{experiment}/{dataset}/{partition}/{algorithm}/seed={seed}"
 PARTITION_DIR = "results/partitions/{dataset}/{partition}/seed={seed}"
 
 
@@ -81,10 +91,52 @@ def cell_spec(wildcards):
     return {k: v for k, v in spec.items() if k != "target_accuracy"}
 
 
-def cell_paths(filename, experiment=None):
+def cell_code_version(wildcards):
+    """The code version of the cell's algorithm (fedbench.algorithms.code_version): editing an
+    algorithm module reruns the cells that use it and no others."""
+    return algorithm_code_version(cell_spec(wildcards)["algorithm_name"])
+
+
+def aggregate_code_version(wildcards):
+    """The code version of the table and plot modules: editing them re-aggregates only."""
+    return code_version(["fedbench.analysis.tables", "fedbench.analysis.plots"], within="fedbench.analysis")
+
+
+def _train_resource(key):
+    """A resource function of the train rule: fedbench.config.job_resources of the config's
+    resources for the cell's (experiment, dataset), at this attempt (runtime and mem_mb grow
+    with it, so a retry after a time-out or out-of-memory kill asks for more)."""
+
+    def get(wildcards, attempt):
+        return job_resources(TRAIN_RESOURCES[(wildcards.experiment, wildcards.dataset)], attempt)[key]
+
+    get.__name__ = f"train_{key}"
+    return get
+
+
+def train_rule_resources():
+    """The resources of the train rule. gpu/gres/slurm_partition are only declared when some
+    experiment sets them, so that otherwise the profile's defaults apply to them untouched
+    (a declared resource whose value is None is dropped by Snakemake)."""
+    res = {key: _train_resource(key) for key in ("runtime", "mem_mb", "cpus_per_task")}
+    values = list(TRAIN_RESOURCES.values())
+    if any(r["gpus"] for r in values):
+        res["gpu"] = _train_resource("gpu")  # Slurm: --gpus=N (none when 0); locally: --resources gpu=N
+    for key in ("gres", "slurm_partition"):
+        if any(r[key] is not None for r in values):
+            res[key] = _train_resource(key)
+    return res
+
+
+def train_threads(wildcards):
+    """Threads of a train job: the config's cpus (locally capped by --cores)."""
+    return TRAIN_RESOURCES[(wildcards.experiment, wildcards.dataset)]["cpus"]
+
+
+def cell_paths(filename, experiment=None, root=RUN_DIR):
     """The paths of ``filename`` (e.g. metrics.parquet) of every cell, in config order."""
     return [
-        f"{RUN_DIR}/{filename}".format(**{k: c[k] for k in ("experiment", "dataset", "partition", "algorithm", "seed")})
+        f"{root}/{filename}".format(**{k: c[k] for k in ("experiment", "dataset", "partition", "algorithm", "seed")})
         for c in CELLS
         if experiment is None or c["experiment"] == experiment
     ]
@@ -93,3 +145,18 @@ def cell_paths(filename, experiment=None):
 def experiment_targets(wildcards):
     """{dataset id: target test accuracy or None} of one experiment (a dataset may override it)."""
     return {c["dataset"]: c["target_accuracy"] for c in CELLS if c["experiment"] == wildcards.experiment}
+
+
+def wandb_enabled(wildcards=None):
+    """Input function of the W&B rules: no inputs, but a clear error when W&B is off."""
+    if not WANDB["enabled"]:
+        raise WorkflowError(
+            "W&B is off in the config: set `wandb: {enabled: true}` in the config file to log, "
+            "sync or report W&B runs (README.md, \"Weights & Biases\")"
+        )
+    return []
+
+
+def wandb_records(wildcards=None):
+    """The per-cell W&B records of the current config (the outputs of wandb_log)."""
+    return cell_paths("wandb.json", root=WANDB_RUN_DIR)

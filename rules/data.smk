@@ -3,6 +3,8 @@
 
 
 rule prepare_dataset:
+    # On the submitting node: downloads need the internet that cluster compute nodes often lack.
+    localrule: True
     output:
         meta="resources/datasets/{dataset}/meta.json",
     params:

@@ -4,6 +4,7 @@
 
 
 rule partition:
+    localrule: True  # light: not worth a cluster job
     input:
         meta="resources/datasets/{dataset}/meta.json",
     output:

@@ -1,9 +1,16 @@
 # Train one cell = experiment x dataset x partition x algorithm x seed.
 #
-# params holds the cell's resolved spec and nothing else: a changed hyperparameter reruns exactly
-# the cells whose spec changed; a new seed or algorithm only adds cells. The device (config
-# `device`), threads and logging are read at run time and are deliberately not params.
+# params holds what changes the cell's result and nothing else: its resolved spec and the code
+# version of its algorithm (fedbench.algorithms.code_version). A changed hyperparameter reruns
+# exactly the cells whose spec changed; a new seed or algorithm only adds cells; editing an
+# algorithm module reruns the cells that use it. The device (config `device`), engine, threads,
+# resources, W&B and logging are read at run time and are deliberately not params.
 # A diverged run is not a failure: run_cell records status "diverged" and returns normally.
+#
+# Resources come from the config per experiment and dataset (`resources:`, config/README.md):
+# runtime and mem_mb grow with the attempt number (--retries), cpus become threads locally and
+# --cpus-per-task on Slurm, gpus become the `gpu` resource (--gpus=N on Slurm; locally a
+# limit with --resources gpu=N), gres/slurm_partition are passed to Slurm as they are.
 
 
 rule train:
@@ -15,8 +22,11 @@ rule train:
         summary=f"{RUN_DIR}/summary.json",
     params:
         spec=cell_spec,
+        code=cell_code_version,
     log:
         "results/logs/train/{experiment}/{dataset}/{partition}/{algorithm}/seed={seed}.log",
-    threads: 1
+    threads: train_threads
+    resources:
+        **train_rule_resources(),
     script:
         "../workflow/scripts/train.py"

@@ -370,3 +370,75 @@ def test_downloaded_source_values_are_checked_before_any_download():
     cfg = tiny()
     cfg["datasets"]["cifar"] = {"source": "cifar10", "augment": "yes"}
     rejects(cfg, "datasets.cifar", "augment")
+
+
+# ------------------------------------------------------------------------------ runtime blocks
+
+
+def test_train_resources_defaults_and_precedence():
+    from fedbench.config import RESOURCE_DEFAULTS, train_resources
+
+    cfg = tiny()
+    assert train_resources(cfg) == {("e", "digits"): RESOURCE_DEFAULTS}
+    cfg["experiments"]["e"]["resources"] = {"runtime": 120, "cpus": 4}
+    cfg["experiments"]["e"]["datasets"]["digits"]["resources"] = {"gpus": 1, "mem_mb": 16000, "slurm_partition": "gpu"}
+    res = train_resources(cfg)[("e", "digits")]
+    assert res == {"runtime": 120, "mem_mb": 16000, "cpus": 4, "gpus": 1, "gres": None, "slurm_partition": "gpu"}
+    assert expand_cells(cfg) == expand_cells(tiny())  # runtime only: never in a cell spec
+
+
+@pytest.mark.parametrize("resources, fragment", [
+    ({"cpus": 0}, "experiments.e.resources.cpus: must be >= 1"),
+    ({"gpus": -1}, "experiments.e.resources.gpus: must be >= 0"),
+    ({"runtime": 1.5}, "experiments.e.resources.runtime: must be an integer"),
+    ({"gres": "gpu 1"}, "experiments.e.resources.gres: must look like"),
+    ({"gpu": 1}, "experiments.e.resources.gpu: unknown key"),
+])
+def test_bad_resources(resources, fragment):
+    cfg = tiny()
+    cfg["experiments"]["e"]["resources"] = resources
+    rejects(cfg, fragment)
+
+
+def test_wandb_and_tables_blocks():
+    from fedbench.config import table_settings, wandb_settings
+
+    cfg = tiny()
+    assert wandb_settings(cfg) == {"enabled": False, "project": "fedbench", "entity": None, "mode": "offline"}
+    assert table_settings(cfg) == {"decimals": 2}
+    cfg.update(wandb={"enabled": True, "mode": "online", "entity": "lab"}, tables={"decimals": 1})
+    cfg["experiments"]["e"]["paper"] = "FedAc (Yuan & Ma 2020)"
+    check_config(cfg)
+    assert wandb_settings(cfg)["project"] == "fedbench" and table_settings(cfg) == {"decimals": 1}
+    assert expand_cells(cfg) == expand_cells(tiny())
+    for key, value, fragment in (("wandb", {"mode": "shared"}, "wandb.mode"), ("wandb", {"enable": True}, "wandb.enable"),
+                                 ("tables", {"decimals": 9}, "tables.decimals: must be <= 6")):
+        bad = tiny()
+        bad[key] = value
+        rejects(bad, fragment)
+    bad = tiny()
+    bad["experiments"]["e"]["paper"] = 3
+    rejects(bad, "experiments.e.paper: must be a string")
+
+
+def test_schema_accepts_the_runtime_blocks():
+    from snakemake.utils import validate
+
+    cfg = tiny()
+    cfg.update(wandb={"enabled": True}, tables={"decimals": 3})
+    cfg["experiments"]["e"]["resources"] = {"runtime": 10, "gpus": 1, "gres": "shard:1"}
+    cfg["experiments"]["e"]["datasets"]["digits"]["resources"] = {"mem_mb": 500}
+    cfg["experiments"]["e"]["paper"] = "p"
+    validate(cfg, str(REPO / "workflow" / "schemas" / "config.schema.yaml"))
+    assert cfg["wandb"] == {"enabled": True, "project": "fedbench", "entity": None, "mode": "offline"}
+    assert cfg["experiments"]["e"]["datasets"]["digits"]["resources"] == {"mem_mb": 500}  # no defaults filled in
+
+
+def test_job_resources_grow_with_the_attempt():
+    from fedbench.config import RESOURCE_DEFAULTS, job_resources
+
+    res = {**RESOURCE_DEFAULTS, "runtime": 45, "mem_mb": 3000, "cpus": 4, "gpus": 1, "gres": "shard:2"}
+    assert job_resources(res) == {"runtime": 45, "mem_mb": 3000, "cpus_per_task": 4, "gpu": 1, "gres": "shard:2",
+                                  "slurm_partition": None}
+    third = job_resources(res, attempt=3)
+    assert (third["runtime"], third["mem_mb"], third["cpus_per_task"], third["gpu"]) == (135, 9000, 4, 1)

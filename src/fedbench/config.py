@@ -16,6 +16,11 @@ Precedence of per-cell settings (later wins): the experiment's ``rounds``, ``eva
 key by key. In ``local``, a level that sets ``epochs`` clears an inherited ``steps`` and vice versa;
 one mapping may not set both.
 
+Runtime-only blocks are checked here too but never enter a cell spec, so changing them reruns no
+training: :func:`train_resources` (per experiment and dataset ``resources``: what a train job
+asks the scheduler for; :func:`job_resources` turns them into Snakemake resources per attempt),
+:func:`wandb_settings` (``wandb``) and :func:`table_settings` (``tables``, aggregation only).
+
 A cell spec (see :func:`expand_cells`) is built in a fixed key order with canonical types
 (floats as float, counts as int), so that reordering or reformatting the YAML does not change
 its ``repr``: Snakemake's params trigger then reruns exactly the cells whose values changed.
@@ -27,7 +32,10 @@ import math
 import re
 from typing import Any
 
-__all__ = ["ConfigError", "check_config", "expand_cells", "datasets", "partitions", "ID_PATTERN"]
+__all__ = [
+    "ConfigError", "check_config", "expand_cells", "datasets", "partitions", "train_resources", "job_resources",
+    "wandb_settings", "table_settings", "ID_PATTERN", "RESOURCE_DEFAULTS", "WANDB_DEFAULTS", "TABLE_DEFAULTS",
+]
 
 # Ids become path components and Snakemake wildcard values (see rules/common.smk).
 ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_.\-]*"
@@ -37,10 +45,24 @@ DEVICES = ("auto", "cpu", "cuda")
 DTYPES = ("float32", "float64")
 SAMPLING_SCHEMES = ("uniform", "bernoulli")
 
-TOP_KEYS = {"datasets", "data", "device", "dtype", "engine", "chunk_size", "experiments"}
+TOP_KEYS = {"datasets", "data", "device", "dtype", "engine", "chunk_size", "experiments", "wandb", "tables"}
 ENGINES = ("vectorized", "sequential")
-EXPERIMENT_KEYS = {"seeds", "rounds", "eval_every", "target_accuracy", "sampling", "local", "datasets", "algorithms"}
-EXPERIMENT_DATASET_KEYS = {"model", "partitions", "rounds", "eval_every", "target_accuracy", "sampling", "local"}
+EXPERIMENT_KEYS = {"seeds", "rounds", "eval_every", "target_accuracy", "sampling", "local", "datasets", "algorithms",
+                   "resources", "paper"}
+EXPERIMENT_DATASET_KEYS = {"model", "partitions", "rounds", "eval_every", "target_accuracy", "sampling", "local",
+                           "resources"}
+#: What one train job asks the scheduler for (runtime only: never part of a cell spec).
+#: runtime in minutes, mem_mb in MB (both multiplied by the attempt number on retries), cpus per
+#: job, gpus per job (0 = none), gres (a Slurm gres string such as "shard:1" to share a GPU;
+#: null = none), slurm_partition (null = the profile's / cluster's default).
+RESOURCE_DEFAULTS = {"runtime": 30, "mem_mb": 2000, "cpus": 1, "gpus": 0, "gres": None, "slurm_partition": None}
+#: Weights & Biases logging (runtime only). mode: offline (runs written under results/wandb/,
+#: uploaded by the `wandb_sync` target) or online (falls back to offline without an API key).
+WANDB_DEFAULTS = {"enabled": False, "project": "fedbench", "entity": None, "mode": "offline"}
+WANDB_MODES = ("offline", "online")
+#: Formatting of the Markdown tables (aggregate rule only: changing it re-aggregates, no retraining).
+TABLE_DEFAULTS = {"decimals": 2}
+_GRES_RE = re.compile(r"^[a-zA-Z0-9_]+(:[a-zA-Z0-9_.]+)?(:\d+[TGM]?)?$")
 LOCAL_KEYS = ("epochs", "steps", "batch_size", "lr", "lr_decay", "weight_decay", "clip_norm")
 SAMPLING_DEFAULTS = {"scheme": "uniform", "participation": 1.0}
 EXPERIMENT_DEFAULTS = {"eval_every": 1, "target_accuracy": None}
@@ -401,6 +423,86 @@ def _check_runtime(config: dict) -> None:
     chunk = config.get("chunk_size")
     if chunk is not None and chunk != "auto":
         _number(chunk, "chunk_size", lo=1, integer=True)
+    wandb_settings(config)
+    table_settings(config)
+
+
+def _merge_resources(base: dict, over: Any, path: str) -> dict:
+    over = _mapping(over, path)
+    _unknown_keys(over, RESOURCE_DEFAULTS, path)
+    out = dict(base)
+    for k, v in over.items():
+        p = f"{path}.{k}"
+        if k in ("gres", "slurm_partition"):
+            if v is not None and (not isinstance(v, str) or not v):
+                raise ConfigError(f"{p}: must be a non-empty string or null (got {_fmt(v)})")
+            if k == "gres" and v is not None and not _GRES_RE.match(v):
+                raise ConfigError(f"{p}: must look like name[:type][:count], e.g. gpu:1, gpu:a100:2, shard:1 (got {v!r})")
+        else:
+            v = _number(v, p, lo=0 if k == "gpus" else 1, integer=True)
+        out[k] = v
+    return out
+
+
+def train_resources(config: dict) -> dict[tuple[str, str], dict]:
+    """``{(experiment, dataset id): resources}``: what each train job of that experiment and
+    dataset asks the scheduler for, :data:`RESOURCE_DEFAULTS` overridden by
+    ``experiments.<e>.resources`` and then ``experiments.<e>.datasets.<d>.resources`` (key by key).
+
+    Runtime only: these never enter a cell spec, so changing them reruns nothing."""
+    out = {}
+    for exp, ecfg in _experiments(config).items():
+        epath = f"experiments.{exp}"
+        ecfg = _mapping(ecfg, epath)
+        base = _merge_resources(RESOURCE_DEFAULTS, ecfg.get("resources"), f"{epath}.resources")
+        for ds, dcfg in _mapping(ecfg.get("datasets"), f"{epath}.datasets").items():
+            dcfg = _mapping(dcfg, f"{epath}.datasets.{ds}")
+            out[(exp, ds)] = _merge_resources(base, dcfg.get("resources"), f"{epath}.datasets.{ds}.resources")
+    return out
+
+
+def job_resources(resources: dict, attempt: int = 1) -> dict:
+    """The Snakemake resources of a train job from its config resources (:func:`train_resources`).
+
+    ``runtime`` (minutes) and ``mem_mb`` are multiplied by ``attempt`` (1, 2, ... under
+    ``--retries``), so a job killed for its time or memory limit asks for more the next time;
+    ``cpus`` -> ``cpus_per_task`` (Slurm --cpus-per-task; unlike threads, not capped by
+    --cores); ``gpus`` -> ``gpu`` (Slurm --gpus; 0 = none); ``gres`` and ``slurm_partition``
+    pass through (None = not set)."""
+    attempt = max(1, int(attempt))
+    return {
+        "runtime": resources["runtime"] * attempt,
+        "mem_mb": resources["mem_mb"] * attempt,
+        "cpus_per_task": resources["cpus"],
+        "gpu": resources["gpus"],
+        "gres": resources["gres"],
+        "slurm_partition": resources["slurm_partition"],
+    }
+
+
+def wandb_settings(config: dict) -> dict:
+    """The ``wandb:`` block with defaults (:data:`WANDB_DEFAULTS`), checked. Runtime only."""
+    w = _mapping(config.get("wandb"), "wandb")
+    _unknown_keys(w, WANDB_DEFAULTS, "wandb")
+    out = {**WANDB_DEFAULTS, **w}
+    if not isinstance(out["enabled"], bool):
+        raise ConfigError(f"wandb.enabled: must be true or false (got {_fmt(out['enabled'])})")
+    if not isinstance(out["project"], str) or not out["project"]:
+        raise ConfigError(f"wandb.project: must be a non-empty string (got {_fmt(out['project'])})")
+    if out["entity"] is not None and (not isinstance(out["entity"], str) or not out["entity"]):
+        raise ConfigError(f"wandb.entity: must be a non-empty string or null (got {_fmt(out['entity'])})")
+    if out["mode"] not in WANDB_MODES:
+        raise ConfigError(f"wandb.mode: must be one of {_known(WANDB_MODES)} (got {_fmt(out['mode'])})")
+    return out
+
+
+def table_settings(config: dict) -> dict:
+    """The ``tables:`` block with defaults (:data:`TABLE_DEFAULTS`), checked."""
+    t = _mapping(config.get("tables"), "tables")
+    _unknown_keys(t, TABLE_DEFAULTS, "tables")
+    out = {**TABLE_DEFAULTS, **t}
+    out["decimals"] = _number(out["decimals"], "tables.decimals", lo=0, hi=6, integer=True)
+    return out
 
 
 def _seeds(v: Any, path: str) -> list[int]:
@@ -492,6 +594,9 @@ def expand_cells(config: dict) -> list[dict]:
         for key in ("seeds", "rounds", "datasets", "algorithms", "local"):
             if ecfg.get(key) is None:
                 raise ConfigError(f"{epath}.{key}: missing; see config/README.md")
+        if ecfg.get("paper") is not None and not isinstance(ecfg["paper"], str):
+            raise ConfigError(f"{epath}.paper: must be a string (got {_fmt(ecfg['paper'])})")
+        base_resources = _merge_resources(RESOURCE_DEFAULTS, ecfg.get("resources"), f"{epath}.resources")
         seeds = _seeds(ecfg["seeds"], f"{epath}.seeds")
         base_local = _merge_local({}, ecfg["local"], f"{epath}.local")
         base_sampling = _merge_sampling(SAMPLING_DEFAULTS, ecfg.get("sampling"), f"{epath}.sampling")
@@ -517,6 +622,7 @@ def expand_cells(config: dict) -> list[dict]:
                 )
             dcfg = _mapping(dcfg, dpath)
             _unknown_keys(dcfg, EXPERIMENT_DATASET_KEYS, dpath)
+            _merge_resources(base_resources, dcfg.get("resources"), f"{dpath}.resources")
             if dcfg.get("model") is None:
                 raise ConfigError(f"{dpath}.model: missing; give e.g. model: {{name: logreg}}")
             model = _resolve_model(f"{dpath}.model", dcfg["model"])

@@ -115,3 +115,10 @@ def test_per_dataset_targets_and_grouping(mr):
     s = summarize(mr.frame(rows), {"d1": 0.9, "d2": 0.55})
     assert s.get_column("target_accuracy").to_list() == [0.9, 0.55]
     assert s.get_column("rounds_to_target_mean").to_list() == [2.0, 2.0]
+
+
+def test_markdown_decimals(df, tmp_path):
+    assert "85.0 ± 5.0 " in markdown_table(summarize(df, 0.8), decimals=1)
+    assert "85.000 ± 5.000" in markdown_table(summarize(df, 0.8), decimals=3)
+    write_tables(df, tmp_path / "t.md", tmp_path / "t.csv", targets=0.8, decimals=0)
+    assert "85 ± 5 " in (tmp_path / "t.md").read_text()

@@ -12,5 +12,6 @@ from fedbench.analysis.tables import write_tables  # noqa: E402
 experiment = snakemake.wildcards.experiment  # noqa: F821
 df = pl.read_parquet(snakemake.input.metrics).filter(pl.col("experiment") == experiment)  # noqa: F821
 targets = dict(snakemake.params.targets)  # noqa: F821
-write_tables(df, snakemake.output.md, snakemake.output.csv, targets=targets, title=experiment)  # noqa: F821
+write_tables(df, snakemake.output.md, snakemake.output.csv, targets=targets, title=experiment,  # noqa: F821
+             decimals=int(snakemake.params.tables["decimals"]))  # noqa: F821
 plot_accuracy(df, snakemake.output.plot, targets=targets, title=experiment)  # noqa: F821

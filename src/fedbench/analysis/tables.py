@@ -91,12 +91,12 @@ def summarize(df: pl.DataFrame, targets: float | Mapping[str, float | None] | No
 # Markdown
 
 
-def _pct(mean: float | None, std: float | None) -> str:
+def _pct(mean: float | None, std: float | None, decimals: int = 2) -> str:
     if mean is None or (isinstance(mean, float) and math.isnan(mean)):
         return "—"
-    s = f"{100 * mean:.2f}"
+    s = f"{100 * mean:.{decimals}f}"
     if std is not None and not math.isnan(std):
-        s += f" ± {100 * std:.2f}"
+        s += f" ± {100 * std:.{decimals}f}"
     return s
 
 
@@ -117,8 +117,9 @@ def _target_label(targets: pl.Series) -> str:
     return "rounds to target"
 
 
-def markdown_table(summary: pl.DataFrame, title: str | None = None) -> str:
-    """The readable table of :func:`summarize`'s output, with aligned columns."""
+def markdown_table(summary: pl.DataFrame, title: str | None = None, decimals: int = 2) -> str:
+    """The readable table of :func:`summarize`'s output, with aligned columns; accuracies in %
+    with ``decimals`` decimal places (config ``tables.decimals``)."""
     has_target = summary.get_column("target_accuracy").is_not_null().any()
     per_dataset_target = summary.get_column("target_accuracy").drop_nulls().n_unique() > 1
     header = ["dataset", "partition", "algorithm", "final acc. (%)", "best acc. (%)"]
@@ -132,8 +133,8 @@ def markdown_table(summary: pl.DataFrame, title: str | None = None) -> str:
         n, nd = r["n_seeds"], r["n_diverged"]
         all_div = nd == n
         div = f"diverged ({nd}/{n} seeds)"
-        final = div if all_div else _pct(r["final_accuracy_mean"], r["final_accuracy_std"])
-        best = div if all_div else _pct(r["best_accuracy_mean"], r["best_accuracy_std"])
+        final = div if all_div else _pct(r["final_accuracy_mean"], r["final_accuracy_std"], decimals)
+        best = div if all_div else _pct(r["best_accuracy_mean"], r["best_accuracy_std"], decimals)
         row = [r["dataset"], r["partition"], r["algorithm"], final, best]
         if has_target:
             if r["target_accuracy"] is None:
@@ -190,6 +191,7 @@ def write_tables(
     csv_path: str | os.PathLike,
     targets: float | Mapping[str, float | None] | None = None,
     title: str | None = None,
+    decimals: int = 2,
 ) -> pl.DataFrame:
     """Write one experiment's table as Markdown and CSV; return the numeric summary.
 
@@ -198,6 +200,8 @@ def write_tables(
         targets: target test accuracy in (0, 1], one for all datasets or per dataset id; None
             leaves out rounds-to-target.
         title: heading of the Markdown file (e.g. the experiment name).
+        decimals: decimal places of the accuracies (in %) in the Markdown table; the CSV keeps
+            full precision.
 
     Raises:
         ValueError: ``df`` is empty.
@@ -205,7 +209,7 @@ def write_tables(
     if df.height == 0:
         raise ValueError("write_tables: no metrics rows (is the experiment name right?)")
     summary = summarize(df, targets)
-    _atomic_write_text(Path(md_path), markdown_table(summary, title))
+    _atomic_write_text(Path(md_path), markdown_table(summary, title, decimals=decimals))
     csv_path = Path(csv_path)
     csv_path.parent.mkdir(parents=True, exist_ok=True)
     summary.write_csv(csv_path)

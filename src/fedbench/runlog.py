@@ -1,0 +1,143 @@
+"""Job logs: a progress bar that stays readable in a log file, and where a job ran.
+
+A tqdm bar redraws itself with carriage returns: in a log file every redraw piles up on one
+line. :class:`ProgressLog` wraps the log file and turns the redraws into separate lines, at
+most one every ``interval`` seconds (plus the bar's final state), so a training cell's log reads
+
+    fedavg seed=0:  40%|####      | 20/50 [00:04<00:06, 4.90round/s, acc=0.8611, loss=0.4502]
+    fedavg seed=0: 100%|##########| 50/50 [00:10<00:00, 4.95round/s, acc=0.9306, loss=0.2208]
+
+:func:`job_context` says where the job ran (host, Slurm job id, CPUs, GPUs); the train shim
+prints it at the top of the log and records it in the cell's summary.json.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import socket
+import threading
+import time
+
+__all__ = ["ProgressLog", "job_context", "slurm_cpus", "update_json"]
+
+
+class ProgressLog(io.TextIOBase):
+    """A text stream over ``file`` that writes carriage-return redraws as lines.
+
+    Ordinary text is written line by line as it comes. A redraw (text after a ``\\r``) is
+    written when at least ``interval`` seconds passed since the last redraw was written (the
+    first one at once); the last state of a bar (a redraw ended by a newline, or pending at
+    flush/close) is always written. Trailing spaces (tqdm pads redraws with them) are dropped.
+    """
+
+    def __init__(self, file, interval: float = 10.0, clock=time.monotonic):
+        super().__init__()
+        self._file = file
+        self._interval = float(interval)
+        self._clock = clock
+        self._buf = ""  # the line being built
+        self._redraw = False  # whether the line being built started after a carriage return
+        self._latest = None  # the latest complete redraw
+        self._written = None  # the redraw written last, and when
+        self._when = None
+        self._lock = threading.Lock()
+
+    def writable(self) -> bool:
+        return True
+
+    @property
+    def encoding(self):
+        return getattr(self._file, "encoding", "utf-8")
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        return self._file.fileno()
+
+    def _show(self, line) -> None:
+        if line is not None and line.strip() and line != self._written:
+            self._file.write(line.rstrip() + "\n")
+            self._written, self._when = line, self._clock()
+
+    def write(self, s: str) -> int:
+        with self._lock:
+            for tok in re.split(r"(\r|\n)", s):
+                if tok == "\n":
+                    if self._redraw:  # the final state of a bar
+                        self._show(self._buf if self._buf.strip() else self._latest)
+                        self._latest = None
+                    else:
+                        self._file.write(self._buf + "\n")
+                    self._buf, self._redraw = "", False
+                elif tok == "\r":
+                    if self._redraw:
+                        if self._buf.strip():
+                            self._latest = self._buf
+                    elif self._buf:
+                        self._file.write(self._buf + "\n")
+                    self._buf, self._redraw = "", True
+                elif tok:
+                    self._buf += tok
+            if self._redraw and self._buf.strip():
+                self._latest = self._buf
+            if self._latest is not None and (self._when is None or self._clock() - self._when >= self._interval):
+                self._show(self._latest)
+            self._file.flush()
+        return len(s)
+
+    def flush(self) -> None:
+        with self._lock:
+            self._file.flush()
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        with self._lock:
+            if self._redraw:
+                self._show(self._buf if self._buf.strip() else self._latest)
+            elif self._buf:
+                self._file.write(self._buf + "\n")
+            self._buf, self._latest = "", None
+            self._file.flush()
+        super().close()
+
+
+def slurm_cpus() -> int | None:
+    """The CPUs Slurm gave this job (SLURM_CPUS_PER_TASK), or None outside a Slurm job."""
+    v = os.environ.get("SLURM_CPUS_PER_TASK")
+    return int(v) if v and v.isdigit() and int(v) > 0 else None
+
+
+def job_context() -> dict:
+    """Where this process runs: host, Slurm job (id, step, partition, node list, CPUs, GPUs) or
+    None outside Slurm, and the GPUs it may use (CUDA_VISIBLE_DEVICES)."""
+    env = os.environ
+    job_id = env.get("SLURM_JOB_ID") or env.get("SLURM_JOBID")
+    slurm = None
+    if job_id:
+        slurm = {
+            "job_id": job_id,
+            "step_id": env.get("SLURM_STEP_ID"),
+            "partition": env.get("SLURM_JOB_PARTITION"),
+            "nodelist": env.get("SLURM_JOB_NODELIST"),
+            "cpus_per_task": slurm_cpus(),
+            "gpus": env.get("SLURM_GPUS") or env.get("SLURM_GPUS_ON_NODE") or env.get("SLURM_JOB_GPUS"),
+            "restart_count": int(env.get("SLURM_RESTART_COUNT", "0") or 0),
+        }
+    return {"host": socket.gethostname(), "slurm": slurm, "cuda_visible_devices": env.get("CUDA_VISIBLE_DEVICES")}
+
+
+def update_json(path, values: dict) -> None:
+    """Add ``values`` to the JSON object in ``path``, atomically (write a temp file, rename)."""
+    import json
+    from pathlib import Path
+
+    path = Path(path)
+    data = json.loads(path.read_text())
+    data.update(values)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_text(json.dumps(data, indent=2, default=float) + "\n")
+    os.replace(tmp, path)

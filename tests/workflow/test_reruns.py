@@ -1,0 +1,208 @@
+"""Incremental reruns: after a real run, dry runs plan exactly the jobs a change needs.
+
+The workflow runs from a copy of the repository in a temp dir (Snakefile, rules, workflow
+scripts, profiles and src/, mtimes preserved) with PYTHONPATH pointing at the copy's src/, so the
+tests can edit library code without touching the real source tree. Each test undoes its edits.
+
+- (a) a changed hyperparameter reruns only its cells: tests/workflow/test_snakemake.py;
+- (b) a new seed (test_snakemake.py) or a new algorithm adds only the new cells;
+- (c) editing an algorithm module reruns the cells that use it (its code version is in the train
+  rule's params) and no others; a comment-only edit reruns nothing;
+- (d) table formatting (config `tables.decimals`, the table module, the aggregate script)
+  reruns only aggregation;
+- turning W&B on logs the existing cells without retraining them, offline, readable back.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+
+TINY = {
+    "datasets": {"digits": {"source": "digits"}},
+    "device": "cpu",
+    "experiments": {
+        "tiny": {
+            "seeds": [0],
+            "rounds": 2,
+            "target_accuracy": 0.5,
+            "sampling": {"scheme": "uniform", "participation": 0.5},
+            "local": {"epochs": 1, "batch_size": 32, "lr": 0.1},
+            "datasets": {
+                "digits": {
+                    "model": {"name": "logreg"},
+                    "partitions": {"iid": {"scheme": "iid", "num_clients": 4}},
+                }
+            },
+            "algorithms": {"fedavg": {}, "fedprox": {"mu": 0.01}},
+        }
+    },
+}
+
+
+class Workflow:
+    """A copy of the repository and a work directory that ran TINY once."""
+
+    def __init__(self, root: Path):
+        self.repo = root / "repo"
+        self.work = root / "work"
+        self.work.mkdir()
+        self.repo.mkdir()
+        for name in ("Snakefile", "rules", "workflow", "profiles", "src"):
+            src = REPO / name
+            if src.is_dir():
+                shutil.copytree(src, self.repo / name, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+            else:
+                shutil.copy2(src, self.repo / name)
+        # WANDB_SERVICE: a wandb-core service of this test process (if some test started one).
+        self.env = {k: v for k, v in os.environ.items() if k not in ("SNAKEMAKE_PROFILE", "WANDB_SERVICE")}
+        self.env["MPLBACKEND"] = "Agg"
+        self.env["PYTHONPATH"] = str(self.repo / "src")
+        self.env["WANDB_MODE"] = "disabled"
+
+    def run(self, config: dict, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+        cfg = self.work / "config.yaml"
+        cfg.write_text(yaml.safe_dump(config, sort_keys=False))
+        cmd = [sys.executable, "-m", "snakemake", "-s", str(self.repo / "Snakefile"), "--directory", str(self.work),
+               "--configfile", str(cfg), "--cores", "2", *args]
+        env = {k: v for k, v in {**self.env, **(env or {})}.items() if v is not None}  # None: unset
+        proc = subprocess.run(cmd, cwd=self.work, env=env, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, f"snakemake failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
+        return proc
+
+    def planned(self, config: dict) -> list[tuple[str, dict]]:
+        """(rule, wildcards) of the jobs a dry run plans."""
+        proc = self.run(config, "-n")
+        out = proc.stdout + proc.stderr
+        if "Nothing to be done" in out:
+            return []
+        jobs = []
+        for block in re.split(r"\n(?=(?:local)?rule \w+:)", out):
+            m = re.match(r"(?:local)?rule (\w+):", block)
+            if m:
+                wc = re.search(r"^\s+wildcards: (.*)$", block, re.M)
+                jobs.append((m.group(1), dict(kv.split("=", 1) for kv in wc.group(1).split(", ")) if wc else {}))
+        return jobs
+
+    @contextmanager
+    def edited(self, relpath: str, edit):
+        """Edit a file of the copy (``edit(text) -> text``) for the duration of the block."""
+        path = self.repo / relpath
+        text, st = path.read_text(), path.stat()
+        path.write_text(edit(text))
+        try:
+            yield path
+        finally:
+            path.write_text(text)
+            os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+def rules(jobs) -> list[str]:
+    return sorted(r for r, _ in jobs)
+
+
+def trained(jobs) -> list[tuple[str, str]]:
+    return sorted((w["algorithm"], w["seed"]) for r, w in jobs if r == "train")
+
+
+@pytest.fixture(scope="module")
+def wf(tmp_path_factory):
+    w = Workflow(tmp_path_factory.mktemp("reruns"))
+    probe = subprocess.run([sys.executable, "-c", "import fedbench; print(fedbench.__file__)"], env=w.env,
+                           capture_output=True, text=True, check=True)
+    assert probe.stdout.strip().startswith(str(w.repo)), f"the copy's src/ is not imported first: {probe.stdout}"
+    w.run(TINY)
+    assert w.planned(TINY) == []
+    return w
+
+
+@pytest.mark.slow
+def test_new_algorithm_adds_only_its_cells(wf):
+    more = copy.deepcopy(TINY)
+    more["experiments"]["tiny"]["algorithms"]["scaffold"] = {}
+    jobs = wf.planned(more)
+    assert trained(jobs) == [("scaffold", "0")]
+    assert rules(jobs) == ["aggregate", "all", "collect", "train"]  # no new dataset or partition
+
+
+@pytest.mark.slow
+def test_editing_an_algorithm_module_reruns_only_its_cells(wf):
+    # fedprox.py is used by the FedProx cells only.
+    with wf.edited("src/fedbench/algorithms/fedprox.py", lambda s: s + "\n_CODE_EDIT = 1\n"):
+        jobs = wf.planned(TINY)
+    assert trained(jobs) == [("fedprox", "0")]
+    assert rules(jobs) == ["aggregate", "all", "collect", "train"]
+    # FedProx imports fedavg.py: editing it reruns both algorithms' cells.
+    with wf.edited("src/fedbench/algorithms/fedavg.py", lambda s: s + "\n_CODE_EDIT = 1\n"):
+        assert trained(wf.planned(TINY)) == [("fedavg", "0"), ("fedprox", "0")]
+    # A comment or a blank line changes no code version.
+    with wf.edited("src/fedbench/algorithms/fedprox.py", lambda s: s + "\n\n# a comment\n"):
+        assert wf.planned(TINY) == []
+    # Back to the original source: nothing to do.
+    assert wf.planned(TINY) == []
+
+
+@pytest.mark.slow
+def test_table_formatting_reruns_only_aggregation(wf):
+    fmt = copy.deepcopy(TINY)
+    fmt["tables"] = {"decimals": 3}
+    assert rules(wf.planned(fmt)) == ["aggregate", "all"]
+    with wf.edited("src/fedbench/analysis/tables.py", lambda s: s.replace("Uplink floats: total", "Uplink floats, total")):
+        assert rules(wf.planned(TINY)) == ["aggregate", "all"]
+    with wf.edited("workflow/scripts/aggregate.py", lambda s: s + "\n# edited\n"):  # the script's mtime
+        assert rules(wf.planned(TINY)) == ["aggregate", "all"]
+    assert wf.planned(TINY) == []
+
+
+@pytest.mark.slow
+def test_runtime_settings_rerun_nothing(wf):
+    rt = copy.deepcopy(TINY)
+    rt["experiments"]["tiny"]["resources"] = {"runtime": 90, "mem_mb": 4000, "cpus": 2, "gpus": 1}
+    rt["experiments"]["tiny"]["paper"] = "FedProx (Li et al. 2020)"
+    rt["wandb"] = {"enabled": False, "project": "elsewhere"}
+    assert wf.planned(rt) == []
+
+
+@pytest.mark.slow
+def test_turning_wandb_on_logs_existing_cells_offline_without_retraining(wf):
+    from fedbench.wandb_log import read_offline_run
+
+    on = copy.deepcopy(TINY)
+    on["wandb"] = {"enabled": True, "project": "fedbench-test", "mode": "offline"}
+    on["experiments"]["tiny"]["paper"] = "paper-003"
+    assert rules(wf.planned(on)) == ["all", "wandb_log", "wandb_log"]
+    # A real W&B offline run: no WANDB_MODE override, no API key, no network.
+    env = {"WANDB_MODE": None, "WANDB_API_KEY": None, "WANDB_SILENT": "true", "NETRC": str(wf.work / "no-netrc")}
+    wf.run(on, env=env)
+    metrics = {}
+    for algo in ("fedavg", "fedprox"):
+        rec = json.loads((wf.work / f"results/wandb/runs/tiny/digits/iid/{algo}/seed=0/wandb.json").read_text())
+        assert rec["mode"] == "offline" and rec["project"] == "fedbench-test"
+        run = read_offline_run(wf.work / rec["dir"])
+        assert run["finished"]
+        assert run["run"]["project"] == "fedbench-test"
+        assert run["run"]["group"] == "tiny/digits/iid" and run["run"]["job_type"] == algo
+        assert sorted(run["run"]["tags"]) == ["paper-003", "seed=0"]
+        assert run["config"]["algorithm"] == algo and run["config"]["rounds"] == 2
+        assert run["config"]["paper"] == "paper-003"
+        summary = json.loads((wf.work / f"results/runs/tiny/digits/iid/{algo}/seed=0/summary.json").read_text())
+        assert run["config"]["code_version"] == summary["code_version"]
+        assert [h["round"] for h in run["history"]] == [1, 2]
+        assert run["summary"]["final_test_accuracy"] == summary["final_test_accuracy"]
+        metrics[algo] = [h["test_accuracy"] for h in run["history"]]
+    assert metrics["fedavg"][-1] == json.loads(
+        (wf.work / "results/runs/tiny/digits/iid/fedavg/seed=0/summary.json").read_text())["final_test_accuracy"]
+    assert wf.planned(on) == []
+    assert wf.planned(TINY) == []  # W&B off again: nothing to do either
