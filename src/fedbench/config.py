@@ -45,7 +45,7 @@ DEVICES = ("auto", "cpu", "cuda")
 DTYPES = ("float32", "float64")
 SAMPLING_SCHEMES = ("uniform", "bernoulli")
 
-TOP_KEYS = {"datasets", "data", "device", "dtype", "engine", "chunk_size", "experiments", "wandb", "tables"}
+TOP_KEYS = {"datasets", "data", "device", "dtype", "engine", "chunk_size", "checkpoint_every", "experiments", "wandb", "tables"}
 ENGINES = ("vectorized", "sequential")
 EXPERIMENT_KEYS = {"seeds", "rounds", "eval_every", "target_accuracy", "sampling", "local", "datasets", "algorithms",
                    "resources", "paper"}
@@ -423,6 +423,8 @@ def _check_runtime(config: dict) -> None:
     chunk = config.get("chunk_size")
     if chunk is not None and chunk != "auto":
         _number(chunk, "chunk_size", lo=1, integer=True)
+    if config.get("checkpoint_every") is not None:
+        _number(config["checkpoint_every"], "checkpoint_every", lo=0, integer=True)
     wandb_settings(config)
     table_settings(config)
 

@@ -1,6 +1,6 @@
 """Snakemake shim for rule train: fedbench.engine.loop.run_cell on one cell.
 
-The device, engine and chunk_size come from the config at run time: they are not params,
+The device, engine, chunk_size and checkpoint_every come from the config at run time: they are not params,
 since they change how a cell runs, not its result. stdout/stderr go to the job's log file,
 through fedbench.runlog.ProgressLog, so the progress bar (rounds, latest accuracy) becomes one
 line every few seconds instead of one ever-growing line. Where the job ran (host, Slurm job id)
@@ -36,6 +36,7 @@ try:
         device=snakemake.config.get("device", "auto"),  # noqa: F821
         engine=snakemake.config.get("engine"),  # noqa: F821
         chunk_size=snakemake.config.get("chunk_size"),  # noqa: F821
+        checkpoint_every=snakemake.config.get("checkpoint_every", 10),  # noqa: F821
         # Inside Slurm, the CPUs the job was given (Snakemake caps threads by its own --cores).
         num_threads=slurm_cpus() or snakemake.threads,  # noqa: F821
         progress=True,
