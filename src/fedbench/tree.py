@@ -39,6 +39,20 @@ def tree_axpy(alpha: float | torch.Tensor, x: Tree, y: Tree) -> Tree:
     return {k: alpha * x[k] + y[k] for k in x}
 
 
+def tree_sign(a: Tree) -> Tree:
+    """Element-wise sign, with sign(0) = 0 (``torch.sign``)."""
+    return {k: torch.sign(v) for k, v in a.items()}
+
+
+def tree_threshold(a: Tree, eps: float) -> Tree:
+    """a with every entry of magnitude ≤ eps set to exactly 0 (FedElasticNet's ε-thresholding).
+
+    Entries with |a_i| > eps are returned unchanged (bitwise); with eps = 0 only zeros (±0) are
+    touched, and they become +0. Branch-free on values, so it runs under ``torch.func.vmap``.
+    """
+    return {k: torch.where(v.abs() <= eps, torch.zeros_like(v), v) for k, v in a.items()}
+
+
 def tree_zeros_like(a: Tree) -> Tree:
     """A tree of zeros with a's shapes, dtypes and devices."""
     return {k: torch.zeros_like(v) for k, v in a.items()}

@@ -23,7 +23,17 @@ DEVICES = [
     pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU visible")),
 ]
 HPARAMS = {"fedavg": {}, "fedavgm": {"server_lr": 1.0, "momentum": 0.9}, "fedprox": {"mu": 0.1},
-           "scaffold": {"server_lr": 1.0}, "feddyn": {"alpha": 0.1}}
+           "scaffold": {"server_lr": 1.0}, "feddyn": {"alpha": 0.1},
+           "fedelasticnet_prox": {"lambda1": 1e-3, "lambda2": 0.1, "epsilon": 1e-3},
+           "fedelasticnet_scaffold": {"server_lr": 1.0, "lambda1": 1e-3, "lambda2": 0.0, "epsilon": 1e-3},
+           "fedelasticnet_feddyn": {"lambda1": 1e-3, "lambda2": 0.1, "epsilon": 1e-3},
+           "elastic_fedavg": {"tau": 0.5, "rho": 0.9, "sensitivity": "momentum"},
+           "elastic_fedavgm": {"server_lr": 1.0, "momentum": 0.9, "dampening": 0.9, "tau": 0.5, "rho": 0.9,
+                               "sensitivity": "average"},
+           "elastic_fedprox": {"mu": 0.1, "tau": 0.3, "rho": 0.95, "sensitivity": "momentum"},
+           "fedadam": {"server_lr": 0.05, "beta1": 0.9, "beta2": 0.99, "tau": 1e-3},
+           "fedyogi": {"server_lr": 0.05, "beta1": 0.9, "beta2": 0.99, "tau": 1e-3},
+           "fedadagrad": {"server_lr": 0.05, "beta1": 0.9, "tau": 1e-3}}
 SAMPLING = {"uniform": {"scheme": "uniform", "participation": 0.5},
             "bernoulli": {"scheme": "bernoulli", "participation": 0.4}}
 

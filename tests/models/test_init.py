@@ -17,7 +17,8 @@ CASES = [
 
 
 def test_registry_defaults():
-    assert set(MODELS) == {"logreg", "mlp", "cnn"}
+    assert set(MODELS) == {"logreg", "mlp", "cnn", "lstm"}
+    assert MODELS["lstm"] == {"vocab_size": 80, "embed_dim": 8, "hidden": [100, 100]}
     assert MODELS["mlp"] == {"hidden": [200, 200]}
     assert MODELS["cnn"] == {"channels": [32, 64], "kernel_size": 5, "hidden": [512], "padding": "same"}
     assert model_options({"name": "cnn", "hidden": [384, 192]})[1]["channels"] == [32, 64]

@@ -9,7 +9,11 @@ Every algorithm module ``fedbench.algorithms.<name>`` defines:
 ``server_init(params, hparams, num_clients) -> ServerState``
     ``params`` is the initial model θ⁰ (a pytree, ``dict[str, Tensor]``); ``num_clients`` is m.
     ServerState is a dict holding at least ``"params"`` plus the algorithm's server state
-    (momentum buffer, control variate c, FedDyn h, ...).
+    (momentum buffer, control variate c, FedDyn h, ...). An algorithm with per-round diagnostics
+    keeps them under ``"metrics"``: a flat dict of 0-d float64 tensors, present from
+    ``server_init`` on and replaced by each ``server_update`` (Elastic Aggregation:
+    ``{"boosted_pct": ...}``). The engine does not log them yet (they would become named
+    algorithm-extra columns of metrics.parquet).
 
 ``broadcast(server_state) -> dict[str, Tree]``
     What the server sends to every sampled client (θ, plus c for SCAFFOLD); counted as downlink.
@@ -44,7 +48,12 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-ALGORITHMS = ("fedavg", "fedavgm", "fedprox", "scaffold", "feddyn")
+ALGORITHMS = (
+    "fedavg", "fedavgm", "fedprox", "scaffold", "feddyn",
+    "fedelasticnet_prox", "fedelasticnet_scaffold", "fedelasticnet_feddyn",
+    "elastic_fedavg", "elastic_fedavgm", "elastic_fedprox",
+    "fedadam", "fedyogi", "fedadagrad",
+)
 
 
 def get_algorithm(name: str) -> ModuleType:

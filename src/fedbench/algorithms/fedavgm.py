@@ -43,9 +43,13 @@ def server_init(params: Tree, hparams: dict, num_clients: int) -> dict:
 
 def server_update(server_state: dict, messages: list[dict], weights, hparams: dict) -> dict:
     """v ← β v + (1 − τ) Δ̄;  θ ← θ + η_s v  (or θ + η_s (Δ̄ + β v) with Nesterov)."""
+    return momentum_step(server_state, weighted_delta(messages, weights), hparams)
+
+
+def momentum_step(server_state: dict, delta: Tree, hparams: dict) -> dict:
+    """The server step on a given aggregate Δ̄ (shared with Elastic Aggregation's FedAvgM)."""
     beta, eta_s = float(_hp(hparams, "momentum")), float(_hp(hparams, "server_lr"))
     dampening = float(_hp(hparams, "dampening"))
-    delta = weighted_delta(messages, weights)
     v = tree_axpy(beta, server_state["momentum"], tree_scale(delta, 1.0 - dampening) if dampening else delta)
     step = tree_axpy(beta, v, delta) if _hp(hparams, "nesterov") else v
     return {**server_state, "params": tree_axpy(eta_s, step, server_state["params"]), "momentum": v}

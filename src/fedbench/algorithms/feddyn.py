@@ -75,13 +75,17 @@ def client_init(server_state: dict, client_state: dict | None, hparams: dict) ->
 
 def client_step(step_state: dict, batch, hparams: dict, grad_fn) -> dict:
     """θ ← θ − η_l (clip(∇L_k(θ; b) − g_k − α θ^{t−1}) + (α + weight_decay) θ)."""
-    alpha = _alpha(hparams)
     x, y = batch
-    params = step_state["params"]
-    grads, loss = grad_fn(params, x, y)
-    direction = tree_add(grads, step_state["linear"])
+    grads, loss = grad_fn(step_state["params"], x, y)
+    return dyn_sgd(step_state, tree_add(grads, step_state["linear"]), loss, hparams)
+
+
+def dyn_sgd(step_state: dict, direction: Tree, loss, hparams: dict) -> dict:
+    """The local step given the direction d = ∇L_k − g_k − α θ^{t−1} (+ extra terms):
+    θ ← θ − η_l (clip(d) + (α + weight_decay) θ)."""
+    alpha = _alpha(hparams)
     local_hp = {**hparams, "weight_decay": alpha + (hparams.get("weight_decay", 0.0) or 0.0)}
-    return advance(step_state, sgd_step(params, direction, local_hp), loss)
+    return advance(step_state, sgd_step(step_state["params"], direction, local_hp), loss)
 
 
 def client_final(server_state: dict, step_state: dict, hparams: dict) -> tuple[dict, dict]:

@@ -44,11 +44,16 @@ def client_init(server_state: dict, client_state: dict | None, hparams: dict) ->
     return init_step_state(server_state["params"], global_params=server_state["params"])
 
 
+def prox_direction(grads: Tree, params: Tree, anchor: Tree, mu: float) -> Tree:
+    """FedProx's local direction ∇L_k + μ (θ_k − θ^{t−1}), computed as μ·(θ_k − θ^{t−1}) + ∇L_k."""
+    return tree_axpy(mu, tree_sub(params, anchor), grads)
+
+
 def client_step(step_state: dict, batch, hparams: dict, grad_fn) -> dict:
     """θ_k ← θ_k − η_l (∇L_k(θ_k; b) + μ (θ_k − θ^{t−1}))."""
     mu = float(hparams.get("mu", HPARAMS["mu"]))
     x, y = batch
     params = step_state["params"]
     grads, loss = grad_fn(params, x, y)
-    direction = tree_axpy(mu, tree_sub(params, step_state["global_params"]), grads)
+    direction = prox_direction(grads, params, step_state["global_params"], mu)
     return advance(step_state, sgd_step(params, direction, hparams), loss)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import torch
 
-from fedbench.tree import Tree
+from fedbench.tree import Tree, tree_axpy, tree_sign, tree_sub
 
 #: The ε that ``torch.nn.utils.clip_grad_norm_`` adds to the norm.
 CLIP_EPS = 1e-6
@@ -74,3 +74,15 @@ def init_step_state(params: Tree, **extra) -> dict:
 def advance(step_state: dict, params: Tree, loss: torch.Tensor) -> dict:
     """``step_state`` after one step: new ``params``, ``steps + 1``, ``loss``; other entries kept."""
     return {**step_state, "params": params, "steps": step_state["steps"] + 1, "loss": loss}
+
+
+def elastic_net_direction(direction: Tree, params: Tree, anchor: Tree, lambda1: float, lambda2: float) -> Tree:
+    """d + λ2 (θ − θ^{t−1}) + λ1 sign(θ − θ^{t−1}): FedElasticNet's (sub)gradient of
+    (λ2/2)‖θ − θ^{t−1}‖²₂ + λ1‖θ − θ^{t−1}‖₁ added to an algorithm's local direction d
+    (Kim et al., eqs. (4), (7), (10); summary-seed-003 §2.1), with sign(0) = 0.
+
+    Computed as ``λ1·s + (λ2·(θ − θ^{t−1}) + d)`` so that with λ2 = μ it is FedProx's direction
+    ``μ·(θ − θ^{t−1}) + d`` plus the ℓ1 term, and with λ1 = λ2 = 0 it equals d exactly.
+    """
+    diff = tree_sub(params, anchor)
+    return tree_axpy(lambda1, tree_sign(diff), tree_axpy(lambda2, diff, direction))

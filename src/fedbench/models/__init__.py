@@ -17,6 +17,8 @@ Models and their options (defaults in :data:`MODELS`):
 - ``logreg`` (:mod:`.logreg`): multinomial logistic regression on the flattened input.
 - ``mlp`` (:mod:`.mlp`): ``hidden`` sizes, ReLU.
 - ``cnn`` (:mod:`.cnn`): the FedAvg-paper CNN; ``channels``, ``kernel_size``, ``hidden``, ``padding``.
+- ``lstm`` (:mod:`.lstm`): the Shakespeare character LSTM; ``vocab_size``, ``embed_dim``, ``hidden``
+  (one LSTM layer per entry). Input: (B, T) integer character ids.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from fedbench.models import cnn, logreg, mlp
+from fedbench.models import cnn, logreg, lstm, mlp
 from fedbench.tree import Tree, tree_numel
 
 
@@ -44,6 +46,7 @@ MODELS: dict[str, dict] = {
     "logreg": {},
     "mlp": {"hidden": [200, 200]},
     "cnn": {"channels": [32, 64], "kernel_size": 5, "hidden": [512], "padding": "same"},
+    "lstm": {"vocab_size": 80, "embed_dim": 8, "hidden": [100, 100]},
 }
 
 
@@ -77,6 +80,14 @@ def model_options(cfg: dict) -> tuple[str, dict]:
             opts[key] = _int_list(name, key, opts[key])
     if "channels" in opts and not opts["channels"]:
         raise ValueError(f"model {name!r}: 'channels' needs at least one convolution")
+    if name == "lstm" and not opts["hidden"]:
+        raise ValueError(f"model {name!r}: 'hidden' needs at least one LSTM layer")
+    for key in ("vocab_size", "embed_dim"):
+        if key in opts:
+            v = opts[key]
+            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
+                raise ValueError(f"model {name!r}: {key!r} must be a positive integer; got {v!r}")
+            opts[key] = int(v)
     if "kernel_size" in opts:
         k = opts["kernel_size"]
         if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 1:
@@ -101,7 +112,7 @@ def build_model(cfg: dict, input_shape: tuple, num_classes: int) -> Model:
         raise ValueError(f"num_classes must be >= 1 (got {num_classes})")
     if name == "cnn":  # check the input shape now, not at the first forward pass
         cnn.feature_size(input_shape, opts["channels"], opts["kernel_size"], opts["padding"])
-    module = {"logreg": logreg, "mlp": mlp, "cnn": cnn}[name]
+    module = {"logreg": logreg, "mlp": mlp, "cnn": cnn, "lstm": lstm}[name]
 
     def init(rng: np.random.Generator, dtype: torch.dtype = torch.float32) -> Tree:
         return module.init(rng, input_shape, num_classes, dtype, **opts)

@@ -1,0 +1,40 @@
+"""FedAvg + Elastic Aggregation (Chen et al., CVPR 2023; summary-seed-000 §2.1-§2.2): FedAvg's
+clients (:mod:`.fedavg`) that also accumulate a parameter sensitivity Ω_k and send (Δ_k, Ω_k); the
+server rescales the n_k-weighted mean update element-wise by ζ = 1 + τ − Ω/max Ω:
+
+    θ^t = θ^{t−1} + ζ ⊙ Σ_{k∈P_t} n_k Δ_k / Σ_{k∈P_t} n_k
+
+Hyperparameters, the sensitivity estimator, ``metrics["boosted_pct"]`` and the departures from the
+paper (Ω from the training minibatches' loss gradients; no held-out B_k): :mod:`.elastic`.
+With ``sensitivity: none`` (ζ ≡ 1) this is exactly FedAvg ("naive" aggregation).
+"""
+
+from __future__ import annotations
+
+from fedbench.algorithms import elastic, fedavg
+from fedbench.algorithms.fedavg import broadcast
+from fedbench.tree import Tree, tree_add
+
+HPARAMS: dict = dict(elastic.HPARAMS)
+
+__all__ = ["HPARAMS", "broadcast", "client_final", "client_init", "client_step", "server_init", "server_update"]
+
+client_step = elastic.with_sensitivity(fedavg.client_step)
+client_final = elastic.with_omega(fedavg.client_final)
+
+
+def server_init(params: Tree, hparams: dict, num_clients: int) -> dict:
+    """ServerState ``{"params": θ⁰, "metrics": {"boosted_pct": 0}}``."""
+    elastic.sensitivity_mode(hparams)
+    return {**fedavg.server_init(params, hparams, num_clients), "metrics": elastic.init_metrics()}
+
+
+def client_init(server_state: dict, client_state: dict | None, hparams: dict) -> dict:
+    """FedAvg's step state plus Ω_k = 0."""
+    return elastic.init_omega(fedavg.client_init(server_state, client_state, hparams), hparams)
+
+
+def server_update(server_state: dict, messages: list[dict], weights, hparams: dict) -> dict:
+    """θ ← θ + ζ ⊙ Σ n_k Δ_k / Σ n_k."""
+    delta, metrics = elastic.elastic_delta(messages, weights, hparams)
+    return {**server_state, "params": tree_add(server_state["params"], delta), "metrics": metrics}
