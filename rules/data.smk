@@ -1,5 +1,8 @@
 # Prepare a dataset once: download/read or generate it into resources/datasets/<id>/.
 # params = the dataset's resolved config, so changing a generator parameter re-prepares it.
+# data.mirror and data.trust_mirror_checksums are read at run time (runtime only). A dataset that
+# cannot be obtained or read fails the job with one message on stderr (which files, from where,
+# how to set data.mirror) and leaves nothing under resources/datasets/<id>/.
 
 
 rule prepare_dataset:

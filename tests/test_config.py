@@ -76,7 +76,7 @@ def test_schema_fills_defaults():
     assert cfg["dtype"] == "float32"
     assert cfg["experiments"]["e"]["eval_every"] == 1
     assert cfg["experiments"]["e"]["target_accuracy"] is None
-    assert cfg["data"] == {"mirror": None} and cfg["engine"] is None and cfg["chunk_size"] is None
+    assert cfg["data"] == {"mirror": None, "trust_mirror_checksums": False} and cfg["engine"] is None and cfg["chunk_size"] is None
     check_config(cfg)
 
 
@@ -442,3 +442,95 @@ def test_job_resources_grow_with_the_attempt():
                                   "slurm_partition": None}
     third = job_resources(res, attempt=3)
     assert (third["runtime"], third["mem_mb"], third["cpus_per_task"], third["gpu"]) == (135, 9000, 4, 1)
+
+
+# ------------------------------------------------------------------------------ augmentation
+
+
+def _with_cifar(**exp_over) -> dict:
+    cfg = tiny()
+    cfg["datasets"]["cifar"] = {"source": "cifar10"}
+    cfg["experiments"]["e"]["datasets"]["cifar"] = {"model": "cnn", "partitions": {"iid": {"scheme": "iid"}}}
+    cfg["experiments"]["e"].update(exp_over)
+    return cfg
+
+
+def _aug(cells, dataset):
+    values = [c.get("augmentation", "absent") for c in cells if c["dataset"] == dataset]
+    assert len({repr(v) for v in values}) == 1
+    return values[0]
+
+
+def test_augmentation_is_in_the_spec_of_image_datasets_only():
+    from fedbench.data.images import CIFAR_AUGMENTATION
+
+    cells = expand_cells(_with_cifar())
+    # default: as the dataset says (cifar10's augment defaults to true: the FedDyn recipe)
+    assert _aug(cells, "cifar") == CIFAR_AUGMENTATION
+    assert _aug(cells, "digits") == "absent"  # sources without augmentation: no key, spec as before
+    assert all(set(c) == SPEC_KEYS | ({"augmentation"} if c["dataset"] == "cifar" else set()) for c in cells)
+
+    cfg = _with_cifar()
+    cfg["datasets"]["cifar"]["augment"] = False
+    assert _aug(expand_cells(cfg), "cifar") is None
+
+
+def test_augment_precedence_dataset_then_experiment_then_experiment_dataset():
+    from fedbench.engine.loop import spec_id
+
+    on, off = expand_cells(_with_cifar()), expand_cells(_with_cifar(augment=False))
+    assert _aug(off, "cifar") is None and _aug(off, "digits") == "absent"  # experiment level skips digits
+    cfg = _with_cifar(augment=False)
+    cfg["experiments"]["e"]["datasets"]["cifar"]["augment"] = True
+    assert _aug(expand_cells(cfg), "cifar") is not None
+    cfg = _with_cifar()
+    cfg["datasets"]["cifar"]["augment"] = False
+    cfg["experiments"]["e"]["augment"] = True
+    assert _aug(expand_cells(cfg), "cifar") is not None
+    # augmentation changes results: it changes the cell's spec hash (digits cells are untouched)
+    key = lambda c: (c["dataset"], c["algorithm"], c["seed"])  # noqa: E731
+    ids_on, ids_off = ({key(c): spec_id(c) for c in cs} for cs in (on, off))
+    for k in ids_on:
+        assert (ids_on[k] == ids_off[k]) == (k[0] == "digits")
+
+
+def test_augment_rejects_bad_values_and_non_image_datasets():
+    rejects(_with_cifar(augment="yes"), "experiments.e.augment", "true, false or null")
+    cfg = _with_cifar()
+    cfg["experiments"]["e"]["datasets"]["digits"]["augment"] = True
+    rejects(cfg, "experiments.e.datasets.digits.augment", "no training augmentation", "cifar10")
+    cfg["experiments"]["e"]["datasets"]["digits"]["augment"] = False  # false is harmless
+    check_config(cfg)
+
+
+def test_trust_mirror_checksums_is_a_checked_runtime_flag():
+    cfg = tiny()
+    cfg["data"] = {"mirror": "/tmp/m", "trust_mirror_checksums": True}
+    check_config(cfg)
+    assert all("data" not in c for c in expand_cells(cfg))
+    cfg["data"] = {"mirror": "/tmp/m", "trust_mirror_checksums": "yes"}
+    rejects(cfg, "data.trust_mirror_checksums", "true or false")
+    cfg["data"] = {"trust_mirror_checksums": True}
+    rejects(cfg, "data.trust_mirror_checksums", "data.mirror")
+
+
+NEW_ALGORITHMS = ("fedelasticnet_prox", "fedelasticnet_scaffold", "fedelasticnet_feddyn", "elastic_fedavg",
+                  "elastic_fedavgm", "elastic_fedprox", "fedadam", "fedyogi", "fedadagrad")
+
+
+def test_issue4_algorithms_accept_their_defaults():
+    cfg = tiny()
+    cfg["experiments"]["e"]["algorithms"] = {name: {} for name in NEW_ALGORITHMS}
+    cells = expand_cells(cfg)
+    assert {c["algorithm"] for c in cells} == set(NEW_ALGORITHMS)
+
+
+@pytest.mark.parametrize("name,key,value", [
+    ("fedelasticnet_prox", "epsilon", -1e-3), ("fedelasticnet_feddyn", "lambda1", -1.0),
+    ("elastic_fedavg", "rho", 1.0), ("elastic_fedavgm", "tau", -0.1), ("elastic_fedavgm", "dampening", 1.5),
+    ("fedadam", "beta2", 1.0), ("fedyogi", "beta1", -0.1), ("fedadagrad", "server_lr", 0.0),
+])
+def test_issue4_hyperparameter_ranges(name, key, value):
+    cfg = tiny()
+    cfg["experiments"]["e"]["algorithms"][name] = {key: value}
+    rejects(cfg, f"experiments.e.algorithms.{name}.{key}", "must be")

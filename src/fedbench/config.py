@@ -12,7 +12,8 @@ usable without Snakemake::
 
 Precedence of per-cell settings (later wins): the experiment's ``rounds``, ``eval_every``,
 ``target_accuracy``, ``sampling``, ``local``; the same keys under ``experiments.<e>.datasets.<d>``;
-``local`` under ``experiments.<e>.algorithms.<label>``. Mappings (``local``, ``sampling``) are merged
+``local`` under ``experiments.<e>.algorithms.<label>``. ``augment`` (image datasets): the dataset's
+own ``augment`` < ``experiments.<e>.augment`` < ``experiments.<e>.datasets.<d>.augment``. Mappings (``local``, ``sampling``) are merged
 key by key. In ``local``, a level that sets ``epochs`` clears an inherited ``steps`` and vice versa;
 one mapping may not set both.
 
@@ -48,9 +49,9 @@ SAMPLING_SCHEMES = ("uniform", "bernoulli")
 TOP_KEYS = {"datasets", "data", "device", "dtype", "engine", "chunk_size", "checkpoint_every", "experiments", "wandb", "tables"}
 ENGINES = ("vectorized", "sequential")
 EXPERIMENT_KEYS = {"seeds", "rounds", "eval_every", "target_accuracy", "sampling", "local", "datasets", "algorithms",
-                   "resources", "paper"}
+                   "resources", "paper", "augment"}
 EXPERIMENT_DATASET_KEYS = {"model", "partitions", "rounds", "eval_every", "target_accuracy", "sampling", "local",
-                           "resources"}
+                           "resources", "augment"}
 #: What one train job asks the scheduler for (runtime only: never part of a cell spec).
 #: runtime in minutes, mem_mb in MB (both multiplied by the attempt number on retries), cpus per
 #: job, gpus per job (0 = none), gres (a Slurm gres string such as "shard:1" to share a GPU;
@@ -77,6 +78,12 @@ _HPARAM_BOUNDS = {
     "beta": (0.0, True, None, False),
     "lambda1": (0.0, True, None, False),
     "lambda2": (0.0, True, None, False),
+    "epsilon": (0.0, True, None, False),  # FedElasticNet's threshold ε on |Δ|
+    "dampening": (0.0, True, 1.0, True),
+    "tau": (0.0, True, None, False),  # Elastic Aggregation's offset τ; FedAdam/Yogi/Adagrad's adaptivity τ
+    "rho": (0.0, True, 1.0, False),  # Elastic Aggregation's sensitivity EMA ρ
+    "beta1": (0.0, True, 1.0, False),  # FedAdam/Yogi/Adagrad moment decays
+    "beta2": (0.0, True, 1.0, False),
 }
 _PARTITION_BOUNDS = {
     "alpha": (0.0, False, None, False),  # Dirichlet α
@@ -414,9 +421,15 @@ def _resolve_algorithm(label: str, cfg: Any, path: str) -> tuple[str, dict, dict
 def _check_runtime(config: dict) -> None:
     """Runtime-only keys (how and where jobs run; never part of a cell spec)."""
     data = _mapping(config.get("data"), "data")
-    _unknown_keys(data, ("mirror",), "data")
+    _unknown_keys(data, ("mirror", "trust_mirror_checksums"), "data")
     if data.get("mirror") is not None and not isinstance(data["mirror"], str):
         raise ConfigError(f"data.mirror: must be a directory, file:// or http(s):// prefix, or null (got {_fmt(data['mirror'])})")
+    trust = data.get("trust_mirror_checksums", False)
+    if not isinstance(trust, bool):
+        raise ConfigError(f"data.trust_mirror_checksums: must be true or false (got {_fmt(trust)})")
+    if trust and data.get("mirror") is None:
+        raise ConfigError("data.trust_mirror_checksums: true needs a local data.mirror holding a SHA256SUMS file; "
+                          "set data.mirror or remove trust_mirror_checksums")
     engine = config.get("engine")
     if engine is not None and engine not in ENGINES:
         raise ConfigError(f"engine: must be one of {_known(ENGINES)} or null for the default (got {_fmt(engine)})")
@@ -507,6 +520,36 @@ def table_settings(config: dict) -> dict:
     return out
 
 
+def _augmentation(dataset_id: str, dataset: dict, ecfg: dict, dcfg: dict, epath: str, dpath: str) -> tuple[bool, Any]:
+    """(applies, record) of a cell's training augmentation.
+
+    ``applies`` is False for sources without augmentation (no ``augment`` parameter: the spec then
+    has no ``augmentation`` key). Otherwise the record (:func:`fedbench.data.images.augmentation_record`;
+    None = off) follows ``experiments.<e>.datasets.<d>.augment``, else ``experiments.<e>.augment``,
+    else the dataset's own ``augment``. ``augment: true`` given for one dataset of an
+    experiment whose source cannot augment is an error; at the experiment level it applies to the
+    datasets that can.
+    """
+    for where, cfg in ((dpath, dcfg), (epath, ecfg)):
+        if cfg.get("augment") is not None and not isinstance(cfg["augment"], bool):
+            raise ConfigError(f"{where}.augment: must be true, false or null (got {_fmt(cfg['augment'])})")
+    if "augment" not in dataset:
+        if dcfg.get("augment"):
+            able = [s for s, p in _sources().items() if "augment" in p]
+            raise ConfigError(
+                f"{dpath}.augment: dataset {dataset_id!r} (source {dataset['source']!r}) has no training "
+                f"augmentation; it exists for the image sources {_known(able)}; remove the key")
+        return False, None
+    on = dcfg.get("augment")
+    if on is None:
+        on = ecfg.get("augment")
+    if on is None:
+        on = dataset["augment"]
+    from fedbench.data.images import augmentation_record
+
+    return True, augmentation_record(on)
+
+
 def _seeds(v: Any, path: str) -> list[int]:
     if not isinstance(v, list) or not v:
         raise ConfigError(f"{path}: must be a non-empty list of integers >= 0 (got {_fmt(v)})")
@@ -574,7 +617,9 @@ def expand_cells(config: dict) -> list[dict]:
 
     Each spec has exactly the keys: experiment, dataset, partition, algorithm (the config label),
     seed, algorithm_name, hparams, model, local, sampling, rounds, eval_every, target_accuracy,
-    dtype. ``device`` is deliberately absent: it changes where a cell runs, not its result.
+    dtype; and, for image datasets that can augment (a source with an ``augment`` parameter),
+    ``augmentation``: the training augmentation record or None (see :func:`_augmentation`).
+    ``device`` is deliberately absent: it changes where a cell runs, not its result.
     """
     config = _mapping(config, "config", "a mapping (the parsed YAML)")
     _unknown_keys(config, TOP_KEYS, "config")
@@ -638,6 +683,7 @@ def expand_cells(config: dict) -> list[dict]:
             ds_local = _merge_local(base_local, dcfg.get("local"), f"{dpath}.local")
             spath = f"{dpath}.sampling" if "sampling" in dcfg else f"{epath}.sampling"
             sampling = _finish_sampling(_merge_sampling(base_sampling, dcfg.get("sampling"), f"{dpath}.sampling"), spath)
+            has_aug, aug_record = _augmentation(ds, known_datasets[ds], ecfg, dcfg, epath, dpath)
             parts = _mapping(dcfg.get("partitions"), f"{dpath}.partitions")
             if not parts:
                 raise ConfigError(f"{dpath}.partitions: must define at least one partition, e.g. iid: {{scheme: iid}}")
@@ -648,7 +694,7 @@ def expand_cells(config: dict) -> list[dict]:
                         f"{apath}.local" if local_over else f"{dpath}.local" if dcfg.get("local") else f"{epath}.local",
                     )
                     for seed in seeds:
-                        cells.append({
+                        cell = {
                             "experiment": exp,
                             "dataset": ds,
                             "partition": pid,
@@ -663,7 +709,10 @@ def expand_cells(config: dict) -> list[dict]:
                             "eval_every": eval_every,
                             "target_accuracy": target,
                             "dtype": dtype,
-                        })
+                        }
+                        if has_aug:
+                            cell["augmentation"] = aug_record
+                        cells.append(cell)
     return cells
 
 

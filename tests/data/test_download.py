@@ -156,3 +156,56 @@ def test_prepare_through_an_http_mirror_into_the_cache(http_mirror, tmp_path, mo
     assert load_dataset(out).x_train.shape == (12, 1, 28, 28) and len(log) == 4
     assert sorted(p.name for p in (tmp_path / "datasets" / "_downloads").iterdir()) == sorted(
         f.name for f in REMOTE["mnist"].files.values())
+
+
+# ------------------------------------------------------------------------------ mirror SHA256SUMS
+
+
+def test_read_sha256sums(tmp_path):
+    d = hashlib.sha256(b"x").hexdigest()
+    p = tmp_path / "SHA256SUMS"
+    p.write_text(f"# made by sha256sum\n\n{d}  a.gz\n{d.upper()} *b.tar.gz\n")
+    assert download.read_sha256sums(p) == {"a.gz": d, "b.tar.gz": d}
+    p.write_text("nothex  a.gz\n")
+    with pytest.raises(ValueError, match="SHA256SUMS:1"):
+        download.read_sha256sums(p)
+
+
+def test_mirror_checksums_are_used_only_when_trusted(tmp_path):
+    import json
+
+    from rawfakes import make_mnist
+
+    from fedbench.data.registry import prepare_dataset
+
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    make_mnist(mirror, 30, 10)
+    sums = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in mirror.iterdir()}
+    # only three of the four files listed: the fourth keeps the registry's checksum (and fails)
+    listed = dict(list(sorted(sums.items()))[:3])
+    (mirror / "SHA256SUMS").write_text("".join(f"{d}  {n}\n" for n, d in listed.items()))
+    with pytest.raises(ChecksumError, match="registry"):  # default: the registry's checksums, always
+        prepare_dataset("m", {"source": "mnist"}, tmp_path / "m", mirror=mirror)
+    with pytest.raises(ChecksumError, match=sorted(sums)[3]):
+        prepare_dataset("m", {"source": "mnist"}, tmp_path / "m", mirror=mirror, trust_mirror_checksums=True)
+    (mirror / "SHA256SUMS").write_text("".join(f"{d}  {n}\n" for n, d in sums.items()))
+    out = prepare_dataset("m", {"source": "mnist"}, tmp_path / "m", mirror=mirror, trust_mirror_checksums=True)
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["raw_checksums"].startswith("mirror SHA256SUMS for ")
+    assert meta["raw_files"]["t10k-images-idx3-ubyte.gz"]["sha256"] == sums["t10k-images-idx3-ubyte.gz"]
+    assert REMOTE["mnist"].files["train_images"].size == 9912422  # the registry itself is untouched
+    # the registry's checksums are recorded when they were used
+    assert json.loads((prepare_dataset("d", {"source": "digits"}, tmp_path / "d") / "meta.json").read_text()) \
+        .get("raw_checksums") is None
+
+
+def test_trusting_mirror_checksums_needs_a_local_mirror_with_sha256sums(tmp_path):
+    remote = RemoteDataset("x", {"f": _file()}, "", "")
+    with pytest.raises(DataUnavailableError, match="local mirror"):
+        download.with_mirror_checksums(remote, "https://example.invalid/m")
+    with pytest.raises(DataUnavailableError, match="SHA256SUMS does not exist"):
+        download.with_mirror_checksums(remote, tmp_path)
+    (tmp_path / "SHA256SUMS").write_text(f"{hashlib.sha256(b'other').hexdigest()}  blob.bin\n")
+    assert download.with_mirror_checksums(remote, tmp_path).files["f"].sha256 == hashlib.sha256(b"other").hexdigest()
+    assert download.with_mirror_checksums(remote, tmp_path).files["f"].size is None

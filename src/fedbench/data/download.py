@@ -14,6 +14,15 @@ interrupted download leaves no file under the final name. Network errors and HTT
 retried ``retries`` times with exponential backoff (``backoff * 2**attempt`` seconds); HTTP 4xx
 (e.g. 404) is not. A cached file that fails verification is deleted and fetched again.
 
+Mirror checksums (tests and site mirrors; off by default): with ``trust_mirror_checksums=True``
+(config ``data.trust_mirror_checksums``) the files listed in ``<mirror>/SHA256SUMS`` (the
+``sha256sum`` output format: ``<hex digest>  <file name>`` per line) are verified against *that*
+digest instead of the registry's (size and md5 are then not checked); files it does not list keep
+the registry's checksums. Only a local mirror can vouch for its own files this way. The default
+always verifies the registry's canonical checksums; the prepared dataset's meta.json records
+which were used (``raw_checksums``). This is how the workflow tests serve miniature files in the
+real formats, and how a site can serve a re-released file (e.g. a newer Gutenberg pg100.txt).
+
 Errors:
     DataUnavailableError (a FileNotFoundError): some files could not be obtained. One message
         lists every missing file, where it was looked for, and how to set ``data.mirror``.
@@ -32,6 +41,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from dataclasses import replace
 from pathlib import Path
 
 from fedbench.data.errors import ChecksumError, DataUnavailableError
@@ -75,6 +85,59 @@ def source_of(file: RemoteFile, mirror: str | os.PathLike | None = None) -> str:
     if mirror is not None:
         return os.fspath(mirror).rstrip("/") + "/" + urllib.parse.quote(file.name)
     return file.url
+
+
+# --------------------------------------------------------------------------- mirror checksums
+
+SUMS_FILE = "SHA256SUMS"
+
+
+def read_sha256sums(path: str | os.PathLike) -> dict[str, str]:
+    """``{file name: sha256}`` from a ``sha256sum``-format file (``#`` comments and blank lines skipped).
+
+    Raises:
+        ValueError: a line that is not ``<64 hex digits> [ *]<name>`` (the message names the line).
+    """
+    out = {}
+    for i, line in enumerate(Path(path).read_text().splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        parts = line.split(None, 1)
+        digest = parts[0].lower()
+        if len(parts) != 2 or len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+            raise ValueError(f"{path}:{i}: not a sha256sum line ('<64 hex digits>  <file name>'): {line!r}")
+        out[parts[1].lstrip("*").strip()] = digest
+    return out
+
+
+def with_mirror_checksums(remote: RemoteDataset, mirror: str | os.PathLike | None) -> RemoteDataset:
+    """``remote`` with the checksums of the files listed in ``<mirror>/SHA256SUMS``.
+
+    Raises:
+        DataUnavailableError: ``mirror`` is not a local directory, or it has no SHA256SUMS file.
+        ValueError: a malformed SHA256SUMS line.
+    """
+    local = _local_mirror(mirror)
+    if local is None:
+        raise DataUnavailableError(
+            f"trust_mirror_checksums needs a local mirror directory (got {mirror!r}); an http(s) mirror is "
+            f"always verified against the registry's checksums")
+    sums_path = local / SUMS_FILE
+    if not sums_path.is_file():
+        raise DataUnavailableError(
+            f"trust_mirror_checksums is set but {sums_path} does not exist; write it with "
+            f"`sha256sum <files> > {SUMS_FILE}` in the mirror, or unset trust_mirror_checksums")
+    sums = read_sha256sums(sums_path)
+    files = {}
+    for role, f in remote.files.items():
+        if f.name in sums:
+            if f.sha256 is not None and f.sha256.lower() != sums[f.name]:
+                log.warning("%s: verified against %s (%s…), not the registry's sha256 (%s…)", f.name, sums_path,
+                            sums[f.name][:12], f.sha256[:12])
+            f = replace(f, sha256=sums[f.name], md5=None, size=None)
+        files[role] = f
+    return replace(remote, files=files)
 
 
 # --------------------------------------------------------------------------- verification
@@ -236,9 +299,13 @@ def fetch_all(
     cache_dir: str | os.PathLike,
     mirror: str | os.PathLike | None = None,
     roles: tuple[str, ...] | None = None,
+    trust_mirror_checksums: bool = False,
     **kwargs,
 ) -> dict[str, Path]:
     """Fetch every file of ``remote`` (or only ``roles``); see :func:`fetch` for the arguments.
+
+    With ``trust_mirror_checksums`` the files listed in the local mirror's SHA256SUMS are
+    verified against it (:func:`with_mirror_checksums`; module docstring).
 
     Returns:
         ``{role: verified path}``.
@@ -248,6 +315,8 @@ def fetch_all(
             was looked for and why, and how to set ``data.mirror``.
         ChecksumError: the first file whose size or digest is wrong (named in the message).
     """
+    if trust_mirror_checksums:
+        remote = with_mirror_checksums(remote, mirror)
     paths, missing = {}, []
     for role, file in remote.files.items():
         if roles is not None and role not in roles:

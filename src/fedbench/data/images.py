@@ -11,21 +11,26 @@
 
 Augmentation is not applied here: a prepared dataset stores each image once. ``augment: true``
 records :data:`CIFAR_AUGMENTATION` in meta.json under ``augmentation`` and the engine applies it to
-training batches (random crop of 32x32 after zero-padding 4 pixels on each side, then a horizontal
-flip with probability 0.5; torchvision ``RandomCrop(32, padding=4)`` + ``RandomHorizontalFlip()``,
-as FedDyn's and most CIFAR reference code). Augmentation acts on the normalised tensor, so the
-padding value 0 is the channel mean, not black (torchvision pads before ToTensor/Normalize, i.e.
-black); the difference is documented, not hidden.
+training minibatches (:mod:`fedbench.engine.augment`) as the FedDyn reference code
+(``utils_dataset.py``, used by FedDyn and FedElasticNet; summary-seed-003 §4.3) does: a horizontal
+flip with probability 0.5, then, with probability 0.5, a random 32x32 crop after zero-padding 4
+pixels on each side. (torchvision's ``RandomCrop(32, padding=4)`` crops always: set
+``random_crop.p`` to 1 for that.) As in FedDyn's code, augmentation acts on the normalised tensor,
+so the padding value 0 is the channel mean, not black (torchvision pads before
+ToTensor/Normalize, i.e. black). A cell can switch it off or on (``augment`` in an experiment,
+config/README.md).
 """
 
 from __future__ import annotations
+
+import copy
 
 import numpy as np
 
 NORMALIZE_MODES = ("fixed", "train", "none")
 CIFAR_AUGMENTATION = {
-    "random_crop": {"size": 32, "padding": 4, "fill": 0.0},
     "horizontal_flip": {"p": 0.5},
+    "random_crop": {"size": 32, "padding": 4, "fill": 0.0, "p": 0.5},
     "splits": ["train"],
 }
 CHUNK = 8192  # images scaled per step, to bound the float64 temporaries
@@ -95,4 +100,4 @@ def normalize_images(x_train: np.ndarray, x_test: np.ndarray, normalize: str, me
 
 def augmentation_record(augment: bool) -> dict | None:
     """The ``augmentation`` entry of meta.json: :data:`CIFAR_AUGMENTATION` or None."""
-    return dict(CIFAR_AUGMENTATION) if augment else None
+    return copy.deepcopy(CIFAR_AUGMENTATION) if augment else None

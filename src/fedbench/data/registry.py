@@ -45,7 +45,7 @@ from pathlib import Path
 
 from fedbench.data import cifar, cinic, idx, libsvm, shakespeare, tff
 from fedbench.data.digits import load_digits
-from fedbench.data.download import fetch_all
+from fedbench.data.download import fetch_all, with_mirror_checksums
 from fedbench.data.images import check_normalize
 from fedbench.data.sources import REMOTE
 from fedbench.data.store import Dataset, write_dataset
@@ -148,7 +148,8 @@ def resolve_dataset_params(cfg: dict) -> dict:
 
 
 def build_dataset(dataset_id: str, cfg: dict, mirror: str | os.PathLike | None = None,
-                  cache_dir: str | os.PathLike | None = None, progress: bool = True) -> Dataset:
+                  cache_dir: str | os.PathLike | None = None, progress: bool = True,
+                  trust_mirror_checksums: bool = False) -> Dataset:
     """Build (load, download or generate) the Dataset a config describes, in memory.
 
     Args:
@@ -160,6 +161,9 @@ def build_dataset(dataset_id: str, cfg: dict, mirror: str | os.PathLike | None =
         cache_dir: where downloads are kept (required for downloaded sources without a local
             mirror; :func:`prepare_dataset` defaults it).
         progress: show download progress bars.
+        trust_mirror_checksums: verify the files listed in ``<mirror>/SHA256SUMS`` against it
+            instead of the registry (tests, site mirrors; :mod:`fedbench.data.download`). Default:
+            the registry's checksums, always.
 
     Raises:
         ValueError: as :func:`resolve_dataset_params`, or a parameter value out of range.
@@ -175,15 +179,24 @@ def build_dataset(dataset_id: str, cfg: dict, mirror: str | os.PathLike | None =
     check_remote_params(source, params)
     if cache_dir is None:
         cache_dir = Path(".") / "_downloads"
-    paths = fetch_all(REMOTE[source], cache_dir, mirror, progress=progress)
+    remote = REMOTE[source]
+    if trust_mirror_checksums:
+        remote = with_mirror_checksums(remote, mirror)
+    paths = fetch_all(remote, cache_dir, mirror, progress=progress)
     ds = _BUILDERS[source](paths, name=dataset_id, **params)
     raw = {f.name: {"url": f.url, "sha256": f.sha256, "md5": f.md5, "size": f.size}
-           for f in REMOTE[source].files.values()}
-    return dataclasses.replace(ds, meta={**ds.meta, "raw_files": raw, "licence": REMOTE[source].licence})
+           for f in remote.files.values()}
+    checksums = "registry"
+    if remote is not REMOTE[source]:
+        changed = sorted(f.name for r, f in remote.files.items() if f != REMOTE[source].files[r])
+        checksums = f"mirror SHA256SUMS for {', '.join(changed)}" if changed else "registry"
+    return dataclasses.replace(ds, meta={**ds.meta, "raw_files": raw, "raw_checksums": checksums,
+                                         "licence": REMOTE[source].licence})
 
 
 def prepare_dataset(dataset_id: str, cfg: dict, out_dir: str | os.PathLike, mirror: str | os.PathLike | None = None,
-                    cache_dir: str | os.PathLike | None = None, progress: bool = True) -> Path:
+                    cache_dir: str | os.PathLike | None = None, progress: bool = True,
+                    trust_mirror_checksums: bool = False) -> Path:
     """Build a dataset and write it with :func:`fedbench.data.store.write_dataset`.
 
     Args:
@@ -194,6 +207,7 @@ def prepare_dataset(dataset_id: str, cfg: dict, out_dir: str | os.PathLike, mirr
         mirror: see :func:`build_dataset` (the workflow passes ``config["data"]["mirror"]``).
         cache_dir: download cache; default ``<out_dir>/../_downloads``.
         progress: show download progress bars.
+        trust_mirror_checksums: see :func:`build_dataset` (config ``data.trust_mirror_checksums``).
 
     Returns:
         ``out_dir`` as a Path. meta.json records the source, the resolved parameters, the raw
@@ -208,5 +222,6 @@ def prepare_dataset(dataset_id: str, cfg: dict, out_dir: str | os.PathLike, mirr
     source = cfg["source"]
     if cache_dir is None:
         cache_dir = default_cache_dir(out_dir)
-    ds = build_dataset(dataset_id, cfg, mirror=mirror, cache_dir=cache_dir, progress=progress)
+    ds = build_dataset(dataset_id, cfg, mirror=mirror, cache_dir=cache_dir, progress=progress,
+                       trust_mirror_checksums=trust_mirror_checksums)
     return write_dataset(out_dir, ds, source=source, params=params, x_dtype=X_DTYPE.get(source, "float32"))

@@ -12,6 +12,7 @@ from types import ModuleType
 import numpy as np
 import torch
 
+from fedbench.engine.augment import apply as apply_augmentation
 from fedbench.tree import Tree
 
 GradFn = Callable[[Tree, torch.Tensor, torch.Tensor], tuple[Tree, torch.Tensor]]
@@ -26,6 +27,7 @@ def train_client(
     batches: Sequence[np.ndarray],
     hparams: dict,
     grad_fn: GradFn,
+    augment: tuple[dict, list] | None = None,
 ) -> tuple[dict, dict | None, float]:
     """Run one client's local work for one round.
 
@@ -39,15 +41,23 @@ def train_client(
             :func:`fedbench.engine.batches.local_batches`).
         hparams: the flat hyperparameter dict for this round (algorithm + lr/weight_decay/clip_norm).
         grad_fn: ``grad_fn(params, x, y) -> (grads, loss)``.
+        augment: None (no augmentation), or ``(aug, draws)``: a checked record
+            (:func:`fedbench.engine.augment.check_record`) and one ``(flip, dy, dx)`` per step
+            (:func:`fedbench.engine.augment.draw`), applied to each minibatch's inputs.
 
     Returns:
         (message, new client state, mean minibatch loss over the K steps; NaN if K = 0).
     """
     state = algorithm.client_init(server_state, client_state, hparams)
     losses = []
-    for idx in batches:
+    for s, idx in enumerate(batches):
         ix = torch.as_tensor(idx, device=x.device)
-        state = algorithm.client_step(state, (x[ix], y[ix]), hparams, grad_fn)
+        xb = x[ix]
+        if augment is not None:
+            aug, draws = augment
+            flip, dy, dx = (torch.as_tensor(a) for a in draws[s])
+            xb = apply_augmentation(xb, flip, dy, dx, aug["padding"], aug["fill"])
+        state = algorithm.client_step(state, (xb, y[ix]), hparams, grad_fn)
         losses.append(state["loss"])
     message, new_client_state = algorithm.client_final(server_state, state, hparams)
     mean_loss = float(torch.stack(losses).mean()) if losses else float("nan")

@@ -9,6 +9,11 @@ For t = 1..T (McMahan et al. 2017, Algorithm 1, generalised by the algorithm pro
 3. ``server_update`` with the messages and the clients' sample counts n_k;
 4. count communication from the messages; every ``eval_every`` rounds (and at T) evaluate θ^t.
 
+Training minibatches of image datasets are augmented when the cell says so (spec
+``augmentation``, else the dataset's ``meta["augmentation"]``; :mod:`fedbench.engine.augment`):
+draws keyed by (seed, t, k, "augment"), made up front like the batch indices, identical in both
+engines. Evaluation never sees augmented data.
+
 A round whose client losses or new server parameters are NaN/inf ends training: its row is
 written with status ``diverged`` and the cell finishes normally, so the workflow continues.
 
@@ -55,6 +60,7 @@ from tqdm import tqdm
 from fedbench.algorithms import get_algorithm
 from fedbench.data.partition import client_indices, read_partition
 from fedbench.data.store import Dataset, load_dataset
+from fedbench.engine.augment import check_record
 from fedbench.engine.evaluate import evaluate
 from fedbench.engine.rng import generator
 from fedbench.engine.sampling import sample_clients
@@ -76,6 +82,15 @@ def spec_id(spec: dict) -> str:
     """A short stable hash of everything in a cell spec that is not its identity (12 hex chars)."""
     body = {k: v for k, v in spec.items() if k not in IDENTITY_KEYS and k not in RUNTIME_KEYS}
     return hashlib.sha1(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+def augmentation_of(spec: dict, dataset: Dataset) -> dict | None:
+    """The augmentation record a cell trains with: the spec's ``augmentation`` when the spec has
+    that key (the config resolved it: :func:`fedbench.config.expand_cells`; None = off), else the
+    dataset's ``meta["augmentation"]`` (None when absent)."""
+    if "augmentation" in spec:
+        return spec["augmentation"]
+    return dataset.meta.get("augmentation")
 
 
 def resolve_device(device: str = "auto") -> torch.device:
@@ -155,13 +170,14 @@ def train(
     params = {k: v.to(dev) for k, v in model.init(generator(seed, 0, -1, "init"), dtype=dtype).items()}
     algo = get_algorithm(spec["algorithm_name"])
     server = algo.server_init(params, hp_base, m)
+    aug = check_record(augmentation_of(spec, dataset), dataset.feature_shape)
     if engine == "vectorized":
         trainer = VectorizedClients(algo, model.apply, grad_fn, x_train, y_train, clients, local, seed,
-                                    chunk_size=chunk_size)
+                                    chunk_size=chunk_size, augmentation=aug)
     else:
         client_data = [(x_train[torch.as_tensor(ix, device=dev)], y_train[torch.as_tensor(ix, device=dev)])
                        for ix in clients]
-        trainer = SequentialClients(algo, grad_fn, client_data, clients, local, seed)
+        trainer = SequentialClients(algo, grad_fn, client_data, clients, local, seed, augmentation=aug)
 
     identity = {
         "experiment": spec["experiment"],

@@ -15,7 +15,7 @@ import zlib
 
 import numpy as np
 
-PURPOSES = ("init", "partition", "sample", "batches", "dataset", "holdout", "eval")
+PURPOSES = ("init", "partition", "sample", "batches", "dataset", "holdout", "eval", "augment")
 
 
 def _purpose_id(purpose: str) -> int:

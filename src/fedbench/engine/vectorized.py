@@ -36,7 +36,12 @@ How a round is run
    unstacked and handed to the algorithm's ``server_update`` as a list **in ascending client id
    order**, exactly as the reference does; communication is counted from the stacked messages
    (identical counts; the entropy histogram does not depend on the order of the values).
-6. **Client state** (SCAFFOLD c_k, FedDyn g_k) lives in one stacked table per leaf,
+6. **Augmentation** (image datasets, when the cell asks for it): each client's flip and crop
+   draws are made up front from (seed, t, k, "augment") exactly as the reference makes them
+   (:mod:`fedbench.engine.augment`) and laid out as ``[S, G, B]`` like the indices; a step's
+   gathered batch is flipped and cropped (copies only, so bitwise the reference's inputs) before
+   the vmapped ``client_step``. Padded rows and steps get the identity.
+7. **Client state** (SCAFFOLD c_k, FedDyn g_k) lives in one stacked table per leaf,
    ``[m, *shape]``, allocated when a client first returns state; clients that never participated
    get ``client_init(server, None)`` (computed once and broadcast), the others the vmapped
    ``client_init`` on their gathered rows, combined with ``torch.where``.
@@ -85,6 +90,7 @@ import torch
 from torch.func import vmap
 from torch.utils import _pytree as pytree
 
+from fedbench.engine import augment as augmentation
 from fedbench.engine.batches import local_batches
 
 #: The label of a padded row: cross-entropy's default ``ignore_index``.
@@ -275,12 +281,16 @@ class VectorizedClients:
         seed: the cell's seed (batch randomness key).
         chunk_size: clients per vectorized chunk; None or "auto" = :func:`auto_chunk_size`.
         step_overhead: :func:`plan_groups`'s overhead per vectorized step (None = per device).
+        augmentation: a checked augmentation record (:func:`fedbench.engine.augment.check_record`)
+            applied to every training minibatch, or None. Draws are keyed as in the reference;
+            padded rows and padded steps get the identity (no flip, centre window).
     """
 
     def __init__(self, algorithm: ModuleType, apply, grad_fn, x_all: torch.Tensor, y_all: torch.Tensor,
                  clients: Sequence[np.ndarray], local: dict, seed: int, chunk_size=None,
-                 step_overhead: float | None = None):
+                 step_overhead: float | None = None, augmentation: dict | None = None):
         self.algo = algorithm
+        self.aug = augmentation
         self.apply = apply
         self.grad_fn = grad_fn
         self.x_all, self.y_all = x_all, y_all
@@ -304,8 +314,9 @@ class VectorizedClients:
         return local_batches(self.seed, t, k, len(self.clients[k]), self.local["batch_size"],
                              epochs=self.local.get("epochs"), steps=self.local.get("steps"))
 
-    def _group_tensors(self, members: Sequence[int], batches: dict[int, list[np.ndarray]]):
-        """(idx[S, G, B] rows of x_all, y[S, G, B] labels with IGNORE_INDEX pads, mask[S, G])."""
+    def _group_tensors(self, members: Sequence[int], batches: dict[int, list[np.ndarray]], draws=None):
+        """(idx[S, G, B] rows of x_all, y[S, G, B] labels with IGNORE_INDEX pads, mask[S, G], K per
+        client, and the augmentation draws (flip, dy, dx)[S, G, B] or None)."""
         g = len(members)
         ks = [len(batches[k]) for k in members]
         s_max = max(ks)
@@ -337,7 +348,17 @@ class VectorizedClients:
         idx_t = torch.from_numpy(idx).to(self.device)
         y = self.y_all[idx_t]
         y = torch.where(torch.from_numpy(real).to(self.device), y, torch.full_like(y, IGNORE_INDEX))
-        return idx_t, y, step_mask, np.asarray(ks)
+        aug = None
+        if draws is not None:  # padded rows and steps: the identity (no flip, centre window)
+            pad = self.aug["padding"]
+            flip = np.zeros((s_max, g, b_max), dtype=bool)
+            dy = np.full((s_max, g, b_max), pad, dtype=np.int64)
+            dx = np.full((s_max, g, b_max), pad, dtype=np.int64)
+            for j, k in enumerate(members):
+                for s, (f, a, b) in enumerate(draws[k]):
+                    flip[s, j, : len(f)], dy[s, j, : len(a)], dx[s, j, : len(b)] = f, a, b
+            aug = tuple(torch.from_numpy(a).to(self.device) for a in (flip, dy, dx))
+        return idx_t, y, step_mask, np.asarray(ks), aug
 
     # -- client state ----------------------------------------------------------------------------
     def _init_states(self, server: dict, members: np.ndarray, hp: dict):
@@ -396,6 +417,9 @@ class VectorizedClients:
         algo, grad_fn = self.algo, self.grad_fn
         sampled = np.asarray(sampled, dtype=np.int64)
         batches = {int(k): self._client_batches(t, int(k)) for k in sampled}
+        draws = None
+        if self.aug is not None:
+            draws = {k: augmentation.draw(self.aug, self.seed, t, k, [len(b) for b in bl]) for k, bl in batches.items()}
         steps = [len(batches[int(k)]) for k in sampled]
         chunk = self.chunk_size or self._auto_chunk(server, hp, max(steps, default=0))
         plan = plan_groups(steps, chunk, self.step_overhead)
@@ -413,13 +437,19 @@ class VectorizedClients:
         counted = []
         for positions in plan:
             members = sampled[positions]
-            idx, y, mask_np, ks = self._group_tensors(members.tolist(), batches)
+            idx, y, mask_np, ks, aug = self._group_tensors(members.tolist(), batches, draws)
             state = self._init_states(server, members, hp)
             g = len(members)
             loss_sum = torch.zeros(g, dtype=torch.float64, device=self.device)
             mask_t = torch.from_numpy(mask_np).to(self.device)  # one host-to-device copy per group
             for s in range(idx.shape[0]):
-                new = step_v(state, self.x_all[idx[s]], y[s])
+                xs = self.x_all[idx[s]]
+                if aug is not None:
+                    gb = xs.shape[0] * xs.shape[1]
+                    xs = augmentation.apply(xs.reshape(gb, *xs.shape[2:]), aug[0][s].reshape(gb),
+                                            aug[1][s].reshape(gb), aug[2][s].reshape(gb),
+                                            self.aug["padding"], self.aug["fill"]).reshape(xs.shape)
+                new = step_v(state, xs, y[s])
                 if mask_np[s].all():
                     state = new
                     loss_sum = loss_sum + new["loss"].double()
@@ -456,8 +486,10 @@ class VectorizedClients:
 class SequentialClients:
     """The reference: one client at a time (:func:`fedbench.engine.local.train_client`)."""
 
-    def __init__(self, algorithm: ModuleType, grad_fn, client_data, clients, local: dict, seed: int):
+    def __init__(self, algorithm: ModuleType, grad_fn, client_data, clients, local: dict, seed: int,
+                 augmentation: dict | None = None):
         self.algo, self.grad_fn = algorithm, grad_fn
+        self.aug = augmentation
         self.client_data, self.clients = client_data, clients
         self.local, self.seed = local, int(seed)
         self.states: dict[int, dict] = {}
@@ -471,8 +503,11 @@ class SequentialClients:
             xk, yk = self.client_data[k]
             batches = local_batches(self.seed, t, k, len(self.clients[k]), self.local["batch_size"],
                                     epochs=self.local.get("epochs"), steps=self.local.get("steps"))
+            aug = None
+            if self.aug is not None:
+                aug = (self.aug, augmentation.draw(self.aug, self.seed, t, k, [len(b) for b in batches]))
             msg, cstate, loss = train_client(self.algo, server, self.states.get(k), xk, yk, batches, hp,
-                                             self.grad_fn)
+                                             self.grad_fn, augment=aug)
             if cstate is not None:
                 self.states[k] = cstate
             messages.append(msg)
