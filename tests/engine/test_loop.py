@@ -111,3 +111,19 @@ def test_run_cell_writes_schema_checked_metrics(tmp_path, data):
 def test_spec_id_ignores_identity_but_not_hparams():
     assert spec_id(_spec(seed=1)) == spec_id(_spec(seed=0))
     assert spec_id(_spec(hparams={"mu": 0.1})) != spec_id(_spec(hparams={"mu": 0.2}))
+
+
+@pytest.mark.parametrize("engine", ["vectorized", "sequential"])
+def test_character_ids_train_an_lstm(engine):
+    # Shakespeare-style data: uint8 character ids, next-character labels, natural clients
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 80, size=(90, 12)).astype(np.uint8)
+    y = (x[:, -1].astype(np.int64) + 1) % 80  # next char = last char + 1: learnable
+    ds = Dataset("chars", x[:60], y[:60], x[60:], y[60:], num_classes=80,
+                 client_train=np.repeat(np.arange(3), 20), client_test=np.repeat(np.arange(3), 10))
+    part = make_partition(ds, {"scheme": "natural"}, seed=0)
+    spec = _spec(model={"name": "lstm"}, rounds=3, local=_spec()["local"] | {"lr": 1.0},
+                 sampling={"scheme": "uniform", "participation": 1.0})
+    rows, info = train(spec, ds, part, device="cpu", engine=engine)
+    assert info["status"] == "ok" and rows[-1]["train_loss"] < rows[0]["train_loss"]
+    assert info["params"]["embedding.weight"].dtype.is_floating_point

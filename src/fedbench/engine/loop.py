@@ -158,9 +158,11 @@ def train(
     clients = client_indices(partition, "train")
     m = len(clients)
     weights_all = np.array([len(ix) for ix in clients], dtype=np.float64)
-    x_train = torch.as_tensor(np.array(dataset.x_train), dtype=dtype, device=dev)
+    # Integer inputs (Shakespeare's character ids) stay integer ids; real inputs take the cell's dtype.
+    x_dtype = dtype if np.issubdtype(dataset.x_train.dtype, np.floating) else torch.int64
+    x_train = torch.as_tensor(np.array(dataset.x_train), dtype=x_dtype, device=dev)
     y_train = torch.as_tensor(np.array(dataset.y_train), dtype=torch.int64, device=dev)
-    x_test = torch.as_tensor(np.array(dataset.x_test), dtype=dtype, device=dev)
+    x_test = torch.as_tensor(np.array(dataset.x_test), dtype=x_dtype, device=dev)
     y_test = torch.as_tensor(np.array(dataset.y_test), dtype=torch.int64, device=dev)
     used = torch.as_tensor(np.sort(np.concatenate(clients)), device=dev)
     x_used, y_used = x_train[used], y_train[used]
