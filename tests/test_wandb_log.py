@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import time
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -81,10 +80,8 @@ def write_cell(tmp_path, rounds: int, diverge_at: int | None = None):
 
 def test_a_cell_becomes_an_offline_run_with_history_config_and_summary(offline, tmp_path):
     metrics, summary, rows = write_cell(tmp_path, rounds=1500)  # > 32 KiB: records span log blocks
-    t0 = time.perf_counter()
     rec = log_cell(metrics, summary, {"project": "fb-test", "entity": None, "mode": "offline"},
                    root=tmp_path / "wandb", paper="FedProx (Li et al. 2020)", code_version="0123456789abcdef")
-    assert time.perf_counter() - t0 < 30
     assert rec["mode"] == "offline" and rec["group"] == "exp/digits/iid" and rec["job_type"] == "fedprox_mu0.1"
     assert rec["rounds_logged"] == 1500
     run = read_offline_run(rec["dir"])

@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 import netrc
 import os
+import time
 import struct
 import subprocess
 import sys
@@ -154,7 +155,28 @@ def log_cell(
         }
     finally:
         run.finish()
+    if mode == "offline":
+        _wait_until_written(record["dir"])
     return record
+
+
+def _wait_until_written(run_dir: str, timeout: float = 120.0) -> None:
+    """Block until the offline run's ``.wandb`` file holds its exit record.
+
+    ``run.finish()`` can return while W&B's service process is still writing the file (seen on a
+    loaded machine); waiting here means a finished ``wandb_log`` job always leaves a complete run
+    for ``wandb sync``. Raises TimeoutError naming the directory if the record never appears.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if read_offline_run(run_dir)["finished"]:
+                return
+        except (FileNotFoundError, IndexError, ValueError):
+            pass  # not created or half-written yet
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"W&B did not finish writing the offline run in {run_dir} within {timeout:.0f} s")
+        time.sleep(0.2)
 
 
 # ------------------------------------------------------------------------------------------
