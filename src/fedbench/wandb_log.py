@@ -32,10 +32,10 @@ from __future__ import annotations
 import json
 import netrc
 import os
-import time
 import struct
 import subprocess
 import sys
+import time
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
