@@ -31,3 +31,88 @@ rule aggregate:
         "results/logs/aggregate/{experiment}.log",
     script:
         "../workflow/scripts/aggregate.py"
+
+
+# The papers' tables (fedbench.analysis.paper_tables): built for every paper that some experiment
+# names in its `paper` key (FedElasticNet: Tables 2-4; Elastic Aggregation: Table 1), over all the
+# experiments of that paper, with the paper's numbers (config/reference/*.csv) beside ours.
+from fedbench.analysis.paper_tables import TABLES as PAPER_TABLE_SPECS, paper_key, tables_for
+
+
+def _experiment_paper(experiment):
+    return (config["experiments"].get(experiment) or {}).get("paper")
+
+
+PAPER_TABLES = tables_for([_experiment_paper(e) for e in EXPERIMENTS])
+
+
+def paper_table_cells(wildcards):
+    """(experiment, dataset, partition, algorithm, participation) of the cells of the experiments
+    whose `paper` is this table's paper."""
+    key = next(k for k in ("fedelasticnet", "elastic_aggregation") if wildcards.table.startswith(k))
+    seen, out = set(), []
+    for c in CELLS:
+        if paper_key(_experiment_paper(c["experiment"])) != key:
+            continue
+        row = (c["experiment"], c["dataset"], c["partition"], c["algorithm"], c["sampling"]["participation"])
+        if row not in seen:
+            seen.add(row)
+            out.append(dict(zip(("experiment", "dataset", "partition", "algorithm", "participation"), row)))
+    return out
+
+
+def paper_table_code_version(wildcards):
+    return code_version(["fedbench.analysis.paper_tables"], within="fedbench.analysis")
+
+
+rule paper_table:
+    localrule: True
+    input:
+        metrics="results/metrics.parquet",
+        reference=lambda wc: os.path.join(workflow.basedir, "config", "reference",
+                                          PAPER_TABLE_SPECS[wc.table]["reference"]),
+    output:
+        md="results/tables/paper/{table}.md",
+        csv=report(
+            "results/tables/paper/{table}.csv",
+            caption="../workflow/report/paper_table.rst",
+            category="Paper tables",
+            labels={"table": "{table}"},
+        ),
+    wildcard_constraints:
+        table="|".join(PAPER_TABLE_SPECS) or "no_paper_table",
+    params:
+        cells=paper_table_cells,
+        code=paper_table_code_version,
+    log:
+        "results/logs/paper_table/{table}.log",
+    script:
+        "../workflow/scripts/paper_table.py"
+
+
+# FedElasticNet's λ1 sweep (Figures 3-5: final accuracy and non-zeros vs λ1), built when some
+# experiment runs a FedElasticNet algorithm at two or more values of lambda1.
+from fedbench.analysis.sweep_plots import sweep_cells
+
+SWEEP_CELLS = sweep_cells(CELLS)
+SWEEP_PLOTS = ["results/plots/paper/fedelasticnet_lambda1_sweep.png"] if SWEEP_CELLS else []
+
+
+rule lambda1_sweep_plot:
+    localrule: True
+    input:
+        metrics="results/metrics.parquet",
+    output:
+        plot=report(
+            "results/plots/paper/fedelasticnet_lambda1_sweep.png",
+            caption="../workflow/report/lambda1_sweep.rst",
+            category="Paper figures",
+            labels={"figure": "FedElasticNet λ1 sweep"},
+        ),
+    params:
+        cells=SWEEP_CELLS,
+        code=lambda wc: code_version(["fedbench.analysis.sweep_plots"], within="fedbench.analysis"),
+    log:
+        "results/logs/lambda1_sweep_plot.log",
+    script:
+        "../workflow/scripts/lambda1_sweep_plot.py"

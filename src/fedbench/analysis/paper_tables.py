@@ -1,0 +1,302 @@
+"""Tables in the layouts of the seed papers, with the paper's numbers beside ours.
+
+Two papers, four tables (the numbers the papers report are in ``config/reference/*.csv``; their
+columns and the mapping from the papers' method names to our algorithm labels are in
+``config/reference/README.md``):
+
+- FedElasticNet (Kim et al.), :data:`PAPERS` key ``fedelasticnet``:
+  Table 2, cumulative uplink non-zeros (unit 1e7), partial participation;
+  Table 3, cumulative uplink entropy (bits), partial participation;
+  Table 4, cumulative uplink entropy (bits), full participation.
+  Columns: FedProx, Alg. 1, SCAFFOLD, Alg. 2, FedDyn, Alg. 3 (labels ``fedprox``,
+  ``fedelasticnet_prox``, ``scaffold``, ``fedelasticnet_scaffold``, ``feddyn``,
+  ``fedelasticnet_feddyn``). The paper prints FedDyn's entropy as "θ (Δ)": the entropy when the
+  clients send their models θ_k, and in brackets when they send their updates Δ_k. Our metrics
+  hold one convention, the values actually sent (``uplink_entropy_bits``: θ for FedDyn); a
+  column ``uplink_entropy_bits_delta`` is used when the metrics have it, and Δ is otherwise shown
+  as "n/m" (not measured).
+- Elastic Aggregation (Chen et al.), key ``elastic_aggregation``: Table 1, final test accuracy of
+  naive aggregation / elastic (average) / elastic (momentum) (labels ``fedavg``,
+  ``elastic_fedavg_average``, ``elastic_fedavg``). The paper's train accuracy is listed in the CSV;
+  ours is not measured.
+
+Which experiments feed which paper: the experiment's ``paper`` key (config), matched by
+:func:`paper_key` (a case-insensitive substring: "FedElasticNet", "Elastic Aggregation").
+Which of our rows match a paper row: the same dataset id, partition id, participation and
+algorithm label (a blank partition or participation in the reference matches any). The paper's
+rows that we did not run are kept (ours "—"), and our rows that the paper lacks are added
+(paper "—"), so the table always has the paper's layout.
+
+Our value of a cumulative metric is the value at the last round of each run (seed), averaged over
+the seeds that did not diverge; the ratio is ours / paper.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+import polars as pl
+
+NOT_MEASURED = "n/m"
+DASH = "—"
+
+FEDELASTICNET_COLUMNS = [
+    ("fedprox", "FedProx"), ("fedelasticnet_prox", "Alg. 1"), ("scaffold", "SCAFFOLD"),
+    ("fedelasticnet_scaffold", "Alg. 2"), ("feddyn", "FedDyn"), ("fedelasticnet_feddyn", "Alg. 3"),
+]
+ELASTIC_COLUMNS = [("fedavg", "naive"), ("elastic_fedavg_average", "elastic(average)"),
+                   ("elastic_fedavg", "elastic(momentum)")]
+
+#: paper key -> how to recognise its experiments and its tables.
+#: Each table: reference CSV (under config/reference/), our metric column, scale (ours is divided
+#: by it: 1e7 for Table 2's unit), which participation it shows ("partial" = < 1, "full" = 1),
+#: its columns (label, paper's name), the unit, and the secondary metric shown in brackets.
+PAPERS = {
+    "fedelasticnet": {
+        "match": "fedelasticnet",
+        "tables": {
+            "fedelasticnet_table2": {
+                "title": "FedElasticNet Table 2: cumulative number of non-zero uplink elements (unit 1e7)",
+                "reference": "fedelasticnet_table2.csv", "metric": "uplink_nonzeros", "scale": 1e7,
+                "participation": "partial", "columns": FEDELASTICNET_COLUMNS, "delta": False,
+            },
+            "fedelasticnet_table3": {
+                "title": "FedElasticNet Table 3: cumulative entropy of the uplink values (bits), partial participation",
+                "reference": "fedelasticnet_table3.csv", "metric": "uplink_entropy_bits", "scale": 1.0,
+                "participation": "partial", "columns": FEDELASTICNET_COLUMNS, "delta": True,
+            },
+            "fedelasticnet_table4": {
+                "title": "FedElasticNet Table 4: cumulative entropy of the uplink values (bits), full participation",
+                "reference": "fedelasticnet_table4.csv", "metric": "uplink_entropy_bits", "scale": 1.0,
+                "participation": "full", "columns": FEDELASTICNET_COLUMNS, "delta": True,
+            },
+        },
+    },
+    "elastic_aggregation": {
+        "match": "elastic aggregation",
+        "tables": {
+            "elastic_aggregation_table1": {
+                "title": "Elastic Aggregation Table 1: final test accuracy (%) by sensitivity estimator",
+                "reference": "elastic_aggregation_table1.csv", "metric": "test_accuracy", "scale": 0.01,
+                "participation": "any", "columns": ELASTIC_COLUMNS, "delta": False,
+            },
+        },
+    },
+}
+TABLES = {name: spec for p in PAPERS.values() for name, spec in p["tables"].items()}
+KEY = ["experiment", "dataset", "partition", "participation", "algorithm"]
+CSV_COLUMNS = ["table", "experiment", "dataset", "partition", "participation", "rounds", "algorithm",
+               "paper_algorithm", "metric", "unit", "ours", "n_seeds", "paper", "ratio"]
+
+
+def paper_key(paper: str | None) -> str | None:
+    """The :data:`PAPERS` key of an experiment's ``paper`` string, or None."""
+    if not paper:
+        return None
+    low = paper.lower()
+    for key, spec in PAPERS.items():
+        if spec["match"] in low:
+            return key
+    return None
+
+
+def tables_for(papers: list[str | None]) -> list[str]:
+    """The paper tables to build for experiments with these ``paper`` strings."""
+    keys = {paper_key(p) for p in papers} - {None}
+    return [t for k in PAPERS if k in keys for t in PAPERS[k]["tables"]]
+
+
+def load_reference(path: str | os.PathLike) -> pl.DataFrame:
+    """A ``config/reference/*.csv`` file (every column as text, ``value`` as float)."""
+    ref = pl.read_csv(path, infer_schema=False)
+    return ref.with_columns(pl.col("value").cast(pl.Float64))
+
+
+def _ours(df: pl.DataFrame, cells: pl.DataFrame, metric: str, scale: float) -> pl.DataFrame:
+    """Mean over non-diverged seeds of ``metric`` at each run's last round, scaled; KEY + rounds."""
+    if metric not in df.columns or df.height == 0:
+        return pl.DataFrame(schema={**{k: pl.String for k in KEY}, "rounds": pl.Int64, "ours": pl.Float64,
+                                    "n_seeds": pl.Int64}).with_columns(pl.col("participation").cast(pl.Float64))
+    last = (df.sort("round").group_by(["experiment", "dataset", "partition", "algorithm", "seed"])
+            .agg(value=pl.col(metric).last(), rounds=pl.col("round").max(),
+                 diverged=(pl.col("status") == "diverged").any()))
+    last = (last.join(cells.with_row_index("_ord"), on=["experiment", "dataset", "partition", "algorithm"],
+                      how="inner").sort(["_ord", "seed"]))
+    ok = ~pl.col("diverged")
+    return last.group_by(KEY, maintain_order=True).agg(
+        rounds=pl.col("rounds").max(),
+        ours=(pl.col("value").filter(ok).cast(pl.Float64) / scale).mean(),
+        n_seeds=ok.sum().cast(pl.Int64),
+    )
+
+
+def _participation_ok(p: float, which: str) -> bool:
+    return which == "any" or (which == "full") == (p >= 1.0)
+
+
+def paper_table(df: pl.DataFrame, reference: pl.DataFrame, cells: list[dict], table: str) -> pl.DataFrame:
+    """The long table of one paper table: one row per (row of the layout, algorithm column, metric),
+    columns :data:`CSV_COLUMNS`.
+
+    Args:
+        df: collected metrics (``results/metrics.parquet`` rows), any experiments.
+        reference: :func:`load_reference` of the table's CSV.
+        cells: one dict per (experiment, dataset, partition, algorithm) with ``participation``
+            (the cells of the experiments whose ``paper`` maps to this table's paper).
+        table: a :data:`TABLES` key.
+    """
+    spec = TABLES[table]
+    names = dict(spec["columns"])
+    cells_df = pl.DataFrame(
+        [{k: c[k] for k in ("experiment", "dataset", "partition", "algorithm")}
+         | {"participation": float(c["participation"])} for c in cells
+         if c["algorithm"] in names and _participation_ok(float(c["participation"]), spec["participation"])],
+        schema={"experiment": pl.String, "dataset": pl.String, "partition": pl.String, "algorithm": pl.String,
+                "participation": pl.Float64},
+    ).unique(maintain_order=True)
+    metrics = [spec["metric"]] + ([spec["metric"] + "_delta"] if spec["delta"] else [])
+    if table == "elastic_aggregation_table1":
+        metrics = ["test_accuracy", "train_accuracy"]
+    ref_t = reference.filter(pl.col("table") == table.rsplit("table", 1)[1])
+    unit = ref_t.get_column("unit")[0] if ref_t.height else ""
+
+    rows = []
+    for metric in metrics:
+        if metric in df.columns or metric == metrics[0]:
+            ours = _ours(df if cells_df.height else df.head(0), cells_df, metric, spec["scale"])
+            if metric == metrics[0]:
+                main_ours = ours
+        else:  # not measured (FedDyn Δ entropy, train accuracy): our rows, with no value
+            ours = main_ours.with_columns(ours=pl.lit(None, pl.Float64), n_seeds=pl.lit(0, pl.Int64))
+        ref_m = ref_t.filter(pl.col("metric") == metric)
+        for r in ours.iter_rows(named=True):
+            match = ref_m.filter(
+                (pl.col("dataset") == r["dataset"]) & (pl.col("algorithm") == r["algorithm"])
+                & ((pl.col("partition") == r["partition"]) | pl.col("partition").is_null())
+                & (pl.col("participation").is_null()
+                   | (pl.col("participation").cast(pl.Float64, strict=False) == r["participation"]))
+            )
+            paper = match.get_column("value")[0] if match.height else None
+            rows.append({**r, "metric": metric, "paper": paper})
+        # the paper's rows that we did not run
+        have = {(r["dataset"], r["partition"], r["algorithm"]) for r in rows if r["metric"] == metric}
+        have_ds_alg = {(r["dataset"], r["algorithm"]) for r in rows if r["metric"] == metric}
+        for r in ref_m.iter_rows(named=True):
+            if r["partition"] is None:
+                if (r["dataset"], r["algorithm"]) in have_ds_alg:
+                    continue
+            elif (r["dataset"], r["partition"], r["algorithm"]) in have:
+                continue
+            rows.append({"experiment": None, "dataset": r["dataset"], "partition": r["partition"],
+                         "participation": None if r["participation"] is None else float(r["participation"]),
+                         "algorithm": r["algorithm"], "rounds": None if r["rounds"] is None else int(r["rounds"]),
+                         "ours": None, "n_seeds": 0, "metric": metric, "paper": r["value"]})
+    out = pl.DataFrame(rows, schema={"experiment": pl.String, "dataset": pl.String, "partition": pl.String,
+                                     "participation": pl.Float64, "algorithm": pl.String, "rounds": pl.Int64,
+                                     "ours": pl.Float64, "n_seeds": pl.Int64, "metric": pl.String,
+                                     "paper": pl.Float64})
+    out = out.with_columns(
+        table=pl.lit(table),
+        paper_algorithm=pl.col("algorithm").replace_strict(names, default=None),
+        unit=pl.lit(unit),
+        ratio=pl.when(pl.col("ours").is_not_null() & pl.col("paper").is_not_null() & (pl.col("paper") != 0))
+        .then(pl.col("ours") / pl.col("paper")).otherwise(None),
+    )
+    return out.select(CSV_COLUMNS)
+
+
+# ----------------------------------------------------------------------------------------------
+# Markdown
+
+
+def _num(x: float | None) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return DASH
+    if abs(x) >= 100:
+        return f"{x:.2f}"
+    return f"{x:.4g}"
+
+
+def _cell(ours: float | None, paper: float | None, ratio: float | None) -> str:
+    """'ours / paper (×ratio)', with '—' for a missing side."""
+    s = f"{_num(ours)} / {_num(paper)}"
+    if ratio is not None and not math.isnan(ratio):
+        s += f" (×{ratio:.3f})"
+    return s
+
+
+def _split_label(p: str | None) -> str:
+    return p if p else "(any)"
+
+
+def markdown_paper_table(long: pl.DataFrame, table: str) -> str:
+    """The paper's layout: one row per (split, dataset, participation, experiment), one column per
+    method; each cell 'ours / paper (×ours/paper)'. Entropy tables show FedDyn as θ (Δ)."""
+    spec = TABLES[table]
+    main = spec["metric"] if table != "elastic_aggregation_table1" else "test_accuracy"
+    delta = main + "_delta"
+    rowkey = ["partition", "dataset", "participation", "experiment"]
+    keys = (long.filter(pl.col("metric") == main).select([*rowkey, "rounds"])
+            .group_by(rowkey, maintain_order=True).agg(pl.col("rounds").max()))
+    header = ["split", "dataset", "participation", "rounds", "experiment"] + [name for _, name in spec["columns"]]
+    lines = []
+    for k in keys.iter_rows(named=True):
+        sel = long.filter(
+            pl.all_horizontal([(pl.col(c) == k[c]) if k[c] is not None else pl.col(c).is_null() for c in rowkey]))
+        part = k["participation"]
+        row = [_split_label(k["partition"]), k["dataset"], DASH if part is None else f"{100 * part:g}%",
+               DASH if k["rounds"] is None else str(k["rounds"]), k["experiment"] or "(paper only)"]
+        for label, _ in spec["columns"]:
+            m = sel.filter((pl.col("algorithm") == label) & (pl.col("metric") == main))
+            if m.height == 0:
+                row.append(DASH)
+                continue
+            r = m.row(0, named=True)
+            text = _cell(r["ours"], r["paper"], r["ratio"])
+            if spec["delta"] and label == "feddyn":
+                d = sel.filter((pl.col("algorithm") == label) & (pl.col("metric") == delta))
+                dr = d.row(0, named=True) if d.height else {"ours": None, "paper": None, "ratio": None}
+                ours_d = NOT_MEASURED if dr["ours"] is None and r["ours"] is not None else _num(dr["ours"])
+                text = (f"{_num(r['ours'])} ({ours_d}) / {_num(r['paper'])} ({_num(dr['paper'])})"
+                        + (f" (×{r['ratio']:.3f})" if r["ratio"] is not None else ""))
+            row.append(text)
+        lines.append(row)
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *lines)] if lines else [len(h) for h in header]
+
+    def fmt(cells):
+        return "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths)) + " |"
+
+    out = [f"# {spec['title']}", "", fmt(header), "|" + "|".join("-" * (w + 2) for w in widths) + "|",
+           *(fmt(r) for r in lines), ""]
+    out.append("Each cell: ours / the paper's (×ours/paper). \"—\": no value (not run here, or not in the paper). "
+               "Ours: the value at the last round, mean over the seeds that did not diverge.")
+    if spec["delta"]:
+        out.append(f"FedDyn: θ (Δ) = the entropy when clients send their models θ_k (Δ: their updates Δ_k); "
+                   f"our runs send θ, so our Δ entropy is \"{NOT_MEASURED}\" (not measured).")
+    if table == "elastic_aggregation_table1":
+        tr = long.filter(pl.col("metric") == "train_accuracy")
+        if tr.height:
+            vals = ", ".join(f"{r['paper_algorithm']} {_num(r['paper'])}" for r in tr.iter_rows(named=True)
+                             if r["paper"] is not None)
+            out.append(f"The paper's train accuracy (%): {vals}; ours is not measured. The paper's row is "
+                       f"CIFAR-10 (synthetic federated split; optimizer, α, τ and ρ not stated): it is matched "
+                       f"to every partition of our dataset cifar10.")
+    out.append("Paper values: config/reference/ (README.md there maps the paper's names to our labels).")
+    return "\n".join(out) + "\n"
+
+
+def write_paper_table(df: pl.DataFrame, reference_path: str | os.PathLike, cells: list[dict], table: str,
+                      md_path: str | os.PathLike, csv_path: str | os.PathLike) -> pl.DataFrame:
+    """Write one paper table as Markdown (the paper's layout) and CSV (long: :data:`CSV_COLUMNS`)."""
+    long = paper_table(df, load_reference(reference_path), cells, table)
+    for path, text in ((Path(md_path), markdown_paper_table(long, table)), (Path(csv_path), None)):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+        if text is None:
+            long.write_csv(tmp)
+        else:
+            tmp.write_text(text)
+        os.replace(tmp, path)
+    return long

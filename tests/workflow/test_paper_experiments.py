@@ -1,0 +1,130 @@
+"""The experiment files of FedElasticNet and Elastic Aggregation (config/experiments/):
+
+- every file is a complete config that expands to the papers' grids (Table 5 hyperparameters,
+  100 clients, the FedDyn-code Bernoulli sampler, rounds per dataset);
+- a dry run of the full FedElasticNet file plans its 180 cells and the three paper tables;
+- a real run of the full file without the data fails fast with "dataset not available", naming
+  the files and ``data.mirror`` (an empty mirror directory: no network is used);
+- the quick experiments, cut to 2 rounds and a few algorithms, run end to end from a temp dir and
+  write the papers' tables with the paper's numbers beside ours.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import polars as pl
+import pytest
+import yaml
+
+from fedbench.config import expand_cells
+
+from .test_snakemake import ok, planned_jobs, snakemake
+
+EXP = Path(__file__).resolve().parents[2] / "config" / "experiments"
+
+
+def load(name: str) -> dict:
+    return yaml.safe_load((EXP / f"{name}.yaml").read_text())
+
+
+@pytest.mark.parametrize("name, n_cells", [("fedelasticnet", 180), ("fedelasticnet_quick", 52),
+                                           ("elastic_aggregation", 242), ("elastic_aggregation_quick", 24)])
+def test_experiment_files_expand(name, n_cells):
+    cfg = load(name)
+    cells = expand_cells(cfg)
+    assert len(cells) == n_cells
+    assert all(cfg["experiments"][c["experiment"]].get("paper") for c in cells)
+    assert {c["sampling"]["scheme"] for c in cells} == {"bernoulli"}
+
+
+def test_fedelasticnet_grid_is_the_papers():
+    cells = expand_cells(load("fedelasticnet"))
+    main = [c for c in cells if c["experiment"] != "fedelasticnet_lambda1_sweep"]
+    assert {c["sampling"]["participation"] for c in main} == {0.1, 1.0}
+    rounds = {c["dataset"]: c["rounds"] for c in main}
+    assert rounds == {"mnist": 100, "emnist_l": 200, "cifar10": 200, "cifar100": 500, "shakespeare": 100}
+    batch = {c["dataset"]: c["local"]["batch_size"] for c in main}
+    assert batch == {"mnist": 10, "emnist_l": 50, "cifar10": 50, "cifar100": 50, "shakespeare": 20}
+    parts = {(c["dataset"], c["partition"]) for c in main}
+    assert len(parts) == 14
+    hp = {(c["dataset"], c["algorithm"]): c["hparams"] for c in main}
+    assert hp[("mnist", "feddyn")]["alpha"] == 0.05
+    assert hp[("emnist_l", "fedelasticnet_feddyn")] == {"lambda1": 1e-4, "lambda2": 4e-2, "epsilon": 2e-3}
+    assert hp[("cifar100", "fedelasticnet_feddyn")]["epsilon"] == 1e-3
+    assert hp[("shakespeare", "fedelasticnet_scaffold")] == {"server_lr": 1.0, "lambda1": 1e-6, "lambda2": 0.0,
+                                                              "epsilon": 9e-4}
+    assert hp[("cifar10", "fedelasticnet_prox")] == {"lambda1": 1e-6, "lambda2": 1e-4, "epsilon": 1e-3}
+    assert hp[("mnist", "fedprox")]["mu"] == 1e-4
+    sweep = [c for c in cells if c["experiment"] == "fedelasticnet_lambda1_sweep"]
+    assert sorted({c["hparams"]["lambda1"] for c in sweep}) == [1e-8, 1e-6, 1e-4, 1e-2]
+
+
+def test_dry_run_of_the_full_grid_plans_every_cell_and_the_paper_tables(tmp_path):
+    proc = ok(snakemake(tmp_path, load("fedelasticnet"), "-n"))
+    jobs = planned_jobs(proc.stdout + proc.stderr)
+    rules = [r for r, _ in jobs]
+    assert rules.count("train") == 180
+    assert rules.count("prepare_dataset") == 5
+    assert sorted(w["table"] for r, w in jobs if r == "paper_table") == [
+        "fedelasticnet_table2", "fedelasticnet_table3", "fedelasticnet_table4"]
+
+
+def test_full_grid_without_the_data_fails_with_dataset_not_available(tmp_path):
+    mirror = tmp_path / "empty_mirror"
+    mirror.mkdir()
+    cfg = load("fedelasticnet")
+    cfg["data"] = {"mirror": str(mirror)}
+    proc = snakemake(tmp_path, cfg, "--until", "prepare_dataset")
+    assert proc.returncode != 0
+    out = proc.stdout + proc.stderr
+    assert "dataset not available" in out
+    assert "train-images-idx3-ubyte.gz" in out  # names the missing files
+    assert "mirror: /path/to/mirror" in out  # and the fix
+    assert "Traceback" not in out
+
+
+def test_quick_experiments_run_end_to_end_with_the_paper_tables(tmp_path):
+    fen, ea = load("fedelasticnet_quick"), load("elastic_aggregation_quick")
+    cfg = copy.deepcopy(fen)
+    cfg["device"] = "cpu"
+    del cfg["experiments"]["fedelasticnet_quick_lambda1_sweep"]  # planned in the dry-run test below
+    for name, exp in (*fen["experiments"].items(), *ea["experiments"].items()):
+        if name == "fedelasticnet_quick_lambda1_sweep":
+            continue
+        exp = copy.deepcopy(exp)
+        exp["rounds"] = 2
+        exp["datasets"] = {"digits": {**exp["datasets"]["digits"],
+                                      "partitions": {"iid": exp["datasets"]["digits"]["partitions"]["iid"]}}}
+        keep = {"fedelasticnet_quick_p10": ("fedprox", "fedelasticnet_feddyn"),
+                "fedelasticnet_quick_p100": ("feddyn",),
+                "elastic_aggregation_quick": ("fedavg", "elastic_fedavg")}[name]
+        exp["algorithms"] = {k: v for k, v in exp["algorithms"].items() if k in keep}
+        cfg["experiments"][name] = exp
+    assert len(expand_cells(cfg)) == 5  # kept < 60 s: every train job is a fresh Python with torch
+    ok(snakemake(tmp_path, cfg))
+    tables = tmp_path / "results" / "tables" / "paper"
+    assert sorted(p.name for p in tables.glob("*.md")) == [
+        "elastic_aggregation_table1.md", "fedelasticnet_table2.md", "fedelasticnet_table3.md",
+        "fedelasticnet_table4.md"]
+    t2 = pl.read_csv(tables / "fedelasticnet_table2.csv")
+    ours = t2.filter(pl.col("experiment") == "fedelasticnet_quick_p10")
+    assert sorted(ours.get_column("algorithm")) == ["fedelasticnet_feddyn", "fedprox"]
+    assert ours.get_column("ours").null_count() == 0 and ours.get_column("paper").null_count() == 2
+    assert t2.filter(pl.col("experiment").is_null()).get_column("paper").max() == 826.74  # the paper's rows
+    md2 = (tables / "fedelasticnet_table2.md").read_text()
+    assert "fedelasticnet_quick_p10" in md2 and "— / 163.82" in md2
+    md4 = (tables / "fedelasticnet_table4.md").read_text()
+    assert "fedelasticnet_quick_p100" in md4 and "(n/m)" in md4
+    t1 = (tables / "elastic_aggregation_table1.md").read_text()
+    assert "elastic_aggregation_quick" in t1 and "61.22" in t1
+
+
+def test_dry_run_of_the_quick_files_plans_the_paper_tables_and_the_sweep_plot(tmp_path):
+    proc = ok(snakemake(tmp_path, load("fedelasticnet_quick"), "-n"))
+    rules = [r for r, _ in planned_jobs(proc.stdout + proc.stderr)]
+    assert rules.count("train") == 52 and rules.count("paper_table") == 3 and rules.count("lambda1_sweep_plot") == 1
+    proc = ok(snakemake(tmp_path, load("elastic_aggregation_quick"), "-n"))
+    rules = [r for r, _ in planned_jobs(proc.stdout + proc.stderr)]
+    assert rules.count("train") == 24 and rules.count("paper_table") == 1 and "lambda1_sweep_plot" not in rules
