@@ -82,6 +82,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from fedbench.data.params import resolve_params
 from fedbench.data.store import Dataset
 from fedbench.engine.rng import generator
 
@@ -122,20 +123,7 @@ def resolve_partition_params(cfg: dict) -> dict:
         ValueError: ``scheme`` missing or unknown, a parameter the scheme does not take, or a
             value out of range; the message names the key and the fix.
     """
-    if not isinstance(cfg, dict) or "scheme" not in cfg:
-        raise ValueError(f"partition config needs a 'scheme' key, one of: {', '.join(SCHEMES)} (got {cfg!r})")
-    scheme = cfg["scheme"]
-    if scheme not in SCHEMES:
-        raise ValueError(f"unknown partition scheme {scheme!r}; allowed schemes: {', '.join(SCHEMES)}")
-    allowed = SCHEMES[scheme]
-    given = {k: v for k, v in cfg.items() if k != "scheme"}
-    unknown = sorted(set(given) - set(allowed))
-    if unknown:
-        raise ValueError(
-            f"partition scheme {scheme!r} has no parameter {', '.join(map(repr, unknown))}; "
-            f"allowed parameters: {', '.join(allowed)}"
-        )
-    p = {k: given.get(k, d) for k, d in allowed.items()}
+    scheme, p = resolve_params(cfg, "scheme", SCHEMES, "partition")
 
     def bad(key, want):
         raise ValueError(f"partition scheme {scheme!r}: {key} must be {want}, got {p[key]!r}")

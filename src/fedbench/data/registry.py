@@ -47,6 +47,7 @@ from fedbench.data import cifar, cinic, idx, libsvm, shakespeare, tff
 from fedbench.data.digits import load_digits
 from fedbench.data.download import fetch_all, with_mirror_checksums
 from fedbench.data.images import check_normalize
+from fedbench.data.params import resolve_params
 from fedbench.data.sources import REMOTE
 from fedbench.data.store import Dataset, write_dataset
 from fedbench.data.synthetic import generate_synthetic
@@ -131,20 +132,7 @@ def resolve_dataset_params(cfg: dict) -> dict:
         ValueError: ``source`` missing or unknown, or a parameter the source does not take
             (the message names the key and lists the allowed ones).
     """
-    if not isinstance(cfg, dict) or "source" not in cfg:
-        raise ValueError(f"dataset config needs a 'source' key, one of: {', '.join(SOURCES)} (got {cfg!r})")
-    source = cfg["source"]
-    if source not in SOURCES:
-        raise ValueError(f"unknown dataset source {source!r}; allowed sources: {', '.join(SOURCES)}")
-    allowed = SOURCES[source]
-    params = {k: v for k, v in cfg.items() if k != "source"}
-    unknown = sorted(set(params) - set(allowed))
-    if unknown:
-        raise ValueError(
-            f"dataset source {source!r} has no parameter {', '.join(map(repr, unknown))}; "
-            f"allowed parameters: {', '.join(allowed)}"
-        )
-    return {k: params.get(k, default) for k, default in allowed.items()}
+    return resolve_params(cfg, "source", SOURCES, "dataset")[1]
 
 
 def build_dataset(dataset_id: str, cfg: dict, mirror: str | os.PathLike | None = None,
