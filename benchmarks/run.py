@@ -72,11 +72,19 @@ WORKLOADS = {
                      "B=1, 64 local steps",
                model={"name": "logreg"}, shape=(123,), classes=2, clients=1024, n=32,
                local={"epochs": None, "steps": 64, "batch_size": 1}, rounds={0.1: 3, 1.0: 1}),
+    "W4": dict(title="character LSTM (embedding 8, 2 LSTM layers of 100, 80 classes, sequence 80; FedDyn's "
+                     "Shakespeare model, 133,520 parameters), 100 clients x 200 generated sequences (LEAF's "
+                     "2,000 per client scaled down 10x), E=1, B=20 (FedElasticNet's Shakespeare batch)",
+               model={"name": "lstm", "vocab_size": 80, "embed_dim": 8, "hidden": [100, 100]}, shape=(80,),
+               classes=80, vocab=80, clients=100, n=200,
+               local={"epochs": 1, "steps": None, "batch_size": 20}, rounds={0.1: 2, 1.0: 1}),
 }
 QUICK = {
     "W1": dict(clients=4, n=60, model={"name": "mlp", "hidden": [16]},
                local={"epochs": 1, "steps": None, "batch_size": 50}, rounds={0.5: 1}),
     "W3": dict(clients=16, n=8, local={"epochs": None, "steps": 4, "batch_size": 1}, rounds={0.5: 1}),
+    "W4": dict(clients=4, n=12, shape=(6,), model={"name": "lstm", "vocab_size": 80, "embed_dim": 4, "hidden": [8, 8]},
+               local={"epochs": 1, "steps": None, "batch_size": 6}, rounds={0.5: 1}),
 }
 IMPLS = ("vectorized", "sequential", "plain")
 #: (workload, participation): timed rounds for Flower (d) (plus one untimed start-up round).
@@ -91,15 +99,21 @@ NOTES_MARKER = "<!-- analysis: kept across reruns -->"
 
 
 def make_data(w: dict, seed: int = 0):
-    """Generated data of the workload's shape: inputs U[0,1), labels from a random linear teacher."""
+    """Generated data of the workload's shape: inputs U[0,1), labels from a random linear teacher;
+    for a character model (``vocab`` set), int64 character ids and a next character that depends on
+    the last two (so the task is learnable, like next-character prediction)."""
     rng = np.random.default_rng(seed)
     n_total = w["clients"] * w["n"]
+    clients = [np.arange(k * w["n"], (k + 1) * w["n"]) for k in range(w["clients"])]
+    if "vocab" in w:
+        x = rng.integers(0, w["vocab"], (n_total, *w["shape"]), dtype=np.int64)
+        y = (x[:, -1] * 7 + x[:, -2]) % w["classes"]
+        return torch.from_numpy(x), torch.from_numpy(y).long(), clients
     d = int(np.prod(w["shape"]))
     x = rng.random((n_total, d), dtype=np.float32)
     teacher = rng.normal(size=(d, w["classes"])).astype(np.float32)
     y = np.argmax((x - 0.5) @ teacher + rng.gumbel(size=(n_total, w["classes"])).astype(np.float32), axis=1)
     x = x.reshape(n_total, *w["shape"])
-    clients = [np.arange(k * w["n"], (k + 1) * w["n"]) for k in range(w["clients"])]
     return torch.from_numpy(x), torch.from_numpy(y).long(), clients
 
 
@@ -111,6 +125,9 @@ def flops_per_sample(w: dict) -> float:
     elif cfg["name"] == "mlp":
         sizes = [int(np.prod(shape)), *cfg["hidden"], w["classes"]]
         macs = sum(a * b for a, b in zip(sizes[:-1], sizes[1:]))
+    elif cfg["name"] == "lstm":  # per time step and layer: 4 gates × (input + recurrent) matvecs
+        sizes = [cfg["embed_dim"], *cfg["hidden"]]
+        macs = shape[0] * sum(4 * h * (i + h) for i, h in zip(sizes[:-1], sizes[1:])) + sizes[-1] * w["classes"]
     else:
         c, h, wd = shape
         k = cfg["kernel_size"]
@@ -124,9 +141,28 @@ def flops_per_sample(w: dict) -> float:
     return 6.0 * macs
 
 
+class CharLSTM(nn.Module):
+    """The Shakespeare model as FedDyn's / LEAF's reference code writes it: ``nn.Embedding``,
+    a stacked ``nn.LSTM`` (PyTorch's fused CPU kernel), ``nn.Linear`` on the last time step."""
+
+    def __init__(self, vocab: int, embed: int, hidden: list[int], classes: int):
+        super().__init__()
+        if len(set(hidden)) != 1:
+            raise ValueError("CharLSTM: nn.LSTM stacks layers of one size")
+        self.embedding = nn.Embedding(vocab, embed)
+        self.lstm = nn.LSTM(embed, hidden[0], num_layers=len(hidden), batch_first=True)
+        self.fc = nn.Linear(hidden[0], classes)
+
+    def forward(self, x):
+        out, _ = self.lstm(self.embedding(x))
+        return self.fc(out[:, -1])
+
+
 def torch_module(w: dict) -> nn.Module:
     """The nn.Module a reference FL code would write for the workload's model."""
     cfg, shape, c = w["model"], w["shape"], w["classes"]
+    if cfg["name"] == "lstm":
+        return CharLSTM(cfg["vocab_size"], cfg["embed_dim"], cfg["hidden"], c)
     if cfg["name"] == "logreg":
         return nn.Sequential(nn.Flatten(), nn.Linear(int(np.prod(shape)), c))
     if cfg["name"] == "mlp":
@@ -455,7 +491,7 @@ def render(results: list[dict], args, peak_before: float, peak_after: float, flo
     lines += ["", "Workloads:", ""]
     for wname in args.workloads:
         lines.append(f"- {wname}: {WORKLOADS[wname]['title']}" + (" (--quick sizes)" if args.quick else ""))
-    lines += ["- W4 (character LSTM): not run: fedbench has no LSTM model yet.", "",
+    lines += ["",
               f"(d) Flower: {flower}. Peak memory not measured for Flower (Ray spreads the work over "
               "several processes). Flower's FedAvg samples its own clients (same count per round).", ""]
     lines += [f"- {n}" for n in FLOWER_NOTES] + ([""] if FLOWER_NOTES else [])
@@ -476,7 +512,7 @@ def main(argv=None):
         return
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="tiny sizes (seconds), for the smoke test")
-    ap.add_argument("--workloads", default=None, help="comma-separated, default W1,W3,W2 (W1,W3 with --quick)")
+    ap.add_argument("--workloads", default=None, help="comma-separated, default W1,W3,W2,W4 (W1,W3,W4 with --quick)")
     ap.add_argument("--impls", default=",".join(IMPLS))
     ap.add_argument("--participations", default=None,
                     help="comma-separated participation rates (default per workload: 0.1 and 1.0; W2 0.1 only)")
@@ -493,7 +529,7 @@ def main(argv=None):
     ap.add_argument("--out", default=None, help="write the Markdown table here (default: print only)")
     args = ap.parse_args(argv)
     args.argv = argv
-    args.workloads = (args.workloads or ("W1,W3" if args.quick else "W1,W3,W2")).split(",")
+    args.workloads = (args.workloads or ("W1,W3,W4" if args.quick else "W1,W3,W2,W4")).split(",")
     args.impls = args.impls.split(",")
     t0 = time.perf_counter()
     if args.quick:

@@ -15,4 +15,4 @@ def test_benchmark_quick_runs(tmp_path):
     text = out.read_text()
     for impl in ("(a) vectorized", "(b) sequential", "(c) plain loop"):
         assert impl in text
-    assert "| W1 |" in text and "| W3 |" in text
+    assert "| W1 |" in text and "| W3 |" in text and "| W4 |" in text
