@@ -27,9 +27,9 @@ def test_registry_defaults():
 @pytest.mark.parametrize(
     "cfg,match",
     [
-        ({"name": "resnet"}, "unknown model 'resnet'"),
-        ({"name": "mlp", "width": 3}, "unknown option.*width"),
-        ({"name": "logreg", "hidden": [3]}, "unknown option.*hidden"),
+        ({"name": "resnet"}, "unknown model name 'resnet'; allowed names: logreg, mlp, cnn, lstm"),
+        ({"name": "mlp", "width": 3}, "model name .mlp. has no parameter .width.; allowed parameters: hidden"),
+        ({"name": "logreg", "hidden": [3]}, "has no parameter .hidden.; allowed parameters: none"),
         ({"hidden": [3]}, "needs a 'name'"),
         ({"name": "mlp", "hidden": "200"}, "hidden"),
         ({"name": "mlp", "hidden": [200, 0]}, "hidden"),

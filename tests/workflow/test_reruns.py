@@ -30,26 +30,8 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 
-TINY = {
-    "datasets": {"digits": {"source": "digits"}},
-    "device": "cpu",
-    "experiments": {
-        "tiny": {
-            "seeds": [0],
-            "rounds": 2,
-            "target_accuracy": 0.5,
-            "sampling": {"scheme": "uniform", "participation": 0.5},
-            "local": {"epochs": 1, "batch_size": 32, "lr": 0.1},
-            "datasets": {
-                "digits": {
-                    "model": {"name": "logreg"},
-                    "partitions": {"iid": {"scheme": "iid", "num_clients": 4}},
-                }
-            },
-            "algorithms": {"fedavg": {}, "fedprox": {"mu": 0.01}},
-        }
-    },
-}
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_snakemake import TINY  # noqa: E402  (the same tiny config as the basic workflow tests)
 
 
 class Workflow:

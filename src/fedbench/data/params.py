@@ -1,7 +1,8 @@
 """Resolving a ``{<kind key>: name, **params}`` config against a registry of defaults.
 
-Shared by dataset sources (:data:`fedbench.data.registry.SOURCES`, key ``source``) and
-partition schemes (:data:`fedbench.data.partition.SCHEMES`, key ``scheme``).
+Shared by dataset sources (:data:`fedbench.data.registry.SOURCES`, key ``source``), partition
+schemes (:data:`fedbench.data.partition.SCHEMES`, key ``scheme``) and models
+(:data:`fedbench.models.MODELS`, key ``name``).
 """
 
 from __future__ import annotations
@@ -31,6 +32,6 @@ def resolve_params(cfg, key: str, registry: dict[str, dict], what: str) -> tuple
     if unknown:
         raise ValueError(
             f"{what} {key} {name!r} has no parameter {', '.join(map(repr, unknown))}; "
-            f"allowed parameters: {', '.join(allowed)}"
+            f"allowed parameters: {', '.join(allowed) or 'none'}"
         )
     return name, {k: given.get(k, d) for k, d in allowed.items()}

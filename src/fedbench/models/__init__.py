@@ -31,6 +31,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from fedbench.data.params import resolve_params
 from fedbench.models import cnn, logreg, lstm, mlp
 from fedbench.tree import Tree, tree_numel
 
@@ -62,19 +63,10 @@ def model_options(cfg: dict) -> tuple[str, dict]:
     """(name, options with defaults filled in) for a model config ``{"name": ..., **options}``.
 
     Raises:
-        ValueError: no name, unknown model, unknown option, or an ill-typed option value.
+        ValueError: no name, unknown model or option (:func:`fedbench.data.params.resolve_params`),
+            or an ill-typed option value.
     """
-    if not isinstance(cfg, dict) or "name" not in cfg:
-        raise ValueError(f"model config needs a 'name' (one of {', '.join(MODELS)}); got {cfg!r}")
-    name = cfg["name"]
-    if name not in MODELS:
-        raise ValueError(f"unknown model {name!r}; known models: {', '.join(MODELS)}")
-    given = {k: v for k, v in cfg.items() if k != "name"}
-    unknown = sorted(set(given) - set(MODELS[name]))
-    if unknown:
-        known = ", ".join(MODELS[name]) or "none"
-        raise ValueError(f"model {name!r}: unknown option(s) {', '.join(unknown)}; known options: {known}")
-    opts = {**MODELS[name], **given}
+    name, opts = resolve_params(cfg, "name", MODELS, "model")
     for key in ("hidden", "channels"):
         if key in opts:
             opts[key] = _int_list(name, key, opts[key])
