@@ -10,12 +10,14 @@
 from __future__ import annotations
 
 import copy
+import json
 import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pytest
 import yaml
@@ -168,3 +170,27 @@ def test_new_seed_adds_only_new_cells(tiny_run):
     assert trains == [("fedavg", "1"), ("fedprox", "1")]
     assert [w["seed"] for r, w in jobs if r == "partition"] == ["1"]
     assert not any(r == "prepare_dataset" for r, _ in jobs)
+
+
+@pytest.mark.slow
+def test_the_reference_engine_gives_the_same_tables(tiny_run, tmp_path):
+    """The default (vectorized) engine and the sequential reference, run by the workflow on the same
+    config, give the same metrics (float32 rounding apart) and the same tables."""
+    seq = copy.deepcopy(TINY)
+    seq["engine"] = "sequential"
+    ok(snakemake(tmp_path, seq))
+    for w, engine in ((tiny_run, "vectorized"), (tmp_path, "sequential")):
+        summary = json.loads((w / "results/runs/tiny/digits/iid/fedavg/seed=0/summary.json").read_text())
+        assert summary["engine"] == engine
+    keys = ["algorithm", "seed", "round"]
+    a = pl.read_parquet(tiny_run / "results/metrics.parquet").sort(keys)
+    b = pl.read_parquet(tmp_path / "results/metrics.parquet").sort(keys)
+    assert a.select(keys + ["clients_sampled", "uplink_floats", "uplink_nonzeros", "downlink_floats", "status"]).equals(
+        b.select(keys + ["clients_sampled", "uplink_floats", "uplink_nonzeros", "downlink_floats", "status"]))
+    for col in ("train_loss", "test_loss", "uplink_entropy_bits"):
+        assert np.allclose(a[col].to_numpy(), b[col].to_numpy(), rtol=1e-4, atol=0), col
+    # accuracy counts test predictions: float32 rounding may flip at most one borderline sample
+    n_test = json.loads((tiny_run / "resources/datasets/digits/meta.json").read_text())["n_test"]
+    assert np.abs(a["test_accuracy"].to_numpy() - b["test_accuracy"].to_numpy()).max() <= 1.0 / n_test + 1e-12
+    ta, tb = pl.read_csv(tiny_run / "results/tables/tiny.csv"), pl.read_csv(tmp_path / "results/tables/tiny.csv")
+    assert ta.columns == tb.columns and ta.height == tb.height
