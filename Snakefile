@@ -45,7 +45,7 @@ rule all:
         expand("results/tables/{experiment}.csv", experiment=EXPERIMENTS),
         expand("results/plots/{experiment}_accuracy.png", experiment=EXPERIMENTS),
         expand("results/tables/paper/{table}.{ext}", table=PAPER_TABLES, ext=("md", "csv")),
-        SWEEP_PLOTS,
+        PAPER_FIGURES,
         wandb_records() if WANDB["enabled"] else [],
 
 

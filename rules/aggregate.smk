@@ -116,3 +116,80 @@ rule lambda1_sweep_plot:
         "results/logs/lambda1_sweep_plot.log",
     script:
         "../workflow/scripts/lambda1_sweep_plot.py"
+
+
+# Elastic Aggregation's Figure 1 (percentage of parameters boosted vs round, momentum vs average),
+# built when an experiment whose `paper` is Elastic Aggregation runs an Elastic Aggregation
+# algorithm (fedbench.analysis.paper_figures.plot_boosted, from the boosted_pct column).
+from fedbench.analysis.paper_figures import ELASTIC_ALGORITHMS
+
+
+def _cell_row(c, *extra):
+    return {k: c[k] for k in ("experiment", "dataset", "partition", "algorithm", "algorithm_name", *extra)}
+
+
+BOOSTED_CELLS = list({(c["experiment"], c["dataset"], c["partition"], c["algorithm"]): _cell_row(c, "hparams")
+                      for c in CELLS
+                      if paper_key(_experiment_paper(c["experiment"])) == "elastic_aggregation"
+                      and c["algorithm_name"] in ELASTIC_ALGORITHMS}.values())
+BOOSTED_PLOTS = ["results/plots/paper/elastic_aggregation_boosted.png"] if BOOSTED_CELLS else []
+
+
+def paper_figures_code_version(wildcards=None):
+    return code_version(["fedbench.analysis.paper_figures"], within="fedbench.analysis")
+
+
+rule boosted_plot:
+    localrule: True
+    input:
+        metrics="results/metrics.parquet",
+    output:
+        plot=report(
+            "results/plots/paper/elastic_aggregation_boosted.png",
+            caption="../workflow/report/boosted.rst",
+            category="Paper figures",
+            labels={"figure": "Elastic Aggregation: boosted parameters"},
+        ),
+    params:
+        cells=BOOSTED_CELLS,
+        code=paper_figures_code_version,
+    log:
+        "results/logs/boosted_plot.log",
+    script:
+        "../workflow/scripts/boosted_plot.py"
+
+
+# FedElasticNet's Figure 2 (histograms of the transmitted Δ of FedDyn, Alg. 2, Alg. 3), one per
+# experiment with `delta_histogram` (its cells write delta_histogram.parquet: rules/train.smk).
+HISTOGRAM_PLOTS = [f"results/plots/paper/{e}_delta_histogram.png" for e in HISTOGRAM_EXPERIMENTS]
+
+
+def histogram_cells(wildcards):
+    return list({(c["dataset"], c["partition"], c["algorithm"]): _cell_row(c)
+                 for c in CELLS if c["experiment"] == wildcards.experiment}.values())
+
+
+rule delta_histogram_plot:
+    localrule: True
+    input:
+        lambda wc: cell_paths("delta_histogram.parquet", experiment=wc.experiment),
+    output:
+        plot=report(
+            "results/plots/paper/{experiment}_delta_histogram.png",
+            caption="../workflow/report/delta_histogram.rst",
+            category="Paper figures",
+            labels={"figure": "FedElasticNet: Δ histograms", "experiment": "{experiment}"},
+        ),
+    wildcard_constraints:
+        experiment="|".join(_re.escape(e) for e in HISTOGRAM_EXPERIMENTS) or "no_histogram_experiment",
+    params:
+        cells=histogram_cells,
+        code=paper_figures_code_version,
+    log:
+        "results/logs/delta_histogram_plot/{experiment}.log",
+    script:
+        "../workflow/scripts/delta_histogram_plot.py"
+
+
+# Every paper figure the config asks for (rule all).
+PAPER_FIGURES = SWEEP_PLOTS + BOOSTED_PLOTS + HISTOGRAM_PLOTS

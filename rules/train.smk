@@ -30,3 +30,24 @@ rule train:
         **train_rule_resources(),
     script:
         "../workflow/scripts/train.py"
+
+
+# Cells of experiments with `delta_histogram` (config/README.md) also write the histograms of
+# their transmitted Δ (fedbench.metrics.histogram) beside metrics.parquet. Snakemake outputs
+# cannot depend on a wildcard's value, so those cells get their own rule: the same job with one
+# more declared output, restricted to those experiments, and preferred over `train` there.
+import re as _re
+
+HISTOGRAM_EXPERIMENTS = list(dict.fromkeys(c["experiment"] for c in CELLS if c.get("delta_histogram")))
+
+if HISTOGRAM_EXPERIMENTS:
+
+    use rule train as train_delta_histogram with:
+        output:
+            metrics=f"{RUN_DIR}/metrics.parquet",
+            summary=f"{RUN_DIR}/summary.json",
+            delta_histogram=f"{RUN_DIR}/delta_histogram.parquet",
+        wildcard_constraints:
+            experiment="|".join(_re.escape(e) for e in HISTOGRAM_EXPERIMENTS),
+
+    ruleorder: train_delta_histogram > train

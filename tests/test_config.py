@@ -534,3 +534,22 @@ def test_issue4_hyperparameter_ranges(name, key, value):
     cfg = tiny()
     cfg["experiments"]["e"]["algorithms"][name] = {key: value}
     rejects(cfg, f"experiments.e.algorithms.{name}.{key}", "must be")
+
+
+def test_delta_histogram_resolves_rounds_into_the_spec_and_rejects_bad_values():
+    cfg = tiny()
+    assert all("delta_histogram" not in c for c in expand_cells(cfg))  # absent: specs unchanged
+    cfg["experiments"]["e"]["delta_histogram"] = {"rounds": ["last", 1, 2]}
+    assert {tuple(c["delta_histogram"]["rounds"]) for c in expand_cells(cfg)} == {(1, 2, 3)}
+    cfg["experiments"]["e"]["delta_histogram"] = True
+    assert {tuple(c["delta_histogram"]["rounds"]) for c in expand_cells(cfg)} == {(1, 3)}
+    cfg["experiments"]["e"]["delta_histogram"] = False
+    assert all("delta_histogram" not in c for c in expand_cells(cfg))
+    cfg["experiments"]["e"]["delta_histogram"] = {"rounds": [4]}
+    rejects(cfg, "experiments.e.delta_histogram.rounds", "beyond the 3 rounds", "last")
+    cfg["experiments"]["e"]["delta_histogram"] = {"rounds": [0]}
+    rejects(cfg, "experiments.e.delta_histogram.rounds[0]")
+    cfg["experiments"]["e"]["delta_histogram"] = {"rounds": []}
+    rejects(cfg, "experiments.e.delta_histogram.rounds", "non-empty list")
+    cfg["experiments"]["e"]["delta_histogram"] = {"every": 2}
+    rejects(cfg, "experiments.e.delta_histogram")

@@ -49,7 +49,7 @@ SAMPLING_SCHEMES = ("uniform", "bernoulli")
 TOP_KEYS = {"datasets", "data", "device", "dtype", "engine", "chunk_size", "checkpoint_every", "experiments", "wandb", "tables"}
 ENGINES = ("vectorized", "sequential")
 EXPERIMENT_KEYS = {"seeds", "rounds", "eval_every", "target_accuracy", "sampling", "local", "datasets", "algorithms",
-                   "resources", "paper", "augment"}
+                   "resources", "paper", "augment", "delta_histogram"}
 EXPERIMENT_DATASET_KEYS = {"model", "partitions", "rounds", "eval_every", "target_accuracy", "sampling", "local",
                            "resources", "augment"}
 #: What one train job asks the scheduler for (runtime only: never part of a cell spec).
@@ -322,6 +322,22 @@ def _resolve_model(path: str, cfg: Any) -> dict:
     except ValueError as e:
         raise ConfigError(f"{path}: {e}") from None
     return {"name": name, **opts}
+
+
+def _check_fits(dpath: str, source: str, model: str, parts: dict) -> None:
+    """The dataset source can feed the model and has what each partition scheme needs (natural
+    clients, coarse labels): fedbench.data.registry.check_fits, before anything is downloaded."""
+    from fedbench.data.registry import check_fits
+
+    try:
+        check_fits(source, model=model)
+    except ValueError as e:
+        raise ConfigError(f"{dpath}.model: {e}") from None
+    for pid, pcfg in parts.items():
+        try:
+            check_fits(source, scheme=pcfg.get("scheme") if isinstance(pcfg, dict) else None)
+        except ValueError as e:
+            raise ConfigError(f"{dpath}.partitions.{pid}: {e}") from None
 
 
 def _merge_local(base: dict, over: Any, path: str) -> dict:
@@ -611,6 +627,25 @@ def partitions(config: dict) -> dict[tuple[str, str], dict]:
     return out
 
 
+def _delta_histogram(v: Any, path: str) -> list | None:
+    """An experiment's ``delta_histogram``: null/false = off; true = rounds [1, "last"]; or
+    ``{rounds: [t ≥ 1 or "last", ...]}``. Returns the raw round list (None when off)."""
+    if v is None or v is False:
+        return None
+    if v is True:
+        return [1, "last"]
+    v = _mapping(v, path)
+    _unknown_keys(v, {"rounds"}, path)
+    rounds = v.get("rounds")
+    if not isinstance(rounds, list) or not rounds:
+        raise ConfigError(f"{path}.rounds: must be a non-empty list of rounds (integers >= 1 or \"last\"), "
+                          f"got {_fmt(rounds)}")
+    for i, r in enumerate(rounds):
+        if r != "last":
+            _number(r, f"{path}.rounds[{i}]", lo=1, integer=True)
+    return rounds
+
+
 def expand_cells(config: dict) -> list[dict]:
     """One fully resolved spec per cell, in config order (experiment, dataset, partition,
     algorithm, seed). Runs every check of :func:`check_config`.
@@ -618,7 +653,9 @@ def expand_cells(config: dict) -> list[dict]:
     Each spec has exactly the keys: experiment, dataset, partition, algorithm (the config label),
     seed, algorithm_name, hparams, model, local, sampling, rounds, eval_every, target_accuracy,
     dtype; and, for image datasets that can augment (a source with an ``augment`` parameter),
-    ``augmentation``: the training augmentation record or None (see :func:`_augmentation`).
+    ``augmentation``: the training augmentation record or None (see :func:`_augmentation`); and,
+    for experiments with ``delta_histogram``, ``delta_histogram: {"rounds": [sorted ints]}``
+    ("last" resolved to the cell's rounds; a round beyond them is an error).
     ``device`` is deliberately absent: it changes where a cell runs, not its result.
     """
     config = _mapping(config, "config", "a mapping (the parsed YAML)")
@@ -647,6 +684,7 @@ def expand_cells(config: dict) -> list[dict]:
         seeds = _seeds(ecfg["seeds"], f"{epath}.seeds")
         base_local = _merge_local({}, ecfg["local"], f"{epath}.local")
         base_sampling = _merge_sampling(SAMPLING_DEFAULTS, ecfg.get("sampling"), f"{epath}.sampling")
+        hist_rounds = _delta_histogram(ecfg.get("delta_histogram"), f"{epath}.delta_histogram")
 
         algos = _mapping(ecfg["algorithms"], f"{epath}.algorithms")
         if not algos:
@@ -684,9 +722,16 @@ def expand_cells(config: dict) -> list[dict]:
             spath = f"{dpath}.sampling" if "sampling" in dcfg else f"{epath}.sampling"
             sampling = _finish_sampling(_merge_sampling(base_sampling, dcfg.get("sampling"), f"{dpath}.sampling"), spath)
             has_aug, aug_record = _augmentation(ds, known_datasets[ds], ecfg, dcfg, epath, dpath)
+            hist = None
+            if hist_rounds is not None:
+                hist = sorted({rounds if r == "last" else int(r) for r in hist_rounds})
+                if hist[-1] > rounds:
+                    raise ConfigError(f"{epath}.delta_histogram.rounds: round {hist[-1]} is beyond the {rounds} "
+                                      f"rounds of dataset {ds} ({rpath}); use \"last\" for the final round")
             parts = _mapping(dcfg.get("partitions"), f"{dpath}.partitions")
             if not parts:
                 raise ConfigError(f"{dpath}.partitions: must define at least one partition, e.g. iid: {{scheme: iid}}")
+            _check_fits(dpath, known_datasets[ds]["source"], model["name"], parts)
             for pid in parts:
                 for label, (apath, name, hparams, local_over) in resolved_algos.items():
                     local = _finish_local(
@@ -712,6 +757,8 @@ def expand_cells(config: dict) -> list[dict]:
                         }
                         if has_aug:
                             cell["augmentation"] = aug_record
+                        if hist is not None:
+                            cell["delta_histogram"] = {"rounds": hist}
                         cells.append(cell)
     return cells
 

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from fedbench.engine.batches import local_batches
+from fedbench.engine.holdout import holdout_batches, holdout_fraction, holdout_split, make_output_grad_fn
 from fedbench.engine.local import train_client
 from fedbench.models import build_model, make_grad_fn
 
@@ -65,12 +66,23 @@ def run_rounds(alg, params0, clients, hparams, grad_fn, rounds=3, sampled=None, 
                epochs=None, steps=None, record=False):
     """Run ``rounds`` rounds of ``alg``; ``sampled(t)`` gives the client ids of round t (default all).
 
+    An algorithm with a held-out pass (Elastic Aggregation) gets the engine's split
+    (:func:`fedbench.engine.holdout.holdout_split`, keyed by ``seed``): it trains on D_k \\ B_k,
+    n_k counts those rows, and its held-out pass runs on B_k with the logreg's output gradient.
+
     Returns (server_state, client_states, history); history holds per round the messages and the
     states, when ``record``.
     """
     if epochs is None and steps is None:
         epochs = 1
     m = len(clients)
+    held = None
+    frac = holdout_fraction(alg, hparams)
+    if frac > 0:
+        train_rows, held_rows = holdout_split([np.arange(len(y)) for _, y in clients], frac, seed)
+        held = [(x[h], y[h]) for (x, y), h in zip(clients, held_rows)]
+        clients = [(x[r], y[r]) for (x, y), r in zip(clients, train_rows)]
+        output_grad_fn = make_output_grad_fn(build_model({"name": "logreg"}, (DIM,), CLASSES).apply)
     server = alg.server_init(params0, hparams, m)
     client_states: dict[int, dict] = {}
     history = []
@@ -81,7 +93,12 @@ def run_rounds(alg, params0, clients, hparams, grad_fn, rounds=3, sampled=None, 
         for k in ids:
             x, y = clients[k]
             batches = local_batches(seed, t, k, len(y), batch_size, epochs=epochs, steps=steps)
-            msg, cstate, _ = train_client(alg, server, client_states.get(k), x, y, batches, hparams, grad_fn)
+            kw = {}
+            if held is not None:
+                xh, yh = held[k]
+                kw = {"holdout": (xh, yh, holdout_batches(seed, t, k, len(yh), batch_size)),
+                      "output_grad_fn": output_grad_fn}
+            msg, cstate, _ = train_client(alg, server, client_states.get(k), x, y, batches, hparams, grad_fn, **kw)
             if cstate is not None:
                 client_states[k] = cstate
             messages.append(msg)

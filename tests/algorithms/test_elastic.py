@@ -1,5 +1,6 @@
 """Elastic Aggregation (summary-seed-000 §2): ζ invariants, ζ ≡ 1 is the base optimizer, the
-sensitivity estimators, the boosted percentage and the message."""
+sensitivity estimators on the held-out subset B_k (the paper's ∇‖F(θ; x)‖²₂ at θ^{t−1}), the
+boosted percentage and the message."""
 
 import numpy as np
 import pytest
@@ -7,6 +8,7 @@ import torch
 
 from fedbench.algorithms import (elastic, elastic_fedavg, elastic_fedavgm, elastic_fedprox, fedavg,
                                  fedavgm, fedprox)
+from fedbench.engine.holdout import holdout_size, make_output_grad_fn
 from fedbench.metrics.communication import count_floats
 from fedbench.tree import tree_numel, tree_weighted_mean
 
@@ -89,7 +91,10 @@ def test_elastic_server_step_scales_the_base_update_by_zeta(ea, ea_hp, base, bas
     _, _, hist = rounds_runner(ea, params0, unequal_clients, hp, grad_fn, rounds=2, sampled=SAMPLED, record=True)
     d = tree_numel(params0)
     for r in hist:
-        w = torch.tensor([len(unequal_clients[k][1]) for k in r["ids"]], dtype=torch.float64)
+        # n_k counts D_k \\ B_k: B_k (10 %, at least 1) is removed before training
+        n = [len(unequal_clients[k][1]) for k in r["ids"]]
+        w = torch.tensor([nk - holdout_size(nk, 0.1) for nk in n], dtype=torch.float64)
+        assert [nk - wk for nk, wk in zip(n, w.tolist())] == [{12: 2, 20: 2, 9: 1, 15: 2}[nk] for nk in n]
         for m in r["messages"]:
             assert set(m) == {"delta", "omega"} and count_floats(m) == 2 * d  # Δ_k and Ω_k: 2d uplink
         z = elastic.zeta(tree_weighted_mean([m["omega"] for m in r["messages"]], w), 0.4)
@@ -109,18 +114,29 @@ def test_elastic_server_step_scales_the_base_update_by_zeta(ea, ea_hp, base, bas
                                            rtol=0, atol=1e-15)
 
 
+def _output_sq_norm_grad(model, params, x):
+    """∇_θ mean_i ‖F(θ; x_i)‖²₂ by plain autograd: the paper's g, computed independently."""
+    p = {k: v.detach().clone().requires_grad_(True) for k, v in params.items()}
+    out = model.apply(p, x)
+    (out.pow(2).sum(dim=1).mean()).backward()
+    return {k: v.grad for k, v in p.items()}
+
+
 @pytest.mark.parametrize("mode", ["momentum", "average"])
-def test_sensitivity_estimators(mode, params0, unequal_clients, grad_fn):
+def test_sensitivity_estimators_on_held_out_batches(mode, model, params0, unequal_clients, grad_fn):
     rho = 0.8
     hp = {**LOCAL, "clip_norm": None, "weight_decay": 0.0, "sensitivity": mode, "rho": rho}
     server = elastic_fedavg.server_init(params0, hp, 4)
     state = elastic_fedavg.client_init(server, None, hp)
+    assert state["omega_batches"] == 0 and all(float(v.abs().sum()) == 0 for v in state["omega"].values())
     x, y = unequal_clients[2]
+    out_grad = make_output_grad_fn(model.apply)
     grads = []
-    for idx in (np.arange(0, 4), np.arange(4, 8), np.arange(5, 9)):
-        g, _ = grad_fn(state["params"], x[idx], y[idx])
-        grads.append(g)
-        state = elastic_fedavg.client_step(state, (x[idx], y[idx]), hp, grad_fn)
+    for idx in (np.arange(0, 4), np.arange(4, 8), np.arange(5, 7)):
+        grads.append(_output_sq_norm_grad(model, params0, x[idx]))
+        state = elastic_fedavg.client_holdout_step(state, (x[idx], y[idx]), hp, out_grad)
+    assert state["omega_batches"] == 3 and state["steps"] == 0
+    assert state["params"] is server["params"]  # the held-out pass does not train
     for n in params0:
         if mode == "momentum":
             expected = torch.zeros_like(params0[n])
@@ -128,9 +144,36 @@ def test_sensitivity_estimators(mode, params0, unequal_clients, grad_fn):
                 expected = rho * expected + (1 - rho) * g[n].abs()
         else:
             expected = sum(g[n].abs() for g in grads) / 3
-        torch.testing.assert_close(state["omega"][n], expected, rtol=0, atol=1e-15)
+        torch.testing.assert_close(state["omega"][n], expected, rtol=1e-12, atol=1e-15)
+    # local training leaves Ω_k alone: it is the sensitivity at the received θ^{t−1}
+    before = state["omega"]
+    state = elastic_fedavg.client_step(state, (x[:4], y[:4]), hp, grad_fn)
+    assert state["omega"] is before
     msg, cstate = elastic_fedavg.client_final(server, state, hp)
     assert cstate is None and msg["omega"] is state["omega"]
+
+
+def test_sensitivity_is_label_free_and_uses_the_model_output(model, params0, unequal_clients):
+    hp = {"sensitivity": "momentum", "rho": 0.5}
+    server = elastic_fedavg.server_init(params0, hp, 4)
+    x, y = unequal_clients[1]
+    out_grad = make_output_grad_fn(model.apply)
+    a = elastic_fedavg.client_holdout_step(elastic_fedavg.client_init(server, None, hp), (x[:6], y[:6]), hp, out_grad)
+    b = elastic_fedavg.client_holdout_step(elastic_fedavg.client_init(server, None, hp), (x[:6], (y[:6] + 1) % 3),
+                                           hp, out_grad)
+    for n in params0:
+        assert torch.equal(a["omega"][n], b["omega"][n])  # labels do not matter
+        assert float(a["omega"][n].abs().sum()) > 0
+
+
+def test_holdout_fraction_hook():
+    assert elastic_fedavg.holdout_fraction({}) == 0.1  # the supplement's 10 %
+    assert elastic_fedprox.holdout_fraction({"sensitivity": "average", "sensitivity_fraction": 0.25}) == 0.25
+    assert elastic_fedavgm.holdout_fraction({"sensitivity": "none"}) == 0.0  # naive: nothing held out
+    for bad in (0.0, 1.0, -0.1):
+        with pytest.raises(ValueError, match="sensitivity_fraction"):
+            elastic_fedavg.holdout_fraction({"sensitivity_fraction": bad})
+    assert not hasattr(fedavg, "holdout_fraction")  # other algorithms declare nothing
 
 
 def test_unknown_sensitivity_is_rejected(params0):

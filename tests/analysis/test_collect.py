@@ -79,3 +79,17 @@ def test_collect_rejects_duplicate_cells_and_empty_input(tmp_path, write, mr):
         collect([a, b], tmp_path / "out.parquet")
     with pytest.raises(ValueError, match="no metrics files"):
         collect([], tmp_path / "out.parquet")
+
+
+def test_collect_fills_columns_added_later_with_nulls(tmp_path, write, mr):
+    from fedbench.metrics.schema import ADDED_COLUMNS
+
+    new = write(tmp_path / "new.parquet", [{**r, "boosted_pct": 12.5, "train_accuracy": 0.5,
+                                           "uplink_entropy_bits_delta": 0.5} for r in mr.run_rows([0.1], algorithm="n")])
+    old_table = mr.table(mr.run_rows([0.2, 0.3], algorithm="o")).drop(list(ADDED_COLUMNS))  # an older cell file
+    old = tmp_path / "old.parquet"
+    pq.write_table(old_table, old)
+    df = collect([new, old], tmp_path / "all.parquet")
+    assert df.columns == METRICS_SCHEMA.names
+    assert df.get_column("boosted_pct").to_list() == [12.5, None, None]
+    assert df.get_column("uplink_entropy_bits_delta").to_list() == [0.5, None, None]

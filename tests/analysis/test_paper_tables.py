@@ -108,8 +108,21 @@ def test_feddyn_entropy_shows_theta_and_delta_not_measured(mr):
     assert theta["ours"] == 3.0 and theta["paper"] == 300.76
     md = markdown_paper_table(long, "fedelasticnet_table3")
     line = next(x for x in md.splitlines() if "| dir0.3" in x and "| x " in x)
-    assert "3 (n/m) / 300.76 (26.71)" in line
-    assert "not measured" in md
+    assert "3 (n/m) / 300.76 (26.71)" in line  # a run written before the Δ column existed
+    assert "n/m" in md.split("\n\n")[-1]  # explained under the table
+
+
+def test_feddyn_entropy_shows_theta_and_measured_delta_with_the_ratio(mr):
+    rows = mr.run_rows([0.5, 0.6, 0.7], experiment="x", dataset="mnist", partition="dir0.3", algorithm="feddyn")
+    for r in rows:
+        r["uplink_entropy_bits_delta"] = r["uplink_entropy_bits"] / 4  # Δ: a quarter of θ's entropy
+    long = paper_table(mr.frame(rows), load_reference(REF / "fedelasticnet_table3.csv"),
+                       cells("x", "mnist", "dir0.3", 0.1, ["feddyn"]), "fedelasticnet_table3")
+    d = long.filter((pl.col("experiment") == "x") & (pl.col("metric") == "uplink_entropy_bits_delta")).row(0, named=True)
+    assert d["ours"] == 0.75 and d["paper"] == 26.71 and d["ratio"] == pytest.approx(0.75 / 26.71)
+    md = markdown_paper_table(long, "fedelasticnet_table3")
+    line = next(x for x in md.splitlines() if "| dir0.3" in x and "| x " in x)
+    assert "3 (0.75) / 300.76 (26.71) (×0.010; Δ ×0.028)" in line and "n/m" not in line
 
 
 def test_elastic_table1_matches_any_partition_of_cifar10(tmp_path, mr):
@@ -126,8 +139,30 @@ def test_elastic_table1_matches_any_partition_of_cifar10(tmp_path, mr):
     assert got["elastic_fedavg_average"][2] == pytest.approx(50 / 61.11)
     assert long.filter(pl.col("experiment").is_null() & (pl.col("metric") == "test_accuracy")).height == 0
     md = (tmp_path / "t1.md").read_text()
-    assert "61.22 / 61.22 (×1.000)" in md and "train accuracy" in md
+    assert "61.22 / 61.22 (×1.000)" in md and "train acc" in md
+    # train accuracy: its own row of the layout, ours beside the paper's (run_rows: no value -> n/m-free "—")
+    train_line = next(x for x in md.splitlines() if "| ea " in x and "train acc" in x)
+    assert "— / 55.39" in train_line
     assert pl.read_csv(tmp_path / "t1.csv").columns[:3] == ["table", "experiment", "dataset"]
+
+
+def test_elastic_table1_shows_our_train_accuracy(tmp_path, mr):
+    rows = []
+    for alg, acc in (("fedavg", 0.5539), ("elastic_fedavg_average", 0.5), ("elastic_fedavg", 0.6)):
+        rr = mr.run_rows([0.1, 0.6], experiment="ea", dataset="cifar10", partition="iid", algorithm=alg)
+        for r in rr:
+            r["train_accuracy"] = acc
+        rows += rr
+    c = cells("ea", "cifar10", "iid", 0.1, ["fedavg", "elastic_fedavg_average", "elastic_fedavg"])
+    long = paper_table(mr.frame(rows), load_reference(REF / "elastic_aggregation_table1.csv"), c,
+                       "elastic_aggregation_table1")
+    tr = long.filter((pl.col("metric") == "train_accuracy") & (pl.col("experiment") == "ea"))
+    got = {r["algorithm"]: (r["ours"], r["paper"], r["ratio"]) for r in tr.iter_rows(named=True)}
+    assert got["fedavg"][0] == pytest.approx(55.39) and got["fedavg"][2] == pytest.approx(1.0)
+    assert got["elastic_fedavg"] == (pytest.approx(60.0), 58.74, pytest.approx(60 / 58.74))
+    md = markdown_paper_table(long, "elastic_aggregation_table1")
+    line = next(x for x in md.splitlines() if "| ea " in x and "train acc" in x)
+    assert "55.39 / 55.39 (×1.000)" in line and "60 / 58.74" in line
 
 
 def test_dense_nonzeros_equal_d_times_sampled_clients_table2():

@@ -45,3 +45,38 @@ def test_bad_value_is_named(tmp_path):
     with pytest.raises(ValueError, match="test_fraction"):
         prepare_dataset("d", {"source": "digits", "test_fraction": 2}, tmp_path / "d")
     assert not (tmp_path / "d").exists()
+
+
+@pytest.mark.parametrize("source, model, scheme, fragment", [
+    ("mnist", "logreg", "natural", "'natural' needs a dataset with its own clients"),
+    ("cifar10", "cnn", "pachinko", "'pachinko' needs coarse labels (cifar100, fed_cifar100); source 'cifar10'"),
+    ("mnist", "lstm", "iid", "model 'lstm' takes text inputs (sources: shakespeare), but source 'mnist' gives image"),
+    ("a9a", "cnn", "iid", "model 'cnn' takes image inputs"),
+])
+def test_a_model_or_scheme_the_source_cannot_feed_fails_the_config_check(source, model, scheme, fragment):
+    """Caught by the config check, before anything is downloaded, naming the config key."""
+    from fedbench.config import ConfigError, check_config
+    from fedbench.data.registry import check_fits
+
+    with pytest.raises(ValueError, match=fragment.replace("(", r"\(").replace(")", r"\)")):
+        check_fits(source, model=model, scheme=scheme)
+    cfg = {"datasets": {"d": {"source": source}},
+           "experiments": {"e": {"seeds": [0], "rounds": 1, "local": {"epochs": 1, "batch_size": 8, "lr": 0.1},
+                                 "datasets": {"d": {"model": {"name": model}, "partitions": {"p": {"scheme": scheme}}}},
+                                 "algorithms": {"fedavg": {}}}}}
+    with pytest.raises(ConfigError, match="experiments.e.datasets.d.(model|partitions.p): "):
+        check_config(cfg)
+
+
+def test_every_source_fits_its_natural_models_and_schemes():
+    from fedbench.data.registry import COARSE_LABELS, INPUT_KIND, NATURAL_CLIENTS, check_fits
+
+    assert set(INPUT_KIND) == set(SOURCES)
+    for source in SOURCES:
+        check_fits(source, model="logreg", scheme="iid")
+        check_fits(source, model="mlp", scheme="dirichlet")
+    for source in NATURAL_CLIENTS:
+        check_fits(source, scheme="natural")
+    for source in COARSE_LABELS:
+        check_fits(source, model="cnn", scheme="pachinko")
+    check_fits("shakespeare", model="lstm", scheme="natural")

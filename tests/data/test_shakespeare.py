@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from gutenberg import LEAF_ERA_EXCERPT, LEAF_ERA_EXPECTED, PG100_EXCERPT, PG100_EXPECTED
 from rawfakes import LEAF_PLAYS, MODERN_PLAYS, pin
 
 from fedbench.data.errors import CorruptFileError
@@ -101,3 +102,51 @@ def test_title_before_heading_names_with_periods_and_non_ascii_capitals():
     plays, _ = parse_plays(text)
     assert plays == [("THE TRAGEDY OF NOTHING", {"PHŒBE": ["Good shepherd."], "MRS. QUICKLY": ["Alas the day!"]}),
                      ("THE SECOND PLAY", {"KING": ["One."], "GHOST": ["Two."]})]
+
+
+def test_current_gutenberg_edition_layout():
+    """pg100.txt as served today: header/licence, top-level Contents, the Sonnets first and the poems
+    last (no clients from them, not even from "II." / "THRENOS." / "THE ARGUMENT."), per-play
+    Contents and Dramatis Personae skipped, THE PROLOGUE spoken by the Chorus kept, speakers alone on
+    their line, stage directions indented one space or bracketed (inside a speech too, which goes on
+    after them), verse half-lines and songs indented several spaces kept as speech."""
+    plays, discarded = parse_plays(PG100_EXCERPT)
+    assert [t for t, _ in plays] == [t for t, _ in PG100_EXPECTED]
+    for (title, got), (_, want) in zip(plays, PG100_EXPECTED):
+        assert got == want, title
+    assert discarded == 0
+    assert parse_plays(PG100_EXCERPT, layout="modern") == (plays, discarded)  # auto detects the layout
+
+
+def test_leaf_era_edition_layout():
+    """The 1994 text LEAF's preprocess_shakespeare.py was written for: indented "  Name. speech"
+    with 4-space continuations, the Sonnets dropped, THE COMEDY OF ERRORS unindented."""
+    plays, _ = parse_plays(LEAF_ERA_EXCERPT)
+    assert plays == LEAF_ERA_EXPECTED
+    assert parse_plays(LEAF_ERA_EXCERPT, layout="leaf1994")[0] == plays
+
+
+def test_gutenberg_excerpt_clients_and_leaf_filters(tmp_path, monkeypatch):
+    """The prepared dataset has one client per (play, role) of the excerpt, each with exactly its
+    speech's samples (LEAF: one sample per character of each line + newline); LEAF's min_samples
+    drops the short roles."""
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    (mirror / "pg100.txt").write_text(PG100_EXCERPT, encoding="utf-8")
+    pin(monkeypatch, "shakespeare", mirror)
+    ds = load_dataset(prepare_dataset("s", {"source": "shakespeare"}, tmp_path / "s", mirror=mirror))
+    roles = {client_name(t, r): lines for t, chars in PG100_EXPECTED for r, lines in chars.items()}
+    assert sorted(ds.meta["client_names"]) == sorted(roles)
+    assert ds.meta["num_plays"] == 5
+    counts = np.bincount(ds.client_train, minlength=len(roles)) + np.bincount(ds.client_test, minlength=len(roles))
+    for k, name in enumerate(ds.meta["client_names"]):
+        assert counts[k] == sum(len(ln) + 1 for ln in roles[name]), name
+    k = ds.meta["client_names"].index("THE_TRAGEDY_OF_ROMEO_AND_JULIET_ROMEO")
+    ys = np.concatenate([ds.y_train[ds.client_train == k], ds.y_test[ds.client_test == k]])
+    text = "".join(ALL_LETTERS[i] for i in ys)
+    assert text == "He jests at scars that never felt a wound.\nBut soft, what light through yonder window breaks?\n" \
+                   "It is the east, and Juliet is the sun!\n"
+    cfg = {"source": "shakespeare", "min_samples": 100}
+    kept = load_dataset(prepare_dataset("s2", cfg, tmp_path / "s2", mirror=mirror))
+    want = sorted(n for n, lines in roles.items() if sum(len(ln) + 1 for ln in lines) >= 100)
+    assert sorted(kept.meta["client_names"]) == want and 0 < len(want) < len(roles)

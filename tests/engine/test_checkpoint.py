@@ -52,9 +52,11 @@ class Killed(Exception):
     pass
 
 
-# SCAFFOLD and FedDyn carry persistent client state; FedAvgM carries server momentum.
+# SCAFFOLD and FedDyn carry persistent client state; FedAvgM carries server momentum; Elastic
+# FedAvgM adds the held-out split, its per-round metric (boosted_pct) and, here, Δ histograms.
 @pytest.mark.parametrize("algorithm, hparams", [("scaffold", {"server_lr": 1.0}), ("feddyn", {"alpha": 0.01}),
-                                                ("fedavgm", {"server_lr": 1.0, "momentum": 0.9})])
+                                                ("fedavgm", {"server_lr": 1.0, "momentum": 0.9}),
+                                                ("elastic_fedavgm", {"server_lr": 1.0, "momentum": 0.9})])
 @pytest.mark.parametrize("engine", ["vectorized", "sequential"])
 def test_resume_in_process_is_bitwise_identical(files, tmp_path, monkeypatch, algorithm, hparams, engine):
     import fedbench.engine.loop as loop
@@ -63,7 +65,9 @@ def test_resume_in_process_is_bitwise_identical(files, tmp_path, monkeypatch, al
 
     ds, part = load_dataset(files / "toy"), read_partition(files / "part" / "partition.parquet")
     spec = _spec(algorithm, hparams)
-    full, _ = train(spec, ds, part, device="cpu", engine=engine)
+    if algorithm in ("feddyn", "elastic_fedavgm"):
+        spec["delta_histogram"] = {"rounds": [2, 7, 12]}
+    full, info_full = train(spec, ds, part, device="cpu", engine=engine)
 
     # interrupt the run inside round 8's evaluation (2 evaluations per round): last checkpoint is round 5
     real_evaluate, calls = loop.evaluate, []
@@ -83,10 +87,28 @@ def test_resume_in_process_is_bitwise_identical(files, tmp_path, monkeypatch, al
     # a checkpoint of another spec is never taken
     assert load_checkpoint(ckpt, spec_id(spec | {"rounds": 13})) is None
 
-    resumed, _ = train(spec, ds, part, device="cpu", engine=engine, checkpoint_path=ckpt, checkpoint_every=5)
+    resumed, info = train(spec, ds, part, device="cpu", engine=engine, checkpoint_path=ckpt, checkpoint_every=5)
     strip = lambda rows: [{k: v for k, v in r.items() if k != "wall_seconds"} for r in rows]  # noqa: E731
     assert len(resumed) == 12
     assert strip(resumed) == strip(full)
+    if "delta_histogram" in spec:  # rounds 2 and 7 straddle the checkpoint: restored, not recounted
+        ident = {"experiment": "t", "dataset": "toy", "partition": "dir", "algorithm": algorithm, "seed": 3}
+        assert info["delta_histogram"].to_table(ident).equals(info_full["delta_histogram"].to_table(ident))
+        assert sorted(set(info["delta_histogram"].to_table(ident).column("round").to_pylist())) == [0, 2, 7, 12]
+    if algorithm == "elastic_fedavgm":
+        assert all(0 < r["boosted_pct"] < 100 for r in resumed)
+
+
+def test_checkpoint_of_an_older_format_is_ignored(tmp_path):
+    import torch
+
+    from fedbench.engine.loop import save_checkpoint
+
+    ckpt = tmp_path / "checkpoint.pt"
+    save_checkpoint(ckpt, {"hparams_id": "abc", "round": 3, "counters": (1, 2, 3, 4.0)})  # format 1: no "format"
+    assert load_checkpoint(ckpt, "abc") is None
+    save_checkpoint(ckpt, {"format": 2, "hparams_id": "abc", "round": 3, "x": torch.zeros(1)})
+    assert load_checkpoint(ckpt, "abc")["round"] == 3
 
 
 RUNNER = """

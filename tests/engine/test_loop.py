@@ -127,3 +127,139 @@ def test_character_ids_train_an_lstm(engine):
     rows, info = train(spec, ds, part, device="cpu", engine=engine)
     assert info["status"] == "ok" and rows[-1]["train_loss"] < rows[0]["train_loss"]
     assert info["params"]["embedding.weight"].dtype.is_floating_point
+
+
+# ---------------------------------------------------------------------------------------------
+# Δ-convention entropy, algorithm metrics (boosted_pct), train accuracy, Δ histograms
+
+
+def _hand_entropy(values):
+    """Independent of fedbench.metrics: bins ⌊v / 0.01⌋, −Σ p log2 p."""
+    _, counts = np.unique(np.floor(np.asarray(values, dtype=np.float64) / 0.01), return_counts=True)
+    p = counts / counts.sum()
+    return float(-(p * np.log2(p)).sum())
+
+
+class _Recorder:
+    """Wraps a trainer's train_round: records (θ^{t−1}, messages) of every round."""
+
+    def __init__(self, monkeypatch, cls_name):
+        import fedbench.engine.loop as loop
+
+        self.rounds = []
+        base = getattr(loop, cls_name)
+        recorder = self
+
+        class Recording(base):
+            def train_round(self, server, sampled, hp, t):
+                result = super().train_round(server, sampled, hp, t)
+                recorder.rounds.append(({k: v.clone() for k, v in server["params"].items()},
+                                        [{e: {n: v.clone() for n, v in tree.items()} for e, tree in m.items()}
+                                         for m in result.messages]))
+                return result
+
+        monkeypatch.setattr(loop, cls_name, Recording)
+
+
+@pytest.mark.parametrize("engine, cls_name", [("sequential", "SequentialClients"), ("vectorized", "VectorizedClients")])
+def test_feddyn_delta_entropy_is_the_entropy_of_theta_minus_global(data, monkeypatch, engine, cls_name):
+    ds, part = data
+    rec = _Recorder(monkeypatch, cls_name)
+    rows, _ = train(_spec("feddyn", hparams={"alpha": 0.01}, rounds=3), ds, part, device="cpu", engine=engine)
+    h_theta = h_delta = 0.0
+    for (theta_prev, messages), row in zip(rec.rounds, rows):
+        assert all(set(m) == {"params"} for m in messages)  # FedDyn sends θ_k
+        theta = np.concatenate([m["params"][n].numpy().ravel() for m in messages for n in sorted(m["params"])])
+        delta = np.concatenate([(m["params"][n] - theta_prev[n]).numpy().ravel()
+                                for m in messages for n in sorted(m["params"])])
+        h_theta += _hand_entropy(theta)
+        h_delta += _hand_entropy(delta)
+        assert row["uplink_entropy_bits"] == pytest.approx(h_theta, rel=1e-12)
+        assert row["uplink_entropy_bits_delta"] == pytest.approx(h_delta, rel=1e-12)
+    assert rows[-1]["uplink_entropy_bits_delta"] < rows[-1]["uplink_entropy_bits"]  # Δ is more concentrated
+
+
+def test_delta_entropy_equals_entropy_for_algorithms_that_send_updates(data):
+    ds, part = data
+    for algorithm, hp in (("fedavg", {}), ("scaffold", {"server_lr": 1.0})):
+        rows, _ = train(_spec(algorithm, hparams=hp), ds, part, device="cpu")
+        assert all(r["uplink_entropy_bits_delta"] == r["uplink_entropy_bits"] > 0 for r in rows)
+
+
+def test_boosted_pct_column_and_train_accuracy(data):
+    ds, part = data
+    rows_avg, info_avg = train(_spec("fedavg", rounds=3), ds, part, device="cpu")
+    assert all(r["boosted_pct"] is None for r in rows_avg)  # no such metric: null
+    # train accuracy: θ^T on every training row of the partition
+    import torch
+
+    from fedbench.models import build_model
+
+    apply = build_model({"name": "logreg"}, ds.feature_shape, ds.num_classes).apply
+    pred = apply(info_avg["params"], torch.as_tensor(ds.x_train, dtype=torch.float64)).argmax(1).numpy()
+    assert rows_avg[-1]["train_accuracy"] == pytest.approx(float((pred == ds.y_train).mean()), abs=1e-12)
+    rows_ea, info = train(_spec("elastic_fedavg", hparams={"tau": 0.5, "rho": 0.9}, rounds=3), ds, part,
+                          device="cpu")
+    assert all(0.0 < r["boosted_pct"] < 100.0 for r in rows_ea)
+    assert float(info["server_state"]["metrics"]["boosted_pct"]) == rows_ea[-1]["boosted_pct"]
+    assert info["holdout_sizes"] == [3] * 8  # iid: 30 samples a client, ⌈0.1 · 30⌉ = 3 held out
+
+
+def test_naive_elastic_aggregation_is_fedavg_through_the_engine(data):
+    # sensitivity none: nothing held out (same n_k, same batches), ζ ≡ 1, boosted 0 %
+    ds, part = data
+    rows_avg, info_avg = train(_spec("fedavg"), ds, part, device="cpu")
+    rows_ea, info_ea = train(_spec("elastic_fedavg", hparams={"sensitivity": "none"}), ds, part, device="cpu")
+    assert info_ea["holdout_sizes"] == [0] * 8
+    for a, b in zip(rows_avg, rows_ea):
+        for k in ("train_loss", "test_loss", "test_accuracy", "uplink_floats", "uplink_entropy_bits"):
+            assert a[k] == b[k], k
+        assert b["boosted_pct"] == 0.0
+    for n in info_avg["params"]:
+        assert (info_avg["params"][n] == info_ea["params"][n]).all()
+
+
+def test_unknown_algorithm_metric_is_an_error():
+    from fedbench.engine.loop import algorithm_metrics
+
+    assert algorithm_metrics({"params": {}}) == {"boosted_pct": None}
+    with pytest.raises(KeyError, match="ALGORITHM_METRICS"):
+        algorithm_metrics({"metrics": {"zeta_mean": 1.0}})
+
+
+@pytest.mark.parametrize("algorithm, hparams, entries", [
+    ("feddyn", {"alpha": 0.01}, {"delta"}),
+    ("scaffold", {"server_lr": 1.0}, {"delta", "delta_c"}),
+])
+def test_delta_histogram_counts_every_transmitted_value(tmp_path, data, algorithm, hparams, entries):
+    ds, part = data
+    write_dataset(tmp_path / "toy", ds)
+    write_partition(part, ds, tmp_path / "part")
+    spec = _spec(algorithm, hparams=hparams, rounds=4, delta_histogram={"rounds": [1, 3]})
+    out = tmp_path / "out"
+    summary = run_cell(spec, tmp_path / "toy", tmp_path / "part" / "partition.parquet", out / "metrics.parquet",
+                       out / "summary.json", device="cpu", progress=False)
+    hist = pq.read_table(out / "delta_histogram.parquet").to_pylist()
+    rows = pq.read_table(out / "metrics.parquet").to_pylist()
+    assert summary["delta_histogram"] == str(out / "delta_histogram.parquet")
+    assert {h["round"] for h in hist} == {0, 1, 3} and {h["entry"] for h in hist} == entries
+    assert {(h["experiment"], h["algorithm"], h["seed"]) for h in hist} == {("t", algorithm, 0)}
+    total = lambda rnd: sum(h["count"] for h in hist if h["round"] == rnd)  # noqa: E731
+    per_round_floats = np.diff([0] + [r["uplink_floats"] for r in rows])
+    assert total(1) == per_round_floats[0] and total(3) == per_round_floats[2]
+    assert total(0) == rows[-1]["uplink_floats"]  # cumulative: every value sent in rounds 1..T
+    assert all(h["count"] > 0 for h in hist)
+    # the histogram of round 1 gives the Δ-convention entropy of round 1
+    counts = np.array([h["count"] for h in hist if h["round"] == 1])
+    bins = [(h["entry"], h["bin"]) for h in hist if h["round"] == 1]
+    pooled = {}
+    for (_, b), c in zip(bins, counts):
+        pooled[b] = pooled.get(b, 0) + c
+    p = np.array(list(pooled.values())) / counts.sum()
+    assert rows[0]["uplink_entropy_bits_delta"] == pytest.approx(float(-(p * np.log2(p)).sum()), rel=1e-12)
+
+
+def test_delta_histogram_path_without_the_spec_key_is_an_error(tmp_path, data):
+    with pytest.raises(ValueError, match="delta_histogram"):
+        run_cell(_spec(), tmp_path / "toy", tmp_path / "p", tmp_path / "m.parquet", tmp_path / "s.json",
+                 delta_histogram_path=tmp_path / "h.parquet", progress=False)

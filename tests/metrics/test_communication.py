@@ -46,3 +46,41 @@ def test_entropy_rejects_nan():
 def test_entropy_of_huge_finite_values_does_not_overflow():
     v = np.array([1e300, -1e300, 1e300, 5.0])
     assert entropy_bits(v) == pytest.approx(1.5)
+
+
+def test_histogram_counts_every_value_in_floor_bins():
+    from fedbench.metrics.communication import histogram
+
+    v = np.array([0.0, 0.004, -0.004, 0.0101, -0.5, 0.0, 2.0])
+    bins, counts = histogram(v)
+    assert bins.tolist() == [-50, -1, 0, 1, 200] and counts.tolist() == [1, 1, 3, 1, 1]
+    assert counts.sum() == v.size and bins.dtype == np.int64
+    wide = np.array([0.0, 1e7, -1e7])  # more bins than the dense path allows: the sort-based path
+    b2, c2 = histogram(wide)
+    assert b2.tolist() == [-1_000_000_000, 0, 1_000_000_000] and c2.tolist() == [1, 1, 1]
+    assert histogram(np.zeros(0))[0].size == 0
+    with pytest.raises(ValueError, match="NaN or inf"):
+        histogram(np.array([np.nan]))
+
+
+def test_as_delta_replaces_a_model_by_its_update():
+    from fedbench.metrics.communication import as_delta
+
+    theta_prev = {"w": torch.tensor([1.0, 2.0]), "b": torch.tensor([0.5])}
+    msg = {"params": {"w": torch.tensor([1.5, 1.0]), "b": torch.tensor([0.5])}}
+    d = as_delta(msg, theta_prev)
+    assert set(d) == {"delta"}
+    assert d["delta"]["w"].tolist() == [0.5, -1.0] and d["delta"]["b"].tolist() == [0.0]
+    update = {"delta": {"w": torch.ones(2)}, "delta_c": {"w": torch.zeros(2)}}
+    assert as_delta(update, theta_prev) is update  # already in the Δ convention
+    with pytest.raises(ValueError, match="ambiguous"):
+        as_delta({"params": msg["params"], "delta": msg["params"]}, theta_prev)
+
+
+def test_histogram_refuses_bins_beyond_int64_but_entropy_does_not():
+    from fedbench.metrics.communication import histogram
+
+    v = np.array([1e300, -1e300, 5.0])
+    with pytest.raises(ValueError, match="int64"):
+        histogram(v)
+    assert entropy_bits(v) == pytest.approx(math.log2(3))

@@ -24,3 +24,14 @@ def test_missing_column_wrong_type_and_bad_status_are_named():
         check_metrics_table(t.set_column(t.schema.get_field_index("round"), "round", pa.array([1.0])))
     with pytest.raises(ValueError, match="status"):
         check_metrics_table(pa.Table.from_pylist([_row(status="weird")], schema=METRICS_SCHEMA))
+
+
+def test_added_columns_are_nullable_schema_columns():
+    from fedbench.metrics.schema import ADDED_COLUMNS, ALGORITHM_METRICS
+
+    assert {name for name, _ in ALGORITHM_METRICS} == {"boosted_pct"}
+    for name in ADDED_COLUMNS:
+        assert METRICS_SCHEMA.field(name).nullable and METRICS_SCHEMA.field(name).type == pa.float64()
+    t = pa.Table.from_pylist([_row()], schema=METRICS_SCHEMA)  # a row without them: nulls
+    check_metrics_table(t)
+    assert t.column("boosted_pct").to_pylist() == [None]

@@ -6,7 +6,8 @@
 - a real run of the full file without the data fails fast with "dataset not available", naming
   the files and ``data.mirror`` (an empty mirror directory: no network is used);
 - the quick experiments, cut to 2 rounds and a few algorithms, run end to end from a temp dir and
-  write the papers' tables with the paper's numbers beside ours.
+  write the papers' tables with the paper's numbers beside ours (FedDyn's θ (Δ) entropy measured),
+  Elastic Aggregation's boosted-% figure and FedElasticNet's Δ-histogram figure.
 """
 
 from __future__ import annotations
@@ -65,7 +66,9 @@ def test_dry_run_of_the_full_grid_plans_every_cell_and_the_paper_tables(tmp_path
     proc = ok(snakemake(tmp_path, load("fedelasticnet"), "-n"))
     jobs = planned_jobs(proc.stdout + proc.stderr)
     rules = [r for r, _ in jobs]
-    assert rules.count("train") == 180
+    # Figure 2's experiment (CIFAR-10, 10 %: 3 splits x 6 methods) also writes Δ histograms
+    assert rules.count("train") == 162 and rules.count("train_delta_histogram") == 18
+    assert [w["experiment"] for r, w in jobs if r == "delta_histogram_plot"] == ["fedelasticnet_cifar10_p10"]
     assert rules.count("prepare_dataset") == 5
     assert sorted(w["table"] for r, w in jobs if r == "paper_table") == [
         "fedelasticnet_table2", "fedelasticnet_table3", "fedelasticnet_table4"]
@@ -97,8 +100,8 @@ def test_quick_experiments_run_end_to_end_with_the_paper_tables(tmp_path):
         exp["rounds"] = 2
         exp["datasets"] = {"digits": {**exp["datasets"]["digits"],
                                       "partitions": {"iid": exp["datasets"]["digits"]["partitions"]["iid"]}}}
-        keep = {"fedelasticnet_quick_p10": ("fedprox", "fedelasticnet_feddyn"),
-                "fedelasticnet_quick_p100": ("feddyn",),
+        keep = {"fedelasticnet_quick_p10": ("feddyn", "fedelasticnet_feddyn"),
+                "fedelasticnet_quick_p100": ("fedprox",),
                 "elastic_aggregation_quick": ("fedavg", "elastic_fedavg")}[name]
         exp["algorithms"] = {k: v for k, v in exp["algorithms"].items() if k in keep}
         cfg["experiments"][name] = exp
@@ -110,21 +113,51 @@ def test_quick_experiments_run_end_to_end_with_the_paper_tables(tmp_path):
         "fedelasticnet_table4.md"]
     t2 = pl.read_csv(tables / "fedelasticnet_table2.csv")
     ours = t2.filter(pl.col("experiment") == "fedelasticnet_quick_p10")
-    assert sorted(ours.get_column("algorithm")) == ["fedelasticnet_feddyn", "fedprox"]
+    assert sorted(ours.get_column("algorithm")) == ["feddyn", "fedelasticnet_feddyn"]
     assert ours.get_column("ours").null_count() == 0 and ours.get_column("paper").null_count() == 2
     assert t2.filter(pl.col("experiment").is_null()).get_column("paper").max() == 826.74  # the paper's rows
     md2 = (tables / "fedelasticnet_table2.md").read_text()
     assert "fedelasticnet_quick_p10" in md2 and "— / 163.82" in md2
     md4 = (tables / "fedelasticnet_table4.md").read_text()
-    assert "fedelasticnet_quick_p100" in md4 and "(n/m)" in md4
+    assert "fedelasticnet_quick_p100" in md4
+    # FedDyn's entropy as θ (Δ), both measured: Δ (θ_k − θ^{t−1}) is far below θ
+    t3 = pl.read_csv(tables / "fedelasticnet_table3.csv").filter(
+        (pl.col("experiment") == "fedelasticnet_quick_p10") & (pl.col("algorithm") == "feddyn"))
+    ent = dict(zip(t3.get_column("metric"), t3.get_column("ours")))
+    assert 0 < ent["uplink_entropy_bits_delta"] < ent["uplink_entropy_bits"]
+    line3 = next(x for x in (tables / "fedelasticnet_table3.md").read_text().splitlines()
+                 if "fedelasticnet_quick_p10" in x)
+    assert "n/m" not in line3
     t1 = (tables / "elastic_aggregation_table1.md").read_text()
-    assert "elastic_aggregation_quick" in t1 and "61.22" in t1
+    assert "elastic_aggregation_quick" in t1 and "61.22" in t1 and "55.39" in t1 and "train acc" in t1
+    # the per-round boosted percentage: null for FedAvg, in (0, 100) for Elastic Aggregation
+    m = pl.read_parquet(tmp_path / "results" / "metrics.parquet")
+    ea = m.filter(pl.col("experiment") == "elastic_aggregation_quick")
+    assert ea.filter(pl.col("algorithm") == "fedavg").get_column("boosted_pct").null_count() == 2
+    boosted = ea.filter(pl.col("algorithm") == "elastic_fedavg").get_column("boosted_pct")
+    assert boosted.null_count() == 0 and 0 < boosted.min() and boosted.max() < 100
+    # the paper figures: Elastic Aggregation's Figure 1, FedElasticNet's Figure 2 (from counts only)
+    plots = tmp_path / "results" / "plots" / "paper"
+    assert (plots / "elastic_aggregation_boosted.png").stat().st_size > 10_000
+    assert (plots / "fedelasticnet_quick_p10_delta_histogram.png").stat().st_size > 10_000
+    run = tmp_path / "results" / "runs" / "fedelasticnet_quick_p10" / "digits" / "iid" / "feddyn" / "seed=0"
+    hist = pl.read_parquet(run / "delta_histogram.parquet")
+    last = m.filter((pl.col("experiment") == "fedelasticnet_quick_p10") & (pl.col("algorithm") == "feddyn")
+                    ).sort("round").row(-1, named=True)
+    assert hist.filter(pl.col("round") == 0).get_column("count").sum() == last["uplink_floats"]
+    assert set(hist.get_column("round")) == {0, 1, 2} and set(hist.get_column("entry")) == {"delta"}
+    assert not (tmp_path / "results" / "runs" / "fedelasticnet_quick_p100" / "digits" / "iid" / "fedprox" / "seed=0"
+                / "delta_histogram.parquet").exists()  # only the experiment that asks for it
 
 
 def test_dry_run_of_the_quick_files_plans_the_paper_tables_and_the_sweep_plot(tmp_path):
     proc = ok(snakemake(tmp_path, load("fedelasticnet_quick"), "-n"))
     rules = [r for r, _ in planned_jobs(proc.stdout + proc.stderr)]
-    assert rules.count("train") == 52 and rules.count("paper_table") == 3 and rules.count("lambda1_sweep_plot") == 1
+    assert rules.count("train") + rules.count("train_delta_histogram") == 52
+    assert rules.count("train_delta_histogram") == 24  # fedelasticnet_quick_p10: 4 data settings x 6 methods
+    assert rules.count("paper_table") == 3 and rules.count("lambda1_sweep_plot") == 1
+    assert rules.count("delta_histogram_plot") == 1 and "boosted_plot" not in rules
     proc = ok(snakemake(tmp_path, load("elastic_aggregation_quick"), "-n"))
     rules = [r for r, _ in planned_jobs(proc.stdout + proc.stderr)]
     assert rules.count("train") == 24 and rules.count("paper_table") == 1 and "lambda1_sweep_plot" not in rules
+    assert rules.count("boosted_plot") == 1 and "train_delta_histogram" not in rules

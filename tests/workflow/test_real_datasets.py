@@ -14,6 +14,9 @@ of the real, full-size files). Then:
 - files missing from the mirror, or a dataset with no mirror and no network (proxies pointed at a
   closed port), end with one clear "dataset not available" message (which files, from where, how
   to set data.mirror) on Snakemake's stderr, not a traceback.
+
+The other formats (EMNIST, CIFAR-100 + Pachinko, CINIC-10, the TFF HDF5 archives, Shakespeare,
+LIBSVM) run end to end in tests/workflow/test_real_formats.py.
 """
 
 from __future__ import annotations

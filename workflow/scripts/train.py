@@ -37,6 +37,8 @@ try:
         engine=snakemake.config.get("engine"),  # noqa: F821
         chunk_size=snakemake.config.get("chunk_size"),  # noqa: F821
         checkpoint_every=snakemake.config.get("checkpoint_every", 10),  # noqa: F821
+        # rule train_delta_histogram (experiments with `delta_histogram`) declares a third output
+        delta_histogram_path=getattr(out, "delta_histogram", None),
         # Inside Slurm, the CPUs the job was given (Snakemake caps threads by its own --cores).
         num_threads=slurm_cpus() or snakemake.threads,  # noqa: F821
         progress=True,

@@ -12,8 +12,9 @@ Every algorithm module ``fedbench.algorithms.<name>`` defines:
     (momentum buffer, control variate c, FedDyn h, ...). An algorithm with per-round diagnostics
     keeps them under ``"metrics"``: a flat dict of 0-d float64 tensors, present from
     ``server_init`` on and replaced by each ``server_update`` (Elastic Aggregation:
-    ``{"boosted_pct": ...}``). The engine does not log them yet (they would become named
-    algorithm-extra columns of metrics.parquet).
+    ``{"boosted_pct": ...}``). The engine records each in the metrics.parquet column of the same
+    name; the name must be one of :data:`fedbench.metrics.schema.ALGORITHM_METRICS` (documented
+    there; null for algorithms without it).
 
 ``broadcast(server_state) -> dict[str, Tree]``
     What the server sends to every sampled client (θ, plus c for SCAFFOLD); counted as downlink.
@@ -33,10 +34,29 @@ Every algorithm module ``fedbench.algorithms.<name>`` defines:
 ``client_final(server_state, step_state, hparams) -> (ClientMessage, ClientState | None)``
     ClientMessage is a dict of pytrees: exactly what the client transmits (communication is
     counted from it). The second value is the client's new persistent state (None if stateless).
+    Naming convention: an entry ``"params"`` is the client's model θ_k (FedDyn); every other
+    entry is already an update or side information (``"delta"`` Δ_k, ``"delta_c"``, ``"omega"``).
+    The engine uses it for the Δ-convention entropy (``uplink_entropy_bits_delta``, the message
+    with θ_k replaced by Δ_k = θ_k − θ^{t−1}) and for the Δ histograms.
 
 ``server_update(server_state, messages, weights, hparams) -> ServerState``
     ``messages``: the P ClientMessages of the round, in ascending client id order.
     ``weights``: (P,) float64 tensor of the clients' training-sample counts n_k.
+
+Optional: a held-out pass (only Elastic Aggregation has one; see :mod:`fedbench.engine.holdout`)
+
+``holdout_fraction(hparams) -> float``
+    The fraction f ∈ [0, 1) of each client's training samples to hold out, drawn once before
+    training from the keyed RNG and removed from its training data (n_k then counts the rest).
+    A module without it, or returning 0, holds out nothing and the engines do no extra work.
+
+``client_holdout_step(step_state, batch, hparams, output_grad_fn) -> ClientStepState``
+    Required when f > 0. Called by both engines after ``client_init`` and before the first
+    ``client_step``, once per minibatch of the client's held-out rows (one pass per round, in a
+    fresh order each round, training batch size). ``batch = (x, y)``; rows with a negative label
+    are padding (vectorized engine). ``output_grad_fn(params, x, y) -> (grads, value)`` is the
+    gradient of the mean over real rows of ‖F(θ; x_i)‖²₂, F = the model's logits. Same rules as
+    ``client_step`` (pure, vmap-compatible).
 
 All functions are pure: they return new dicts and never modify their inputs in place.
 Hyperparameters arrive as one flat dict: the algorithm's HPARAMS (overridden by the config)

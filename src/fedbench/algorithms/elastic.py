@@ -2,13 +2,21 @@
 supplement = summary-seed-000 §2.1-§2.5): the pieces shared by ``elastic_fedavg``,
 ``elastic_fedavgm`` and ``elastic_fedprox``. Not an algorithm itself.
 
-Client side, parameter sensitivity Ω_k (reset to 0 every round), accumulated over the round's
-minibatches from the element-wise magnitude of a gradient g:
+Client side, parameter sensitivity Ω_k, exactly the supplement's estimator (§2.1): a held-out
+subset B_k of the client's data (a fraction ``sensitivity_fraction`` = 10 %, drawn once before
+training and removed from D_k, so n_k counts D_k \\ B_k), and at the start of every round, at the
+freshly received global θ^{t−1}, Ω_k ← 0 and for each minibatch x of B_k
 
+    g = ∇_θ mean_{x_i ∈ x} ‖F(θ^{t−1}; x_i)‖²₂                     (F = the model's logits, label-free)
     momentum (default):  Ω_k ← ρ Ω_k + (1 − ρ) |g|                   (no bias correction, as printed)
-    average (Eq. 1):     Ω_k ← mean over the round's minibatches of |g|
+    average (Eq. 1):     Ω_k ← mean over the minibatches of B_k of |g|
 
-The client uploads Ω_k beside its update Δ_k (3× FedAvg's per-round traffic, as the paper says).
+The algorithm declares this through the protocol's optional held-out pass
+(:mod:`fedbench.algorithms`): :func:`holdout_fraction` (what to hold out) and
+:func:`client_holdout_step` (one minibatch of B_k); both engines run it before local training,
+with the engine's ``output_grad_fn`` (:func:`fedbench.engine.holdout.make_output_grad_fn`). The
+local training itself is the base algorithm's, unchanged. The client uploads Ω_k beside its
+update Δ_k (3× FedAvg's per-round traffic, as the paper says).
 
 Server side (:func:`elastic_delta`), with w_k = n_k / Σ_{j∈P_t} n_j:
 
@@ -18,28 +26,28 @@ Server side (:func:`elastic_delta`), with w_k = n_k / Σ_{j∈P_t} n_j:
 
 then the base optimizer's server step on Δ. Parameters with ζ > 1 are "boosted"; the server
 state keeps ``metrics["boosted_pct"]`` = 100 · #{i : ζ^i > 1} / n of the last round (a 0-d
-float64 tensor; 0 before the first round).
+float64 tensor; 0 before the first round), recorded by the engine as the ``boosted_pct`` column.
 
-Hyperparameters shared by the three modules (:data:`HPARAMS`): ``tau`` τ, ``rho`` ρ and
-``sensitivity`` ∈ {"momentum", "average", "none"}. "none" is naive aggregation (ζ ≡ 1, no Ω sent):
-exactly the base optimizer, the "naive" column of the paper's Table 1. τ = 0.5 and ρ = 0.95 are
-FL-bench's defaults: the supplement gives no values (summary-seed-000 §6), so they are assumed.
+Hyperparameters shared by the three modules (:data:`HPARAMS`): ``tau`` τ, ``rho`` ρ,
+``sensitivity`` ∈ {"momentum", "average", "none"} and ``sensitivity_fraction`` (|B_k| / n_k,
+in (0, 1)). "none" is naive aggregation (ζ ≡ 1, nothing held out, no Ω sent): exactly the base
+optimizer with the same data, the "naive" column of the paper's Table 1. τ = 0.5 and ρ = 0.95
+are FL-bench's defaults: the supplement gives no values (summary-seed-000 §6), so they are
+assumed; the fraction 10 % is the supplement's (§4, its "μ").
 
-Departures, and why:
+Decisions where the supplement is silent:
 
-- **Which gradient, on which data.** The paper takes g = ∇_θ ‖F(θ; x)‖²₂ (the squared norm of the
-  model output, label-free) at the received global θ, on a held-out 10% subset B_k of the
-  client's data drawn once. The algorithm protocol (``fedbench.algorithms``) hands a client only
-  its training minibatches and ``grad_fn`` (the gradient of the mean cross-entropy), not the
-  model's output function nor a held-out split. So Ω_k is accumulated from the gradient the local
-  step already computes: g = ∇_θ CE(θ_k; b) on each training minibatch b of the round, along the
-  local trajectory (the first one is at θ^{t−1}). This is the supervised-loss choice of FL-bench's
-  ``elastic.py`` (summary-seed-000 §2.5 note 10) and costs nothing extra. For the paper's exact
-  estimator the engines would need (a) a per-client held-out split B_k (10%, drawn once from the
-  keyed RNG and removed from D_k; n_k then counts D_k \\ B_k), and (b) a protocol hook, e.g.
-  ``client_sensitivity(server_state, batches_of_B_k, hparams, output_grad_fn)`` with
-  ``output_grad_fn(params, x) = ∇_θ mean_x ‖F(θ; x)‖²₂``, run by both engines (vmapped in the
-  vectorized one) before ``client_step``; :func:`accumulate` would be reused unchanged.
+- |B_k| = min(n_k − 1, ⌈0.1 · n_k⌉) (:func:`fedbench.engine.holdout.holdout_size`): a client with
+  fewer than 10 samples still holds out one, and one is always left to train on. A client with
+  n_k = 1 holds out nothing and sends Ω_k = 0 (it lowers Ω by its weight, as a client whose
+  output does not depend on θ would).
+- The sensitivity pass uses the training batch size, one pass over B_k per round in an order
+  reshuffled every round (keyed (seed, t, k, "holdout")), no augmentation; "mean over the batch
+  of the per-sample ‖F‖²₂" (§2.5 note 5: a global scale cancels in Ω/Ω′). Consequence: when
+  every client's B_k fits in one batch, momentum gives (1 − ρ)|g| and average |g|, the same ζ,
+  so the two estimators coincide exactly; they differ only with several held-out batches.
+- The train loss and accuracy columns are measured on all clients' training data, B_k included,
+  so that they compare across algorithms.
 - Ω′ = 0 (every Ω^i = 0) is guarded: Ω/Ω′ is taken as 0, so ζ ≡ 1 + τ.
 - ζ is applied to every entry of the parameter dict (models here have no buffers).
 - Sign convention: Δ_k = θ_k − θ^{t−1} and the server adds it (the paper's θ − θ_k with a minus).
@@ -51,7 +59,7 @@ import torch
 
 from fedbench.tree import Tree, tree_weighted_mean, tree_zeros_like
 
-HPARAMS: dict = {"tau": 0.5, "rho": 0.95, "sensitivity": "momentum"}
+HPARAMS: dict = {"tau": 0.5, "rho": 0.95, "sensitivity": "momentum", "sensitivity_fraction": 0.1}
 SENSITIVITIES = ("momentum", "average", "none")
 
 
@@ -60,54 +68,65 @@ def _hp(hparams: dict, key: str):
 
 
 def sensitivity_mode(hparams: dict) -> str:
-    """The ``sensitivity`` hyperparameter, checked.
+    """The ``sensitivity`` hyperparameter, checked (and ``sensitivity_fraction`` with it).
 
     Raises:
-        ValueError: not one of :data:`SENSITIVITIES`.
+        ValueError: not one of :data:`SENSITIVITIES`, or a fraction outside (0, 1) while the
+            sensitivity is not "none".
     """
     mode = _hp(hparams, "sensitivity")
     if mode not in SENSITIVITIES:
         raise ValueError(f"elastic aggregation: sensitivity must be one of {SENSITIVITIES} (got {mode!r})")
+    if mode != "none":
+        f = float(_hp(hparams, "sensitivity_fraction"))
+        if not 0.0 < f < 1.0:
+            raise ValueError(f"elastic aggregation: sensitivity_fraction must be in (0, 1) (got {f}); "
+                             "use sensitivity: none for naive aggregation")
     return mode
 
 
+def holdout_fraction(hparams: dict) -> float:
+    """Protocol hook: the fraction of each client's data held out as B_k (0 for "none")."""
+    if sensitivity_mode(hparams) == "none":
+        return 0.0
+    return float(_hp(hparams, "sensitivity_fraction"))
+
+
 def init_omega(step_state: dict, hparams: dict) -> dict:
-    """``step_state`` with Ω_k = 0 added (nothing when the sensitivity is "none")."""
+    """``step_state`` with Ω_k = 0 and the held-out batch count 0 added (nothing for "none")."""
     if sensitivity_mode(hparams) == "none":
         return step_state
-    return {**step_state, "omega": tree_zeros_like(step_state["params"])}
+    return {**step_state, "omega": tree_zeros_like(step_state["params"]), "omega_batches": 0}
 
 
-def accumulate(omega: Tree, grads: Tree, steps_before, hparams: dict) -> Tree:
+def accumulate(omega: Tree, grads: Tree, batches_before, hparams: dict) -> Tree:
     """Ω_k after one more minibatch gradient g: ρ Ω + (1 − ρ)|g| ("momentum") or the running mean
-    Ω + (|g| − Ω)/(s + 1) with s the steps already taken ("average"). ``steps_before`` may be an
-    int or a 0-d integer tensor (vectorized engine)."""
+    Ω + (|g| − Ω)/(s + 1) with s the minibatches already accumulated ("average").
+    ``batches_before`` may be an int or a 0-d integer tensor (vectorized engine)."""
     mode = sensitivity_mode(hparams)
     if mode == "momentum":
         rho = float(_hp(hparams, "rho"))
         return {k: rho * omega[k] + (1.0 - rho) * grads[k].abs() for k in omega}
-    count = steps_before + 1
+    count = batches_before + 1
     return {k: omega[k] + (grads[k].abs() - omega[k]) / count for k in omega}
 
 
-def with_sensitivity(base_client_step):
-    """``client_step`` of a base algorithm, also accumulating Ω_k from the gradient it computes."""
+def client_holdout_step(step_state: dict, batch, hparams: dict, output_grad_fn) -> dict:
+    """Protocol hook, one minibatch x of B_k: Ω_k ← accumulate(Ω_k, ∇_θ mean_x ‖F(θ; x)‖²₂).
 
-    def client_step(step_state: dict, batch, hparams: dict, grad_fn) -> dict:
-        if sensitivity_mode(hparams) == "none":
-            return base_client_step(step_state, batch, hparams, grad_fn)
-        seen = {}
+    Runs before local training, so θ = ``step_state["params"]`` is the received θ^{t−1}; the
+    local model, step count and loss are left unchanged.
 
-        def capturing_grad_fn(params, x, y):
-            grads, loss = grad_fn(params, x, y)
-            seen.setdefault("grads", grads)  # the step's gradient of L_k at θ_k
-            return grads, loss
-
-        new_state = base_client_step(step_state, batch, hparams, capturing_grad_fn)
-        omega = accumulate(step_state["omega"], seen["grads"], step_state["steps"], hparams)
-        return {**new_state, "omega": omega}
-
-    return client_step
+    Args:
+        step_state: the state from ``client_init`` (holds ``omega`` and ``omega_batches``).
+        batch: (x, y) with x of shape (B, *feature_shape); y only marks padded rows (negative).
+        output_grad_fn: ``(params, x, y) -> (grads, value)``, the gradient of the mean squared
+            output norm (:func:`fedbench.engine.holdout.make_output_grad_fn`).
+    """
+    x, y = batch
+    grads, _ = output_grad_fn(step_state["params"], x, y)
+    omega = accumulate(step_state["omega"], grads, step_state["omega_batches"], hparams)
+    return {**step_state, "omega": omega, "omega_batches": step_state["omega_batches"] + 1}
 
 
 def with_omega(base_client_final):

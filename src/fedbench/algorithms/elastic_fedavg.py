@@ -1,11 +1,13 @@
 """FedAvg + Elastic Aggregation (Chen et al., CVPR 2023; summary-seed-000 §2.1-§2.2): FedAvg's
-clients (:mod:`.fedavg`) that also accumulate a parameter sensitivity Ω_k and send (Δ_k, Ω_k); the
-server rescales the n_k-weighted mean update element-wise by ζ = 1 + τ − Ω/max Ω:
+clients (:mod:`.fedavg`) that also estimate a parameter sensitivity Ω_k on their held-out subset
+B_k (before local training, at θ^{t−1}) and send (Δ_k, Ω_k); the server rescales the n_k-weighted
+mean update element-wise by ζ = 1 + τ − Ω/max Ω:
 
     θ^t = θ^{t−1} + ζ ⊙ Σ_{k∈P_t} n_k Δ_k / Σ_{k∈P_t} n_k
 
-Hyperparameters, the sensitivity estimator, ``metrics["boosted_pct"]`` and the departures from the
-paper (Ω from the training minibatches' loss gradients; no held-out B_k): :mod:`.elastic`.
+Hyperparameters, the sensitivity estimator (the held-out pass: ``holdout_fraction``,
+``client_holdout_step``), ``metrics["boosted_pct"]`` and the decisions where the paper is silent:
+:mod:`.elastic`.
 With ``sensitivity: none`` (ζ ≡ 1) this is exactly FedAvg ("naive" aggregation).
 """
 
@@ -17,9 +19,12 @@ from fedbench.tree import Tree, tree_add
 
 HPARAMS: dict = dict(elastic.HPARAMS)
 
-__all__ = ["HPARAMS", "broadcast", "client_final", "client_init", "client_step", "server_init", "server_update"]
+__all__ = ["HPARAMS", "broadcast", "client_final", "client_holdout_step", "client_init", "client_step",
+           "holdout_fraction", "server_init", "server_update"]
 
-client_step = elastic.with_sensitivity(fedavg.client_step)
+holdout_fraction = elastic.holdout_fraction
+client_holdout_step = elastic.client_holdout_step
+client_step = fedavg.client_step
 client_final = elastic.with_omega(fedavg.client_final)
 
 
@@ -30,7 +35,7 @@ def server_init(params: Tree, hparams: dict, num_clients: int) -> dict:
 
 
 def client_init(server_state: dict, client_state: dict | None, hparams: dict) -> dict:
-    """FedAvg's step state plus Ω_k = 0."""
+    """FedAvg's step state plus Ω_k = 0 (filled by the held-out pass)."""
     return elastic.init_omega(fedavg.client_init(server_state, client_state, hparams), hparams)
 
 

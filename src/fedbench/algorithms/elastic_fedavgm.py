@@ -13,12 +13,14 @@ hyperparameters.
 from __future__ import annotations
 
 from fedbench.algorithms import elastic, fedavgm
-from fedbench.algorithms.elastic_fedavg import broadcast, client_final, client_init, client_step
+from fedbench.algorithms.elastic_fedavg import (broadcast, client_final, client_holdout_step, client_init,
+                                                client_step, holdout_fraction)
 from fedbench.tree import Tree
 
 HPARAMS: dict = {**fedavgm.HPARAMS, "dampening": 0.9, **elastic.HPARAMS}
 
-__all__ = ["HPARAMS", "broadcast", "client_final", "client_init", "client_step", "server_init", "server_update"]
+__all__ = ["HPARAMS", "broadcast", "client_final", "client_holdout_step", "client_init", "client_step",
+           "holdout_fraction", "server_init", "server_update"]
 
 
 def server_init(params: Tree, hparams: dict, num_clients: int) -> dict:

@@ -1,6 +1,7 @@
 """FedProx + Elastic Aggregation (Chen et al., CVPR 2023, supplement Algorithm 2; summary-seed-000
-§2.4): FedProx's clients (:mod:`.fedprox`, proximal coefficient ``mu``) that also accumulate a
-parameter sensitivity Ω_k and send (Δ_k, Ω_k); the server step is elastic FedAvg's:
+§2.4): FedProx's clients (:mod:`.fedprox`, proximal coefficient ``mu``) that also estimate a
+parameter sensitivity Ω_k on their held-out subset B_k and send (Δ_k, Ω_k); the server step is
+elastic FedAvg's:
 
     θ^t = θ^{t−1} + ζ ⊙ Σ_{k∈P_t} n_k Δ_k / Σ_{k∈P_t} n_k
 
@@ -18,9 +19,12 @@ from fedbench.algorithms.elastic_fedavg import server_init, server_update
 
 HPARAMS: dict = {**fedprox.HPARAMS, **elastic.HPARAMS}
 
-__all__ = ["HPARAMS", "broadcast", "client_final", "client_init", "client_step", "server_init", "server_update"]
+__all__ = ["HPARAMS", "broadcast", "client_final", "client_holdout_step", "client_init", "client_step",
+           "holdout_fraction", "server_init", "server_update"]
 
-client_step = elastic.with_sensitivity(fedprox.client_step)
+holdout_fraction = elastic.holdout_fraction
+client_holdout_step = elastic.client_holdout_step
+client_step = fedprox.client_step
 client_final = elastic_fedavg.client_final
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import polars as pl
 
-from fedbench.metrics.schema import METRICS_SCHEMA, STATUSES
+from fedbench.metrics.schema import ADDED_COLUMNS, METRICS_SCHEMA, STATUSES
 
 # METRICS_SCHEMA (pyarrow) as polars dtypes: pa.string -> pl.String, pa.int64 -> pl.Int64, ...
 POLARS_SCHEMA: dict[str, pl.DataType] = dict(pl.from_arrow(METRICS_SCHEMA.empty_table()).schema)
@@ -36,11 +36,19 @@ def check_metrics_frame(df: pl.DataFrame, source: str = "metrics") -> None:
         raise ValueError(f"{source}: column 'status' holds {sorted(map(str, bad))}; allowed: {STATUSES}")
 
 
+def with_added_columns(df: pl.DataFrame) -> pl.DataFrame:
+    """``df`` with every :data:`~fedbench.metrics.schema.ADDED_COLUMNS` column it lacks added as
+    nulls of the schema's type (a cell file written before the column existed)."""
+    missing = [c for c in ADDED_COLUMNS if c not in df.columns]
+    return df.with_columns(pl.lit(None, POLARS_SCHEMA[c]).alias(c) for c in missing) if missing else df
+
+
 def collect(paths: Sequence[str | os.PathLike], out_path: str | os.PathLike) -> pl.DataFrame:
     """Read, check and concatenate cell metrics files; write them to ``out_path`` (Parquet).
 
     Columns: METRICS_SCHEMA's columns first, in schema order, then any algorithm extras (in
     order of first appearance; null for cells that lack them). Rows keep the order of ``paths``.
+    A file written before a column of ``ADDED_COLUMNS`` existed gets it as nulls.
 
     Args:
         paths: the cells' ``metrics.parquet`` files.
@@ -58,7 +66,7 @@ def collect(paths: Sequence[str | os.PathLike], out_path: str | os.PathLike) -> 
         raise ValueError("collect: no metrics files given")
     frames = []
     for p in paths:
-        df = pl.read_parquet(p)
+        df = with_added_columns(pl.read_parquet(p))
         check_metrics_frame(df, str(p))
         frames.append(df)
     out = pl.concat(frames, how="diagonal_relaxed")

@@ -11,14 +11,14 @@ columns and the mapping from the papers' method names to our algorithm labels ar
   Columns: FedProx, Alg. 1, SCAFFOLD, Alg. 2, FedDyn, Alg. 3 (labels ``fedprox``,
   ``fedelasticnet_prox``, ``scaffold``, ``fedelasticnet_scaffold``, ``feddyn``,
   ``fedelasticnet_feddyn``). The paper prints FedDyn's entropy as "θ (Δ)": the entropy when the
-  clients send their models θ_k, and in brackets when they send their updates Δ_k. Our metrics
-  hold one convention, the values actually sent (``uplink_entropy_bits``: θ for FedDyn); a
-  column ``uplink_entropy_bits_delta`` is used when the metrics have it, and Δ is otherwise shown
-  as "n/m" (not measured).
-- Elastic Aggregation (Chen et al.), key ``elastic_aggregation``: Table 1, final test accuracy of
-  naive aggregation / elastic (average) / elastic (momentum) (labels ``fedavg``,
-  ``elastic_fedavg_average``, ``elastic_fedavg``). The paper's train accuracy is listed in the CSV;
-  ours is not measured.
+  clients send their models θ_k, and in brackets when they send their updates Δ_k. Ours: θ from
+  ``uplink_entropy_bits`` (what our FedDyn sends), Δ from ``uplink_entropy_bits_delta`` (the same
+  messages with θ_k replaced by θ_k − θ^{t−1}); a cell file without that column (written before
+  it existed) shows "n/m" (not measured).
+- Elastic Aggregation (Chen et al.), key ``elastic_aggregation``: Table 1, final test accuracy and
+  train accuracy (of θ^T on all clients' training data, ``train_accuracy``) of naive aggregation /
+  elastic (average) / elastic (momentum) (labels ``fedavg``, ``elastic_fedavg_average``,
+  ``elastic_fedavg``), one layout row per metric as in the paper.
 
 Which experiments feed which paper: the experiment's ``paper`` key (config), matched by
 :func:`paper_key` (a case-insensitive substring: "FedElasticNet", "Elastic Aggregation").
@@ -231,25 +231,33 @@ def _split_label(p: str | None) -> str:
     return p if p else "(any)"
 
 
+ROW_METRICS = {"elastic_aggregation_table1": [("test_accuracy", "test acc (%)"), ("train_accuracy", "train acc (%)")]}
+
+
 def markdown_paper_table(long: pl.DataFrame, table: str) -> str:
     """The paper's layout: one row per (split, dataset, participation, experiment), one column per
-    method; each cell 'ours / paper (×ours/paper)'. Entropy tables show FedDyn as θ (Δ)."""
+    method; each cell 'ours / paper (×ours/paper)'. Entropy tables show FedDyn as θ (Δ).
+    Elastic Aggregation's Table 1 has one row per metric (test, train accuracy), as the paper."""
     spec = TABLES[table]
-    main = spec["metric"] if table != "elastic_aggregation_table1" else "test_accuracy"
+    row_metrics = ROW_METRICS.get(table, [(spec["metric"], None)])
+    main = row_metrics[0][0]
     delta = main + "_delta"
     rowkey = ["partition", "dataset", "participation", "experiment"]
     keys = (long.filter(pl.col("metric") == main).select([*rowkey, "rounds"])
             .group_by(rowkey, maintain_order=True).agg(pl.col("rounds").max()))
-    header = ["split", "dataset", "participation", "rounds", "experiment"] + [name for _, name in spec["columns"]]
+    header = (["split", "dataset", "participation", "rounds", "experiment"]
+              + (["metric"] if len(row_metrics) > 1 else []) + [name for _, name in spec["columns"]])
     lines = []
-    for k in keys.iter_rows(named=True):
+    for k, (metric, metric_name) in ((k, m) for k in keys.iter_rows(named=True) for m in row_metrics):
         sel = long.filter(
             pl.all_horizontal([(pl.col(c) == k[c]) if k[c] is not None else pl.col(c).is_null() for c in rowkey]))
         part = k["participation"]
         row = [_split_label(k["partition"]), k["dataset"], DASH if part is None else f"{100 * part:g}%",
                DASH if k["rounds"] is None else str(k["rounds"]), k["experiment"] or "(paper only)"]
+        if metric_name is not None:
+            row.append(metric_name)
         for label, _ in spec["columns"]:
-            m = sel.filter((pl.col("algorithm") == label) & (pl.col("metric") == main))
+            m = sel.filter((pl.col("algorithm") == label) & (pl.col("metric") == metric))
             if m.height == 0:
                 row.append(DASH)
                 continue
@@ -259,8 +267,10 @@ def markdown_paper_table(long: pl.DataFrame, table: str) -> str:
                 d = sel.filter((pl.col("algorithm") == label) & (pl.col("metric") == delta))
                 dr = d.row(0, named=True) if d.height else {"ours": None, "paper": None, "ratio": None}
                 ours_d = NOT_MEASURED if dr["ours"] is None and r["ours"] is not None else _num(dr["ours"])
+                ratios = ([f"×{r['ratio']:.3f}"] if r["ratio"] is not None else []) + (
+                    [f"Δ ×{dr['ratio']:.3f}"] if dr["ratio"] is not None else [])
                 text = (f"{_num(r['ours'])} ({ours_d}) / {_num(r['paper'])} ({_num(dr['paper'])})"
-                        + (f" (×{r['ratio']:.3f})" if r["ratio"] is not None else ""))
+                        + (f" ({'; '.join(ratios)})" if ratios else ""))
             row.append(text)
         lines.append(row)
     widths = [max(len(str(x)) for x in col) for col in zip(header, *lines)] if lines else [len(h) for h in header]
@@ -273,16 +283,15 @@ def markdown_paper_table(long: pl.DataFrame, table: str) -> str:
     out.append("Each cell: ours / the paper's (×ours/paper). \"—\": no value (not run here, or not in the paper). "
                "Ours: the value at the last round, mean over the seeds that did not diverge.")
     if spec["delta"]:
-        out.append(f"FedDyn: θ (Δ) = the entropy when clients send their models θ_k (Δ: their updates Δ_k); "
-                   f"our runs send θ, so our Δ entropy is \"{NOT_MEASURED}\" (not measured).")
+        out.append("FedDyn: θ (Δ) = the entropy when clients send their models θ_k (Δ: their updates "
+                   "Δ_k = θ_k − θ^{t−1}); ours: θ is what our FedDyn sends, Δ the same messages with θ_k "
+                   "replaced by Δ_k (column uplink_entropy_bits_delta); the ratios are ours/paper for θ, then (Δ ×…) for Δ; "
+                   f"\"{NOT_MEASURED}\": a run written before the Δ column existed.")
     if table == "elastic_aggregation_table1":
-        tr = long.filter(pl.col("metric") == "train_accuracy")
-        if tr.height:
-            vals = ", ".join(f"{r['paper_algorithm']} {_num(r['paper'])}" for r in tr.iter_rows(named=True)
-                             if r["paper"] is not None)
-            out.append(f"The paper's train accuracy (%): {vals}; ours is not measured. The paper's row is "
-                       f"CIFAR-10 (synthetic federated split; optimizer, α, τ and ρ not stated): it is matched "
-                       f"to every partition of our dataset cifar10.")
+        out.append("Train accuracy: ours is θ^T on every client's training data (the held-out sensitivity "
+                   "subsets included); the paper does not say how it measured its own (its train accuracy is "
+                   "below its test accuracy). The paper's row is CIFAR-10 (synthetic federated split; "
+                   "optimizer, α, τ and ρ not stated): it is matched to every partition of our dataset cifar10.")
     out.append("Paper values: config/reference/ (README.md there maps the paper's names to our labels).")
     return "\n".join(out) + "\n"
 

@@ -94,6 +94,40 @@ X_DTYPE = {"shakespeare": "uint8"}  # stored input dtype when not float32
 _CHANNELS = {"mnist": 1, "emnist": 1, "cifar10": 3, "cifar100": 3, "cinic10": 3, "fed_cifar100": 3}
 
 
+# What each source provides, so that a config asking for something a source cannot give fails
+# before anything is downloaded (fedbench.config calls check_fits for every experiment dataset).
+INPUT_KIND = {"digits": "image", "synthetic": "vector", "mnist": "image", "emnist": "image", "cifar10": "image",
+              "cifar100": "image", "cinic10": "image", "fed_emnist": "image", "fed_cifar100": "image",
+              "shakespeare": "text", "a9a": "vector", "epsilon": "vector"}
+NATURAL_CLIENTS = ("synthetic", "fed_emnist", "fed_cifar100", "shakespeare")
+COARSE_LABELS = ("cifar100", "fed_cifar100")
+_MODEL_INPUTS = {"lstm": "text", "cnn": "image"}  # models that need one kind of input; the others flatten
+
+
+def check_fits(source: str, model: str | None = None, scheme: str | None = None) -> None:
+    """Check that a model and a partition scheme can be used on a source's data.
+
+    ``natural`` needs a source with its own clients (:data:`NATURAL_CLIENTS`), ``pachinko`` one
+    with coarse labels (:data:`COARSE_LABELS`), ``lstm`` character sequences (shakespeare) and
+    ``cnn`` images (:data:`INPUT_KIND`); logreg and mlp take any input, flattened.
+
+    Raises:
+        ValueError: the message names the mismatch and what to use instead.
+    """
+    kind = INPUT_KIND.get(source)
+    need = _MODEL_INPUTS.get(model)
+    if kind is not None and need is not None and kind != need:
+        fits = ", ".join(s for s, k in INPUT_KIND.items() if k == need)
+        raise ValueError(f"model {model!r} takes {need} inputs (sources: {fits}), but source {source!r} gives "
+                         f"{kind} inputs; use logreg or mlp, or a cnn only on images")
+    if scheme == "natural" and source in INPUT_KIND and source not in NATURAL_CLIENTS:
+        raise ValueError(f"partition scheme 'natural' needs a dataset with its own clients "
+                         f"({', '.join(NATURAL_CLIENTS)}); source {source!r} has none: use scheme iid, dirichlet or shards")
+    if scheme == "pachinko" and source in INPUT_KIND and source not in COARSE_LABELS:
+        raise ValueError(f"partition scheme 'pachinko' needs coarse labels ({', '.join(COARSE_LABELS)}); source "
+                         f"{source!r} has none: use scheme dirichlet or shards")
+
+
 def check_remote_params(source: str, params: dict) -> None:
     """Check a downloaded source's parameter values before anything is fetched.
 

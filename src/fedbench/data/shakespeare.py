@@ -4,29 +4,49 @@ Source: the complete works as plain text, Project Gutenberg eBook #100 (``pg100.
 LEAF (Caldas et al. 2018, ``data/shakespeare/preprocess/preprocess_shakespeare.py`` and
 ``shake_utils.py``) and FedAvg (McMahan et al. 2017) split by play and character.
 
-Parsing (:func:`parse_plays`) handles both layouts Gutenberg has used:
+Parsing (:func:`parse_plays`) handles both layouts Gutenberg has used for eBook #100 (tested on
+excerpts of each in ``tests/data/gutenberg.py``):
 
-* ``modern`` (the current pg100.txt): a speaker's name alone on a line in capitals ending with a
-  period (``KING HENRY.``), the speech on the following lines; a name followed by text on the same
-  line (``HAMLET. To be...``) is accepted too;
-* ``leaf1994`` (the edition LEAF was written for): ``  Name. text`` indented two spaces, the speech
-  continued on lines indented four.
+* ``modern``: the current pg100.txt (the re-release generated from HTML, "Most recently updated"
+  2022 onwards; header ``*** START OF THE PROJECT GUTENBERG EBOOK THE COMPLETE WORKS OF WILLIAM
+  SHAKESPEARE ***``). A speaker's name alone on a line in capitals ending with a period
+  (``FIRST CITIZEN.``, ``SIR TOBY.``), the speech on the following lines, unindented; a verse
+  half-line completing a shared line, or a song, is indented several spaces and is speech too. A
+  name followed by text on the same line (``HAMLET. To be...``) is accepted as well.
+* ``leaf1994`` (the 1994 World Library text LEAF was written for, ``*** START OF THIS PROJECT
+  GUTENBERG EBOOK COMPLETE WORKS--WILLIAM SHAKESPEARE ***``): ``  Name. text`` indented two spaces
+  (``  Ber.``, ``  COUNTESS.``), the speech continued on lines indented four (LEAF's
+  ``CHARACTER_RE`` / ``CONT_RE``); THE COMEDY OF ERRORS is not indented there, and, as LEAF's
+  ``COE_CHARACTER_RE`` / ``COE_CONT_RE`` do, its speeches are read unindented and end at a ``<<``
+  copyright notice. Departures from LEAF there: its Enter/Exit lines are not taken as speech, and
+  the line under an act/scene heading (the place, ``Ephesus. The DUKE'S palace``) is not read as a
+  speaker "EPHESUS".
 
 ``layout="auto"`` picks the one whose speaker pattern matches more lines. Everything else:
 
-* Gutenberg header/footer: text before ``*** START OF`` and after ``*** END OF`` is dropped.
-* Play titles: a line in capitals (no period at the end, not a heading) whose next non-blank line is
-  ``Contents``, ``by William Shakespeare``, ``Dramatis Personae``/``PERSONS REPRESENTED``, or (after
-  at least two blank lines) an act/scene/prologue/induction heading. The sonnets and poems have no speakers; like LEAF we drop
+* Gutenberg header/footer: text before ``*** START OF`` and after ``*** END OF`` (the licence) is
+  dropped.
+* Works: the current edition opens with a ``Contents`` list of every work (THE SONNETS, the plays,
+  A LOVER'S COMPLAINT, ..., VENUS AND ADONIS); each listed title's first occurrence after the list
+  starts a work. Also (both editions, and files without such a list) a line in capitals (no period
+  at the end, not a heading) whose next non-blank line is ``Contents``, ``by William
+  Shakespeare``, ``Dramatis Personae``/``PERSONS REPRESENTED``, or (after at least two blank lines)
+  an act/scene/prologue/induction heading starts one.
+* Only plays: a work without any act/scene/prologue heading (the Sonnets, the poems) is skipped,
+  so neither sonnet lines nor the poems' ``I.``/``II.``/``THRENOS.``/``THE ARGUMENT.`` become
+  clients; speaker names that are only Roman numerals are never roles. Like LEAF we also drop
   "plays" with fewer than two characters.
 * Front matter: a play's contents list and cast list are skipped. The body starts at its first
-  heading; when the contents list repeats that heading (``ACT I`` ... ``ACT I``), at its second
-  occurrence, i.e. after the cast list.
-* Headings (``ACT I``, ``SCENE II. A room.``, ``PROLOGUE``, ``EPILOGUE``, ``INDUCTION``) end the
-  current speech; so do stage directions on their own line (indented lines such as
-  `` Enter Hamlet.``, lines starting ``Enter``/``Exit``/``Exeunt``/``Re-enter``) and other lines in
-  capitals (``THE END``). Bracketed directions (``[_Aside._]``) are removed from speech lines and a
-  line holding only one is skipped. Blank lines do not end a speech (as LEAF).
+  heading after the cast list; without a cast list, where the contents list repeats its first
+  heading (``ACT I`` ... ``ACT I``), at the second occurrence.
+* Headings (``ACT I``, ``ACT I.``, ``SCENE II. A room.``, ``PROLOGUE``, ``THE PROLOGUE``,
+  ``EPILOGUE``, ``INDUCTION``) end the current speech; so do other lines in capitals (``THE END``,
+  a poem's title). Stage directions are skipped without ending the speech, which goes on after
+  them (`` Juliet appears above at a window.`` inside Romeo's speech): lines indented exactly one
+  space (`` Enter Hamlet.``, `` [_Exit._]``, and a direction's wrapped second line), lines starting
+  ``Enter``/``Exit``/``Exeunt``/``Re-enter``/``Manet``/``Flourish``, and lines holding only a
+  bracketed direction. Bracketed directions inside a speech line (``[_Aside._]``) are removed.
+  Blank lines do not end a speech (as LEAF).
 * Character names are upper-cased (LEAF: "SIR Toby" and "SIR TOBY" are one role). A client is
   (play, character), named as LEAF does: ``re.sub(r"\\W+", "_", f"{play}_{character}")``.
 
@@ -69,8 +89,8 @@ _TABLE = np.full(256, OOV_INDEX, dtype=np.uint8)
 for _i, _c in enumerate(ALL_LETTERS):
     _TABLE[ord(_c)] = _i
 
-HEADING_RE = re.compile(r"^\s*(?:(?:ACT|SCENE|Act|Scene)\s+[IVXLC\d]+\b.*|(?:PROLOGUE|EPILOGUE|INDUCTION|"
-                        r"Prologue|Epilogue|Induction)(?:\s+.*)?)$")
+HEADING_RE = re.compile(r"^\s*(?:(?:ACT|SCENE|Act|Scene)\s+[IVXLC\d]+\b.*|(?:THE |The )?(?:PROLOGUE|EPILOGUE|"
+                        r"INDUCTION|Prologue|Epilogue|Induction)(?:\s+.*)?)$")
 MARKER_RE = re.compile(r"^\s*(?:Contents|CONTENTS|by William Shakespeare|Dramatis Person|DRAMATIS PERSON|"
                        r"PERSONS REPRESENTED|Persons Represented)")
 CAST_RE = re.compile(r"^\s*(?:Dramatis Person|DRAMATIS PERSON|PERSONS REPRESENTED|Persons Represented)")
@@ -80,6 +100,9 @@ MODERN_SPEAKER_RE = re.compile(rf"^({_NAME})\.\s*$")
 MODERN_INLINE_RE = re.compile(rf"^({_NAME}[{_UP}])\. (\S.*)$")
 LEAF_SPEAKER_RE = re.compile(r"^  ([a-zA-Z][a-zA-Z ]*)\. (.*)")
 LEAF_CONT_RE = re.compile(r"^    (.*)")
+COE_SPEAKER_RE = re.compile(r"^([a-zA-Z][a-zA-Z ]*)\. (.*)")  # LEAF: THE COMEDY OF ERRORS is not indented
+COE_CONT_RE = re.compile(r"^(.*)")
+ROMAN_RE = re.compile(r"^[IVXLC]+$")
 DIRECTION_RE = re.compile(r"^(?:Enter|Exit|Exeunt|Re-enter|Manet|Flourish)\b")
 BRACKET_RE = re.compile(r"\[[^\]]*\]")
 
@@ -122,6 +145,46 @@ def _is_title(lines: list[str], i: int) -> bool:
     return bool(HEADING_RE.match(nxt)) and blank_before
 
 
+def _key(s: str) -> str:
+    """A title compared without case, spaces or punctuation ("TWELFTH NIGHT; OR," = "Twelfth Night: or")."""
+    return re.sub(r"[^0-9A-Z]", "", s.upper())
+
+
+def _contents_titles(lines: list[str]) -> tuple[list[int], int]:
+    """The works of the file's own table of contents, found in the text.
+
+    The current pg100.txt opens with ``Contents`` and one title per line (THE SONNETS, the plays,
+    A LOVER'S COMPLAINT, ..., VENUS AND ADONIS). Returns (the line index of each listed title's
+    first occurrence after the list, the index where the list ends); ([], 0) when the first
+    ``Contents`` line lists headings (a play's own contents) or nothing.
+    """
+    first = next((i for i, ln in enumerate(lines) if ln.strip() in ("Contents", "CONTENTS")), None)
+    if first is None:
+        return [], 0
+    j = first + 1
+    while j < len(lines) and not lines[j].strip():
+        j += 1
+    entries = []
+    while j < len(lines) and lines[j].strip():
+        entries.append(lines[j].strip())
+        j += 1
+    if not entries or any(HEADING_RE.match(e) for e in entries):
+        return [], 0
+    keys = {_key(e) for e in entries}
+    found: dict[str, int] = {}
+    for k in range(j, len(lines)):
+        s = lines[k].strip()
+        if s and _caps(s) and _key(s) in keys and _key(s) not in found:
+            found[_key(s)] = k
+    return sorted(found.values()), j
+
+
+def _titles(lines: list[str]) -> list[int]:
+    """Line indices where a work (play or poem) starts: the contents' titles plus :func:`_is_title`."""
+    listed, after = _contents_titles(lines)
+    return sorted(set(listed) | {i for i in range(after, len(lines)) if _is_title(lines, i)})
+
+
 def _detect_layout(lines: list[str]) -> str:
     modern = sum(1 for ln in lines if MODERN_SPEAKER_RE.match(ln) and not HEADING_RE.match(ln))
     leaf = sum(1 for ln in lines if LEAF_SPEAKER_RE.match(ln))
@@ -146,6 +209,90 @@ def _clean(text: str) -> str:
     return BRACKET_RE.sub("", text).strip()
 
 
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" "))
+
+
+def _is_direction(line: str, s: str) -> bool:
+    """A stage direction of the current edition: indented one space, an Enter/Exit/... line, or only brackets."""
+    return _indent(line) == 1 or bool(DIRECTION_RE.match(s)) or (s.startswith("[") and not _clean(s))
+
+
+def _speaker(s: str) -> str | None:
+    """The role a modern-layout speaker line (``FIRST CITIZEN.``) names, else None."""
+    m = MODERN_SPEAKER_RE.match(s)
+    if not m or ROMAN_RE.match(m.group(1)):  # "II." numbers a poem of The Passionate Pilgrim
+        return None
+    return " ".join(m.group(1).split()).upper()
+
+
+def _parse_modern(body: list[str], chars: dict[str, list[str]]) -> int:
+    """Speeches of one play in the current edition's layout into ``chars``; returns the discarded count."""
+    discarded, speaker = 0, None
+    for ln in body:
+        s = ln.strip()
+        if not s:
+            continue
+        if HEADING_RE.match(ln):
+            speaker = None
+            continue
+        if _is_direction(ln, s):  # inside a speech too: the speech goes on after it
+            continue
+        if _indent(ln) == 0:
+            name = _speaker(s)
+            if name is not None:
+                speaker = name
+                continue
+            m = MODERN_INLINE_RE.match(s)
+            if m and len(m.group(1)) >= 2 and not ROMAN_RE.match(m.group(1)):
+                speaker = " ".join(m.group(1).split()).upper()
+                if _clean(m.group(2)):
+                    chars[speaker].append(_clean(m.group(2)))
+                continue
+        if _caps(s) and sum(c.isalpha() for c in s) >= 3:  # THE END, a centred title, a poem number
+            speaker = None
+            continue
+        if speaker is None or not _clean(s):
+            discarded += 1
+            continue
+        chars[speaker].append(_clean(s))  # unindented, or verse indentation (a shared line, a song)
+    return discarded
+
+
+def _parse_leaf1994(body: list[str], chars: dict[str, list[str]], unindented: bool) -> int:
+    """LEAF's parse of one play of the 1994 edition; ``unindented``: THE COMEDY OF ERRORS' layout."""
+    discarded, speaker, place = 0, None, False
+    speaker_re, cont_re = (COE_SPEAKER_RE, COE_CONT_RE) if unindented else (LEAF_SPEAKER_RE, LEAF_CONT_RE)
+    for ln in body:
+        s = ln.strip()
+        if not s:
+            continue
+        if HEADING_RE.match(ln):
+            speaker, place = None, True
+            continue
+        if place:  # "Ephesus. The DUKE'S palace": the line under "ACT I. SCENE I." names the place
+            place = False
+            discarded += 1
+            continue
+        m = speaker_re.match(ln)
+        if m and not HEADING_RE.match(m.group(1)):
+            speaker = m.group(1).upper()
+            if _clean(m.group(2)):
+                chars[speaker].append(_clean(m.group(2)))
+            continue
+        if unindented and (s.startswith("<") or DIRECTION_RE.match(s)):
+            speaker = None if s.startswith("<") else speaker  # LEAF: a "<<" notice ends the speech
+            discarded += 1
+            continue
+        m = cont_re.match(ln) if speaker else None
+        if m:
+            if _clean(m.group(1)):
+                chars[speaker].append(_clean(m.group(1)))
+            continue
+        discarded += 1
+    return discarded
+
+
 def parse_plays(text: str, layout: str = "auto") -> tuple[list[tuple[str, dict[str, list[str]]]], int]:
     """Split the complete works into plays and each character's speech lines.
 
@@ -155,67 +302,30 @@ def parse_plays(text: str, layout: str = "auto") -> tuple[list[tuple[str, dict[s
 
     Returns:
         (plays, discarded): plays is a list of (title, {CHARACTER: [line, ...]}) in text order,
-        only plays with at least two characters; discarded counts the non-blank body lines that
-        were neither headings, directions, speaker lines nor speech.
+        only plays (works with act/scene headings) with at least two characters; discarded counts
+        the non-blank body lines of the plays that were neither headings, directions, speaker
+        lines nor speech.
     """
     lines = _strip_gutenberg(text.translate(_ASCII).splitlines())
     if layout == "auto":
         layout = _detect_layout(lines)
-    titles = [i for i in range(len(lines)) if _is_title(lines, i)]
+    titles = _titles(lines)
     plays, discarded = [], 0
     for t, start in enumerate(titles):
         stop = titles[t + 1] if t + 1 < len(titles) else len(lines)
         body = lines[start + 1:stop]
+        if not any(HEADING_RE.match(ln) for ln in body):
+            continue  # the Sonnets, the poems: no act or scene, no speakers
         body = body[_body_start(body):]
+        title = lines[start].strip()
         chars: dict[str, list[str]] = defaultdict(list)
-        speaker = None
-        for ln in body:
-            s = ln.strip()
-            if not s:
-                continue
-            if HEADING_RE.match(ln):
-                speaker = None
-                continue
-            if layout == "leaf1994":
-                m = LEAF_SPEAKER_RE.match(ln)
-                if m and not HEADING_RE.match(m.group(1)):
-                    speaker = m.group(1).upper()
-                    if _clean(m.group(2)):
-                        chars[speaker].append(_clean(m.group(2)))
-                    continue
-                m = LEAF_CONT_RE.match(ln) if speaker else None
-                if m:
-                    if _clean(m.group(1)):
-                        chars[speaker].append(_clean(m.group(1)))
-                    continue
-                discarded += 1
-                continue
-            # modern layout
-            if ln[0].isspace() or DIRECTION_RE.match(s):
-                speaker = None
-                continue
-            if s.startswith("[") and not _clean(s):
-                continue
-            m = MODERN_SPEAKER_RE.match(s)
-            if m:
-                speaker = " ".join(m.group(1).split()).upper()
-                continue
-            m = MODERN_INLINE_RE.match(s)
-            if m and len(m.group(1)) >= 2:
-                speaker = " ".join(m.group(1).split()).upper()
-                if _clean(m.group(2)):
-                    chars[speaker].append(_clean(m.group(2)))
-                continue
-            if _caps(s) and sum(c.isalpha() for c in s) >= 3:
-                speaker = None
-                continue
-            if speaker is None or not _clean(s):
-                discarded += 1
-                continue
-            chars[speaker].append(_clean(s))
+        if layout == "leaf1994":
+            discarded += _parse_leaf1994(body, chars, unindented=_key(title) == _key("THE COMEDY OF ERRORS"))
+        else:
+            discarded += _parse_modern(body, chars)
         chars = {k: v for k, v in chars.items() if v}
         if len(chars) > 1:
-            plays.append((lines[start].strip(), chars))
+            plays.append((title, chars))
     return plays, discarded
 
 

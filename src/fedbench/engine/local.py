@@ -1,7 +1,9 @@
 """Local training of one client for one round: the reference (sequential) path.
 
-Written to be obviously right: it runs the algorithm's ``client_init``, then ``client_step`` once
-per minibatch in the order given, then ``client_final`` (see :mod:`fedbench.algorithms`).
+Written to be obviously right: it runs the algorithm's ``client_init``, then (when the algorithm
+holds out data, :mod:`fedbench.engine.holdout`) ``client_holdout_step`` once per held-out
+minibatch, then ``client_step`` once per training minibatch in the order given, then
+``client_final`` (see :mod:`fedbench.algorithms`).
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ def train_client(
     hparams: dict,
     grad_fn: GradFn,
     augment: tuple[dict, list] | None = None,
+    holdout: tuple[torch.Tensor, torch.Tensor, Sequence[np.ndarray]] | None = None,
+    output_grad_fn: GradFn | None = None,
 ) -> tuple[dict, dict | None, float]:
     """Run one client's local work for one round.
 
@@ -44,11 +48,21 @@ def train_client(
         augment: None (no augmentation), or ``(aug, draws)``: a checked record
             (:func:`fedbench.engine.augment.check_record`) and one ``(flip, dy, dx)`` per step
             (:func:`fedbench.engine.augment.draw`), applied to each minibatch's inputs.
+        holdout: None (the algorithm holds out nothing), or ``(x_h, y_h, batches)``: the client's
+            held-out inputs (|B_k|, *feature_shape) and labels (|B_k|,), and the row indices of
+            each held-out minibatch of this round (:func:`fedbench.engine.holdout.holdout_batches`).
+        output_grad_fn: ``output_grad_fn(params, x, y) -> (grads, value)``
+            (:func:`fedbench.engine.holdout.make_output_grad_fn`); required with ``holdout``.
 
     Returns:
         (message, new client state, mean minibatch loss over the K steps; NaN if K = 0).
     """
     state = algorithm.client_init(server_state, client_state, hparams)
+    if holdout is not None:
+        x_h, y_h, held_batches = holdout
+        for idx in held_batches:
+            ix = torch.as_tensor(idx, device=x_h.device)
+            state = algorithm.client_holdout_step(state, (x_h[ix], y_h[ix]), hparams, output_grad_fn)
     losses = []
     for s, idx in enumerate(batches):
         ix = torch.as_tensor(idx, device=x.device)

@@ -7,7 +7,21 @@ For t = 1..T (McMahan et al. 2017, Algorithm 1, generalised by the algorithm pro
 2. for each k ∈ P_t in ascending id order: draw its minibatches from the key (seed, t, k),
    run ``client_init`` → ``client_step``×K → ``client_final`` (:func:`fedbench.engine.local.train_client`);
 3. ``server_update`` with the messages and the clients' sample counts n_k;
-4. count communication from the messages; every ``eval_every`` rounds (and at T) evaluate θ^t.
+4. count communication from the messages; every ``eval_every`` rounds (and at T) evaluate θ^t
+   and write a row (:mod:`fedbench.metrics.schema`).
+
+Algorithms that hold out data (Elastic Aggregation's sensitivity subset B_k;
+:mod:`fedbench.engine.holdout`) get their split once, before round 1, keyed (seed, 0, k,
+"holdout"): the engines train on D_k \\ B_k (n_k counts those rows) and run the algorithm's
+held-out pass on B_k each round. Algorithms without one cost nothing extra.
+
+Communication columns come from the messages as sent: uplink floats, non-zeros, the entropy
+(bits/value, bin width 0.01, pooled over the round's clients and entries), and the same entropy
+in the Δ convention (FedDyn's θ_k replaced by Δ_k = θ_k − θ^{t−1},
+:func:`fedbench.metrics.communication.as_delta`). The server state's ``metrics`` (Elastic
+Aggregation's ``boosted_pct``) become columns of the same name. A spec with
+``delta_histogram: {rounds: [...]}`` also keeps Δ histograms (:mod:`fedbench.metrics.histogram`;
+written by :func:`run_cell` as ``delta_histogram.parquet``).
 
 Training minibatches of image datasets are augmented when the cell says so (spec
 ``augmentation``, else the dataset's ``meta["augmentation"]``; :mod:`fedbench.engine.augment`):
@@ -62,11 +76,13 @@ from fedbench.data.partition import client_indices, read_partition
 from fedbench.data.store import Dataset, load_dataset
 from fedbench.engine.augment import check_record
 from fedbench.engine.evaluate import evaluate
+from fedbench.engine.holdout import holdout_fraction, holdout_split, make_output_grad_fn
 from fedbench.engine.rng import generator
 from fedbench.engine.sampling import sample_clients
 from fedbench.engine.vectorized import SequentialClients, VectorizedClients
-from fedbench.metrics.communication import count_floats, count_nonzeros, entropy_bits, flatten
-from fedbench.metrics.schema import METRICS_SCHEMA, check_metrics_table
+from fedbench.metrics.communication import as_delta, count_floats, count_nonzeros, entropy_bits, flatten
+from fedbench.metrics.histogram import DeltaHistogram
+from fedbench.metrics.schema import ALGORITHM_METRICS, METRICS_SCHEMA, check_metrics_table
 from fedbench.models import build_model, make_grad_fn
 from fedbench.tree import tree_all_finite
 
@@ -76,6 +92,9 @@ ENGINES = ("vectorized", "sequential")
 DEFAULT_ENGINE = "vectorized"
 #: Spec keys that choose how a cell runs, not what it computes: excluded from :func:`spec_id`.
 RUNTIME_KEYS = ("engine", "chunk_size")
+#: Version of the checkpoint's content; a checkpoint of another version is ignored (fresh start).
+CHECKPOINT_FORMAT = 2
+ALGORITHM_METRIC_NAMES = tuple(name for name, _ in ALGORITHM_METRICS)
 
 
 def spec_id(spec: dict) -> str:
@@ -155,8 +174,11 @@ def train(
     local = spec["local"]
     hp_base = dict(spec["hparams"])
 
-    clients = client_indices(partition, "train")
-    m = len(clients)
+    all_clients = client_indices(partition, "train")
+    m = len(all_clients)
+    algo = get_algorithm(spec["algorithm_name"])
+    held_fraction = holdout_fraction(algo, hp_base)
+    clients, held = holdout_split(all_clients, held_fraction, seed)  # D_k \ B_k, B_k (f = 0: all, none)
     weights_all = np.array([len(ix) for ix in clients], dtype=np.float64)
     # Integer inputs (Shakespeare's character ids) stay integer ids; real inputs take the cell's dtype.
     x_dtype = dtype if np.issubdtype(dataset.x_train.dtype, np.floating) else torch.int64
@@ -164,22 +186,28 @@ def train(
     y_train = torch.as_tensor(np.array(dataset.y_train), dtype=torch.int64, device=dev)
     x_test = torch.as_tensor(np.array(dataset.x_test), dtype=x_dtype, device=dev)
     y_test = torch.as_tensor(np.array(dataset.y_test), dtype=torch.int64, device=dev)
-    used = torch.as_tensor(np.sort(np.concatenate(clients)), device=dev)
+    used = torch.as_tensor(np.sort(np.concatenate(all_clients)), device=dev)
     x_used, y_used = x_train[used], y_train[used]
 
     model = build_model(spec["model"], dataset.feature_shape, dataset.num_classes)
     grad_fn = make_grad_fn(model)
     params = {k: v.to(dev) for k, v in model.init(generator(seed, 0, -1, "init"), dtype=dtype).items()}
-    algo = get_algorithm(spec["algorithm_name"])
     server = algo.server_init(params, hp_base, m)
     aug = check_record(augmentation_of(spec, dataset), dataset.feature_shape)
+    output_grad_fn = make_output_grad_fn(model.apply) if held_fraction > 0 else None
     if engine == "vectorized":
         trainer = VectorizedClients(algo, model.apply, grad_fn, x_train, y_train, clients, local, seed,
-                                    chunk_size=chunk_size, augmentation=aug)
+                                    chunk_size=chunk_size, augmentation=aug,
+                                    holdout=held if held_fraction > 0 else None, output_grad_fn=output_grad_fn)
     else:
-        client_data = [(x_train[torch.as_tensor(ix, device=dev)], y_train[torch.as_tensor(ix, device=dev)])
-                       for ix in clients]
-        trainer = SequentialClients(algo, grad_fn, client_data, clients, local, seed, augmentation=aug)
+        def rows(ix):
+            ix = torch.as_tensor(ix, device=dev)
+            return x_train[ix], y_train[ix]
+
+        trainer = SequentialClients(algo, grad_fn, [rows(ix) for ix in clients], clients, local, seed,
+                                    augmentation=aug,
+                                    holdout_data=[rows(h) for h in held] if held_fraction > 0 else None,
+                                    output_grad_fn=output_grad_fn)
 
     identity = {
         "experiment": spec["experiment"],
@@ -191,7 +219,10 @@ def train(
         "seed": seed,
     }
     up_floats = up_nnz = down_floats = 0
-    up_entropy = 0.0
+    up_entropy = up_entropy_delta = 0.0
+    hist = None
+    if spec.get("delta_histogram") is not None:
+        hist = DeltaHistogram(spec["delta_histogram"]["rounds"])
     rows: list[dict] = []
     status = "ok"
     first_round, elapsed_before = 1, 0.0
@@ -200,7 +231,9 @@ def train(
         server = ckpt["server"]
         trainer.load_client_states(ckpt["client_states"])
         rows = ckpt["rows"]
-        up_floats, up_nnz, down_floats, up_entropy = ckpt["counters"]
+        up_floats, up_nnz, down_floats, up_entropy, up_entropy_delta = ckpt["counters"]
+        if hist is not None:
+            hist = DeltaHistogram.from_state(ckpt["delta_histogram"])
         first_round, elapsed_before = ckpt["round"] + 1, ckpt["elapsed"]
         print(f"resuming from {checkpoint_path} after round {ckpt['round']}", file=sys.stderr)
     t_start = time.perf_counter() - elapsed_before
@@ -214,43 +247,78 @@ def train(
         down = count_floats(algo.broadcast(server))
         result = trainer.train_round(server, sampled, hp, t)
         messages, losses = result.messages, result.losses
+        theta_prev = server["params"]
         server = algo.server_update(server, messages, torch.as_tensor(weights_all[sampled]), hp)
+        algo_metrics = algorithm_metrics(server)
 
         diverged = not (np.all(np.isfinite(losses)) and tree_all_finite(server["params"]))
         up_floats += sum(count_floats(msg) for msg in result.counted)
         up_nnz += sum(count_nonzeros(msg) for msg in result.counted)
         down_floats += down * len(sampled)
         if not diverged:
-            up_entropy += entropy_bits(flatten(result.counted))
+            h_t = entropy_bits(flatten(result.counted))
+            up_entropy += h_t
+            # The Δ convention: differs only for messages holding a model θ_k (FedDyn).
+            if any("params" in msg for msg in messages) or hist is not None:
+                delta_msgs = [as_delta(msg, theta_prev) for msg in messages]
+                if any("params" in msg for msg in messages):
+                    h_t = entropy_bits(flatten(delta_msgs))
+                if hist is not None:
+                    hist.add_round(t, delta_msgs, flatten)
+            up_entropy_delta += h_t
         else:
-            up_entropy = float("nan")
+            up_entropy = up_entropy_delta = float("nan")
         if diverged or t % spec["eval_every"] == 0 or t == rounds:
-            train_loss, _ = evaluate(model.apply, server["params"], x_used, y_used)
+            train_loss, train_acc = evaluate(model.apply, server["params"], x_used, y_used)
             test_loss, test_acc = evaluate(model.apply, server["params"], x_test, y_test)
             diverged = diverged or not np.isfinite(train_loss)
             if diverged:
-                status, test_acc = "diverged", float("nan")
+                status, test_acc, train_acc = "diverged", float("nan"), float("nan")
             rows.append({**identity, "round": t, "clients_sampled": int(len(sampled)),
-                         "train_loss": train_loss, "test_loss": test_loss, "test_accuracy": test_acc,
+                         "train_loss": train_loss, "train_accuracy": train_acc,
+                         "test_loss": test_loss, "test_accuracy": test_acc,
                          "uplink_floats": up_floats, "uplink_nonzeros": up_nnz,
-                         "uplink_entropy_bits": up_entropy,
+                         "uplink_entropy_bits": up_entropy, "uplink_entropy_bits_delta": up_entropy_delta,
                          "downlink_floats": down_floats,
-                         "wall_seconds": time.perf_counter() - t_start, "status": status})
+                         "wall_seconds": time.perf_counter() - t_start, "status": status, **algo_metrics})
             bar.set_postfix(acc=f"{test_acc:.4f}", loss=f"{train_loss:.4f}")
         if diverged:
             break
         if checkpoint_path is not None and checkpoint_every and t % checkpoint_every == 0 and t < rounds:
             save_checkpoint(checkpoint_path, {
-                "hparams_id": identity["hparams_id"], "round": t, "server": server,
+                "format": CHECKPOINT_FORMAT, "hparams_id": identity["hparams_id"], "round": t, "server": server,
                 "client_states": trainer.client_states(), "rows": rows,
-                "counters": (up_floats, up_nnz, down_floats, up_entropy),
+                "counters": (up_floats, up_nnz, down_floats, up_entropy, up_entropy_delta),
+                "delta_histogram": None if hist is None else hist.state(),
                 "elapsed": time.perf_counter() - t_start})
     bar.close()
     info = {"status": status, "rounds_completed": rows[-1]["round"] if rows else 0,
             "params": server["params"], "server_state": server, "client_states": trainer.client_states(),
             "wall_seconds": time.perf_counter() - t_start, "device": str(dev), "engine": engine,
-            "padding_efficiency": trainer.padding_efficiency}
+            "padding_efficiency": trainer.padding_efficiency, "delta_histogram": hist,
+            "holdout_sizes": [len(h) for h in held]}
     return rows, info
+
+
+def identity_of(spec: dict) -> dict:
+    """experiment, dataset, partition, algorithm (label) and seed of a cell spec."""
+    return {k: (int(spec[k]) if k == "seed" else spec[k]) for k in IDENTITY_KEYS}
+
+
+def algorithm_metrics(server_state: dict) -> dict[str, float | None]:
+    """The row's algorithm-metric columns from the server state's ``metrics`` (None where the
+    algorithm has no such metric).
+
+    Raises:
+        KeyError: the state holds a metric that is not a schema column (add it to
+            :data:`fedbench.metrics.schema.ALGORITHM_METRICS` and document it there).
+    """
+    metrics = server_state.get("metrics") or {}
+    unknown = sorted(set(metrics) - set(ALGORITHM_METRIC_NAMES))
+    if unknown:
+        raise KeyError(f"server state metrics {unknown} are not metrics.parquet columns; known: "
+                       f"{', '.join(ALGORITHM_METRIC_NAMES)} (fedbench.metrics.schema.ALGORITHM_METRICS)")
+    return {name: float(metrics[name]) if name in metrics else None for name in ALGORITHM_METRIC_NAMES}
 
 
 def save_checkpoint(path: str | os.PathLike, state: dict) -> None:
@@ -276,6 +344,10 @@ def load_checkpoint(path: str | os.PathLike | None, hparams_id: str, device: tor
     if path is None or not Path(path).exists():
         return None
     state = torch.load(path, map_location=device, weights_only=False)
+    if state.get("format") != CHECKPOINT_FORMAT:
+        print(f"ignoring checkpoint {path}: written by another fedbench version (format "
+              f"{state.get('format', 1)}, expected {CHECKPOINT_FORMAT})", file=sys.stderr)
+        return None
     if state.get("hparams_id") != hparams_id:
         print(f"ignoring checkpoint {path}: it belongs to spec {state.get('hparams_id')}, "
               f"not {hparams_id}", file=sys.stderr)
@@ -312,8 +384,10 @@ def run_cell(
     engine: str | None = None,
     chunk_size: int | str | None = None,
     checkpoint_every: int = 0,
+    delta_histogram_path: str | os.PathLike | None = None,
 ) -> dict:
-    """Train one cell and write ``metrics.parquet`` and ``summary.json`` (each atomically).
+    """Train one cell and write ``metrics.parquet`` and ``summary.json`` (each atomically), and
+    ``delta_histogram.parquet`` when the spec has ``delta_histogram``.
 
     With ``checkpoint_every = k > 0`` the state is checkpointed every k rounds to
     ``checkpoint.pt`` beside ``metrics_path``; a rerun after a kill resumes from it, and it is
@@ -327,10 +401,19 @@ def run_cell(
         device: "auto" | "cpu" | "cuda".
         num_threads: torch intra-op threads (the Snakemake job's thread count).
         engine, chunk_size: see :func:`train`.
+        delta_histogram_path: where to write the Δ histograms (:mod:`fedbench.metrics.histogram`)
+            of a spec with ``delta_histogram``; default ``delta_histogram.parquet`` beside
+            ``metrics_path``.
+
+    Raises:
+        ValueError: ``delta_histogram_path`` given for a spec without ``delta_histogram``.
 
     Returns:
         The summary dict. A diverged run returns normally with ``status: diverged``.
     """
+    if delta_histogram_path is not None and spec.get("delta_histogram") is None:
+        raise ValueError(f"delta_histogram_path {delta_histogram_path} given, but the cell's spec does not ask "
+                         "for Δ histograms (experiment key delta_histogram)")
     if num_threads:
         torch.set_num_threads(int(num_threads))
     metrics_path, summary_path = Path(metrics_path), Path(summary_path)
@@ -361,6 +444,11 @@ def run_cell(
         "padding_efficiency": info["padding_efficiency"],
         "torch": torch.__version__,
     }
+    if info["delta_histogram"] is not None:
+        hist_path = Path(delta_histogram_path or metrics_path.parent / "delta_histogram.parquet")
+        hist_table = info["delta_histogram"].to_table(identity_of(spec))
+        _atomic_write_bytes(hist_path, lambda p: pq.write_table(hist_table, p))
+        summary["delta_histogram"] = str(hist_path)
     _atomic_write_bytes(metrics_path, lambda p: pq.write_table(table, p))
     _atomic_write_bytes(summary_path, lambda p: p.write_text(json.dumps(summary, indent=2, default=float) + "\n"))
     checkpoint_path.unlink(missing_ok=True)

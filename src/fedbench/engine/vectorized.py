@@ -41,7 +41,13 @@ How a round is run
    (:mod:`fedbench.engine.augment`) and laid out as ``[S, G, B]`` like the indices; a step's
    gathered batch is flipped and cropped (copies only, so bitwise the reference's inputs) before
    the vmapped ``client_step``. Padded rows and steps get the identity.
-7. **Client state** (SCAFFOLD c_k, FedDyn g_k) lives in one stacked table per leaf,
+7. **Held-out pass** (algorithms that declare one, :mod:`fedbench.engine.holdout`; Elastic
+   Aggregation's sensitivity): after ``client_init`` and before the first training step, the
+   vmapped ``client_holdout_step`` runs over each client's held-out minibatches, laid out as
+   ``[H, G, B]`` exactly like the training batches (rows of ``X_all``, padded rows labelled
+   ``IGNORE_INDEX``, padded steps masked by ``torch.where``); ``output_grad_fn`` takes the mean
+   over the real rows only. Algorithms without one skip this entirely.
+8. **Client state** (SCAFFOLD c_k, FedDyn g_k) lives in one stacked table per leaf,
    ``[m, *shape]``, allocated when a client first returns state; clients that never participated
    get ``client_init(server, None)`` (computed once and broadcast), the others the vmapped
    ``client_init`` on their gathered rows, combined with ``torch.where``.
@@ -92,6 +98,7 @@ from torch.utils import _pytree as pytree
 
 from fedbench.engine import augment as augmentation
 from fedbench.engine.batches import local_batches
+from fedbench.engine.holdout import holdout_batches
 
 #: The label of a padded row: cross-entropy's default ``ignore_index``.
 IGNORE_INDEX = -100
@@ -284,12 +291,21 @@ class VectorizedClients:
         augmentation: a checked augmentation record (:func:`fedbench.engine.augment.check_record`)
             applied to every training minibatch, or None. Draws are keyed as in the reference;
             padded rows and padded steps get the identity (no flip, centre window).
+        holdout: per client, the rows of ``x_all`` it holds out (:func:`fedbench.engine.holdout.holdout_split`;
+            ``clients`` are then the remaining rows), or None when the algorithm holds out nothing.
+        output_grad_fn: ``(params, x, y) -> (grads, value)`` for the held-out pass
+            (:func:`fedbench.engine.holdout.make_output_grad_fn`); required with ``holdout``.
     """
 
     def __init__(self, algorithm: ModuleType, apply, grad_fn, x_all: torch.Tensor, y_all: torch.Tensor,
                  clients: Sequence[np.ndarray], local: dict, seed: int, chunk_size=None,
-                 step_overhead: float | None = None, augmentation: dict | None = None):
+                 step_overhead: float | None = None, augmentation: dict | None = None,
+                 holdout: Sequence[np.ndarray] | None = None, output_grad_fn=None):
+        if holdout is not None and output_grad_fn is None:
+            raise ValueError("VectorizedClients: a held-out split needs output_grad_fn")
         self.algo = algorithm
+        self.holdout = None if holdout is None else [np.asarray(h, dtype=np.int64) for h in holdout]
+        self.output_grad_fn = output_grad_fn
         self.aug = augmentation
         self.apply = apply
         self.grad_fn = grad_fn
@@ -314,9 +330,12 @@ class VectorizedClients:
         return local_batches(self.seed, t, k, len(self.clients[k]), self.local["batch_size"],
                              epochs=self.local.get("epochs"), steps=self.local.get("steps"))
 
-    def _group_tensors(self, members: Sequence[int], batches: dict[int, list[np.ndarray]], draws=None):
+    def _group_tensors(self, members: Sequence[int], batches: dict[int, list[np.ndarray]], draws=None,
+                       rows_of: Sequence[np.ndarray] | None = None):
         """(idx[S, G, B] rows of x_all, y[S, G, B] labels with IGNORE_INDEX pads, mask[S, G], K per
-        client, and the augmentation draws (flip, dy, dx)[S, G, B] or None)."""
+        client, and the augmentation draws (flip, dy, dx)[S, G, B] or None). ``batches`` index into
+        ``rows_of[k]`` (default: the clients' training rows; the held-out rows for that pass)."""
+        rows_of = self.clients if rows_of is None else rows_of
         g = len(members)
         ks = [len(batches[k]) for k in members]
         s_max = max(ks)
@@ -325,9 +344,9 @@ class VectorizedClients:
         real = np.zeros((s_max, g, b_max), dtype=bool)
         for j, k in enumerate(members):
             bl = batches[k]
-            rows = self.clients[k]
-            if not bl:  # K = 0: every step is padding; point at a real row
-                idx[:, j, :] = rows[0]
+            rows = rows_of[k]
+            if not bl:  # K = 0: every step is padding; point at a real row (of its training data)
+                idx[:, j, :] = rows[0] if len(rows) else self.clients[k][0]
                 continue
             sizes = np.fromiter((len(b) for b in bl), dtype=np.int64, count=len(bl))
             if np.all(sizes == b_max):
@@ -427,11 +446,18 @@ class VectorizedClients:
         def step_one(state, x, y):
             return algo.client_step(state, (x, y), hp, grad_fn)
 
+        def holdout_one(state, x, y):
+            return algo.client_holdout_step(state, (x, y), hp, self.output_grad_fn)
+
         def final_one(state):
             msg, cs = algo.client_final(server, state, hp)
             return msg, ({} if cs is None else cs)
 
-        step_v, final_v = vmap(step_one), vmap(final_one)
+        step_v, final_v, holdout_v = vmap(step_one), vmap(final_one), vmap(holdout_one)
+        held = None
+        if self.holdout is not None:
+            bs = int(self.local["batch_size"])
+            held = {int(k): holdout_batches(self.seed, t, int(k), len(self.holdout[int(k)]), bs) for k in sampled}
         messages: list = [None] * len(sampled)
         losses = np.full(len(sampled), np.nan)
         counted = []
@@ -439,6 +465,8 @@ class VectorizedClients:
             members = sampled[positions]
             idx, y, mask_np, ks, aug = self._group_tensors(members.tolist(), batches, draws)
             state = self._init_states(server, members, hp)
+            if held is not None:
+                state = self._holdout_pass(state, members, held, holdout_v)
             g = len(members)
             loss_sum = torch.zeros(g, dtype=torch.float64, device=self.device)
             mask_t = torch.from_numpy(mask_np).to(self.device)  # one host-to-device copy per group
@@ -468,6 +496,18 @@ class VectorizedClients:
             self.real_steps += int(ks.sum())
         return RoundResult(messages, losses.tolist(), counted, self.executed_steps, self.real_steps)
 
+    def _holdout_pass(self, state, members: np.ndarray, held: dict, holdout_v):
+        """The vmapped ``client_holdout_step`` over the group's held-out minibatches (exact no-op
+        padding, as for training steps)."""
+        if not any(held[int(k)] for k in members):
+            return state
+        idx, y, mask_np, _, _ = self._group_tensors(members.tolist(), held, None, rows_of=self.holdout)
+        mask_t = torch.from_numpy(mask_np).to(self.device)
+        for s in range(idx.shape[0]):
+            new = holdout_v(state, self.x_all[idx[s]], y[s])
+            state = new if mask_np[s].all() else _select(mask_t[s], new, state)
+        return state
+
     def _auto_chunk(self, server: dict, hp: dict, max_steps: int) -> int:
         if getattr(self, "_chunk_cache", None) is None:
             params = server["params"]
@@ -487,8 +527,13 @@ class SequentialClients:
     """The reference: one client at a time (:func:`fedbench.engine.local.train_client`)."""
 
     def __init__(self, algorithm: ModuleType, grad_fn, client_data, clients, local: dict, seed: int,
-                 augmentation: dict | None = None):
+                 augmentation: dict | None = None, holdout_data=None, output_grad_fn=None):
+        """``client_data[k] = (x_k, y_k)`` its training data, ``clients[k]`` its training rows;
+        ``holdout_data[k] = (x_h, y_h)`` its held-out data (None: nothing held out)."""
+        if holdout_data is not None and output_grad_fn is None:
+            raise ValueError("SequentialClients: held-out data needs output_grad_fn")
         self.algo, self.grad_fn = algorithm, grad_fn
+        self.holdout_data, self.output_grad_fn = holdout_data, output_grad_fn
         self.aug = augmentation
         self.client_data, self.clients = client_data, clients
         self.local, self.seed = local, int(seed)
@@ -506,8 +551,13 @@ class SequentialClients:
             aug = None
             if self.aug is not None:
                 aug = (self.aug, augmentation.draw(self.aug, self.seed, t, k, [len(b) for b in batches]))
+            held = None
+            if self.holdout_data is not None:
+                xh, yh = self.holdout_data[k]
+                held = (xh, yh, holdout_batches(self.seed, t, k, len(yh), int(self.local["batch_size"])))
             msg, cstate, loss = train_client(self.algo, server, self.states.get(k), xk, yk, batches, hp,
-                                             self.grad_fn, augment=aug)
+                                             self.grad_fn, augment=aug, holdout=held,
+                                             output_grad_fn=self.output_grad_fn)
             if cstate is not None:
                 self.states[k] = cstate
             messages.append(msg)

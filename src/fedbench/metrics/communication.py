@@ -40,29 +40,86 @@ def flatten(messages: Iterable) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros(0)
 
 
-def entropy_bits(values: np.ndarray, bin_width: float = ENTROPY_BIN_WIDTH) -> float:
-    """Shannon entropy, in bits per value, of ``values`` quantised to bins of width ``bin_width``.
+def as_delta(message: dict, global_params) -> dict:
+    """``message`` in the Δ convention: an entry ``"params"`` (a client's model θ_k, FedDyn) is
+    replaced by ``"delta"`` = θ_k − θ^{t−1}; every other entry is kept as sent. A message without
+    ``"params"`` is returned as it is (the same object).
 
-    H = −Σ_b p_b log2 p_b with p_b the fraction of values in bin b = ⌊v / bin_width⌋
-    (FedElasticNet's entropy measure, Kim et al., bin width 0.01; summary-seed-003.md §3).
-    Non-finite values are an error rather than a silent bin.
+    Args:
+        message: one client's ClientMessage (dict of pytrees).
+        global_params: θ^{t−1}, the model the server broadcast this round (same keys as θ_k).
 
     Raises:
-        ValueError: values contain NaN or inf, or bin_width <= 0.
+        ValueError: the message has both ``"params"`` and ``"delta"``.
     """
+    if "params" not in message:
+        return message
+    if "delta" in message:
+        raise ValueError("as_delta: a message with both 'params' and 'delta' entries is ambiguous")
+    theta = message["params"]
+    out = {k: v for k, v in message.items() if k != "params"}
+    out["delta"] = {n: theta[n] - global_params[n] for n in theta}
+    return out
+
+
+#: Bin indices beyond ±2^62 cannot be stored as int64 (values beyond ~±4.6e16 at width 0.01).
+_MAX_BIN = float(2**62)
+
+
+def histogram(values: np.ndarray, bin_width: float = ENTROPY_BIN_WIDTH) -> tuple[np.ndarray, np.ndarray]:
+    """(bins, counts) of ``values`` quantised to bins of width ``bin_width``: bin b holds the
+    values v with ⌊v / bin_width⌋ = b, i.e. v ∈ [b·w, (b+1)·w). Only non-empty bins, in increasing
+    order; both int64; ``counts.sum() == values.size``.
+
+    Raises:
+        ValueError: values contain NaN or inf, a bin index beyond ±2^62, or bin_width <= 0.
+    """
+    bins, counts = _bin_counts(values, bin_width)
+    if bins.size and max(-bins[0], bins[-1]) > _MAX_BIN:
+        raise ValueError(f"histogram: values up to {max(-bins[0], bins[-1]) * bin_width:.3g} give bin indices "
+                         "beyond int64")
+    return bins.astype(np.int64), counts
+
+
+def _bin_counts(values: np.ndarray, bin_width: float) -> tuple[np.ndarray, np.ndarray]:
+    """(float bin indices ⌊v / w⌋, int64 counts) of the non-empty bins, increasing."""
     if bin_width <= 0:
         raise ValueError(f"bin_width must be > 0 (got {bin_width})")
     v = np.asarray(values, dtype=np.float64).reshape(-1)
     if v.size == 0:
-        return 0.0
+        return np.zeros(0), np.zeros(0, dtype=np.int64)
     if not np.all(np.isfinite(v)):
         raise ValueError("entropy_bits: values contain NaN or inf")
     q = np.floor(v / bin_width)
     lo, hi = q.min(), q.max()
     if hi - lo < 50_000_000:  # dense histogram: O(n)
         counts = np.bincount((q - lo).astype(np.int64))
-        counts = counts[counts > 0]
-    else:  # values spread over very many bins (or beyond int64): sort-based count on the float bins
-        _, counts = np.unique(q, return_counts=True)
-    p = counts / v.size
+        bins = np.flatnonzero(counts)
+        return bins + lo, counts[bins].astype(np.int64)
+    # values spread over very many bins (or beyond int64): sort-based count on the float bins
+    bins, counts = np.unique(q, return_counts=True)
+    return bins, counts.astype(np.int64)
+
+
+def entropy_from_counts(counts: np.ndarray) -> float:
+    """H = −Σ_b p_b log2 p_b (bits) with p_b = counts_b / Σ counts; 0 for no values."""
+    counts = np.asarray(counts, dtype=np.int64)
+    counts = counts[counts > 0]
+    if counts.size == 0:
+        return 0.0
+    p = counts / counts.sum()
     return float(-(p * np.log2(p)).sum())
+
+
+def entropy_bits(values: np.ndarray, bin_width: float = ENTROPY_BIN_WIDTH) -> float:
+    """Shannon entropy, in bits per value, of ``values`` quantised to bins of width ``bin_width``.
+
+    H = −Σ_b p_b log2 p_b with p_b the fraction of values in bin b = ⌊v / bin_width⌋
+    (FedElasticNet's entropy measure, Kim et al., bin width 0.01; summary-seed-003.md §3):
+    :func:`entropy_from_counts` of the bin counts (any finite values, even beyond the int64 bins
+    of :func:`histogram`). Non-finite values are an error rather than a silent bin.
+
+    Raises:
+        ValueError: values contain NaN or inf, or bin_width <= 0.
+    """
+    return entropy_from_counts(_bin_counts(values, bin_width)[1])

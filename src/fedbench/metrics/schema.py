@@ -10,7 +10,10 @@ Identity columns
 Per-round columns
     round            1-based round index t after which the row was evaluated.
     clients_sampled  |P_t|, clients that trained in round t.
-    train_loss       loss of the server model θ^t on all clients' training data (mean per sample).
+    train_loss       loss of the server model θ^t on all clients' training data (mean per sample;
+                     every training row of the partition, held-out rows of Elastic Aggregation
+                     included, so the column compares across algorithms).
+    train_accuracy   accuracy of θ^t on the same rows, in [0, 1] (NaN on a diverged row).
     test_loss        loss of θ^t on the test set (mean per sample).
     test_accuracy    accuracy of θ^t on the test set, in [0, 1].
     uplink_floats    cumulative count of scalars sent client → server, rounds 1..t (dense count:
@@ -18,11 +21,23 @@ Per-round columns
     uplink_nonzeros  cumulative count of non-zero scalars sent client → server, rounds 1..t.
     uplink_entropy_bits  cumulative Σ_{s ≤ t} H_s, where H_s is the Shannon entropy (bits per value)
                      of all values sent uplink in round s, pooled over the sampled clients,
-                     quantised at bin width 0.01.
+                     quantised at bin width 0.01 (values v in bin ⌊v / 0.01⌋).
+    uplink_entropy_bits_delta  the same, of the messages in the Δ convention: an entry ``params``
+                     (a client's model θ_k: FedDyn) replaced by Δ_k = θ_k − θ^{t−1}, every other
+                     entry as sent. Equal to uplink_entropy_bits (the same float) for algorithms
+                     that send no model (all but FedDyn): FedElasticNet's "θ (Δ)" (Tables 3-4).
     downlink_floats  cumulative count of scalars sent server → clients (broadcast × |P_t|).
     wall_seconds     wall-clock seconds since the cell started training.
     status           ``ok``, or ``diverged`` on the row of the round where the loss or the
                      parameters became NaN/inf (training stops there; no later rows).
+Algorithm metrics (:data:`ALGORITHM_METRICS`; the server state's ``metrics`` after round t, null
+for algorithms that do not have it)
+    boosted_pct      Elastic Aggregation: percentage of parameters boosted in round t,
+                     100 · #{i : ζ^i > 1} / n (0 for naive aggregation, ζ ≡ 1).
+
+Cumulative columns (uplink_*, downlink_floats) count every round 1..t, not only evaluated ones.
+Columns in :data:`ADDED_COLUMNS` came after the first release: a cell file written before them
+lacks them and :func:`fedbench.analysis.collect.collect` fills them with nulls (unknown, not 0).
 """
 
 from __future__ import annotations
@@ -42,16 +57,24 @@ PER_ROUND = [
     ("round", pa.int64()),
     ("clients_sampled", pa.int64()),
     ("train_loss", pa.float64()),
+    ("train_accuracy", pa.float64()),
     ("test_loss", pa.float64()),
     ("test_accuracy", pa.float64()),
     ("uplink_floats", pa.int64()),
     ("uplink_nonzeros", pa.int64()),
     ("uplink_entropy_bits", pa.float64()),
+    ("uplink_entropy_bits_delta", pa.float64()),
     ("downlink_floats", pa.int64()),
     ("wall_seconds", pa.float64()),
     ("status", pa.string()),
 ]
-METRICS_SCHEMA = pa.schema(IDENTITY + PER_ROUND)
+#: Per-round diagnostics an algorithm keeps in its server state's ``metrics`` (nullable float64).
+ALGORITHM_METRICS = [
+    ("boosted_pct", pa.float64()),
+]
+METRICS_SCHEMA = pa.schema(IDENTITY + PER_ROUND + ALGORITHM_METRICS)
+#: Columns added after the first release (nullable): older cell files may lack them.
+ADDED_COLUMNS = ("train_accuracy", "uplink_entropy_bits_delta", "boosted_pct")
 STATUSES = ("ok", "diverged")
 
 
