@@ -290,7 +290,7 @@ def worker(wname: str, participation: float, impl: str, rounds: int, quick: bool
         params = {k: v.to(dev) for k, v in model.init(generator(seed, 0, -1, "init"), dtype=torch.float32).items()}
         state = {"server": algo.server_init(params, {}, m)}
         if impl == "vectorized":
-            trainer = VectorizedClients(algo, model.apply, grad_fn, x, y, clients, local, seed)
+            trainer = VectorizedClients(algo, model, grad_fn, x, y, clients, local, seed)
         else:
             data = [(x[torch.as_tensor(c, device=dev)], y[torch.as_tensor(c, device=dev)]) for c in clients]
             trainer = SequentialClients(algo, grad_fn, data, clients, local, seed)

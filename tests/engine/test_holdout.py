@@ -102,7 +102,7 @@ def test_vectorized_engine_computes_omega_on_the_held_out_rows():
     params = model.init(np.random.default_rng(1), dtype=torch.float64)
     hp = {"lr": 0.1, "weight_decay": 0.0, "clip_norm": None, "tau": 0.5, "rho": 0.7, "sensitivity": "momentum"}
     local = {"batch_size": 2, "epochs": 1, "steps": None}
-    eng = VectorizedClients(elastic_fedavg, model.apply, make_grad_fn(model), x, y, train_rows, local, seed=1,
+    eng = VectorizedClients(elastic_fedavg, model, make_grad_fn(model), x, y, train_rows, local, seed=1,
                             chunk_size=8, holdout=held, output_grad_fn=make_output_grad_fn(model.apply))
     server = elastic_fedavg.server_init(params, hp, 3)
     result = eng.train_round(server, np.array([0, 1, 2]), hp, t=1)

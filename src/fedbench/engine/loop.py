@@ -196,7 +196,7 @@ def train(
     aug = check_record(augmentation_of(spec, dataset), dataset.feature_shape)
     output_grad_fn = make_output_grad_fn(model.apply) if held_fraction > 0 else None
     if engine == "vectorized":
-        trainer = VectorizedClients(algo, model.apply, grad_fn, x_train, y_train, clients, local, seed,
+        trainer = VectorizedClients(algo, model, grad_fn, x_train, y_train, clients, local, seed,
                                     chunk_size=chunk_size, augmentation=aug,
                                     holdout=held if held_fraction > 0 else None, output_grad_fn=output_grad_fn)
     else:

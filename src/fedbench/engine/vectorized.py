@@ -32,22 +32,25 @@ How a round is run
    multiplied by a zero weight). We chose padding over grouping by batch-size pattern because it
    keeps one group per step count and costs at most one partial batch per epoch; the equality
    (loss and gradient equal to the unpadded batch) is tested in ``tests/engine/test_vectorized.py``.
-5. **client_final** runs vmapped too (server state broadcast, step state stacked). Messages are
+5. **One-client chunks** (``chunk_size`` 1, the automatic choice on CPU for models whose layers
+   run slower stacked: :attr:`fedbench.models.Model.batch_clients_on_cpu`) call the same three
+   functions directly on the client's tensors, without ``vmap`` (:func:`_batched`).
+6. **client_final** runs vmapped too (server state broadcast, step state stacked). Messages are
    unstacked and handed to the algorithm's ``server_update`` as a list **in ascending client id
    order**, exactly as the reference does; communication is counted from the stacked messages
    (identical counts; the entropy histogram does not depend on the order of the values).
-6. **Augmentation** (image datasets, when the cell asks for it): each client's flip and crop
+7. **Augmentation** (image datasets, when the cell asks for it): each client's flip and crop
    draws are made up front from (seed, t, k, "augment") exactly as the reference makes them
    (:mod:`fedbench.engine.augment`) and laid out as ``[S, G, B]`` like the indices; a step's
    gathered batch is flipped and cropped (copies only, so bitwise the reference's inputs) before
    the vmapped ``client_step``. Padded rows and steps get the identity.
-7. **Held-out pass** (algorithms that declare one, :mod:`fedbench.engine.holdout`; Elastic
+8. **Held-out pass** (algorithms that declare one, :mod:`fedbench.engine.holdout`; Elastic
    Aggregation's sensitivity): after ``client_init`` and before the first training step, the
    vmapped ``client_holdout_step`` runs over each client's held-out minibatches, laid out as
    ``[H, G, B]`` exactly like the training batches (rows of ``X_all``, padded rows labelled
    ``IGNORE_INDEX``, padded steps masked by ``torch.where``); ``output_grad_fn`` takes the mean
    over the real rows only. Algorithms without one skip this entirely.
-8. **Client state** (SCAFFOLD c_k, FedDyn g_k) lives in one stacked table per leaf,
+9. **Client state** (SCAFFOLD c_k, FedDyn g_k) lives in one stacked table per leaf,
    ``[m, *shape]``, allocated when a client first returns state; clients that never participated
    get ``client_init(server, None)`` (computed once and broadcast), the others the vmapped
    ``client_init`` on their gathered rows, combined with ``torch.where``.
@@ -186,7 +189,7 @@ def _saved_activation_numel(apply, params: dict, x: torch.Tensor) -> int:
 
 
 def auto_chunk_size(apply, params: dict, x_example: torch.Tensor, batch_size: int, n_state_trees: int,
-                    device: torch.device) -> int:
+                    device: torch.device, batch_clients_on_cpu: bool = True) -> int:
     """Clients per chunk so that one chunk's step fits a memory budget.
 
     Per client: ``n_state_trees + 3`` parameter-sized tensors (step state, new state, gradient,
@@ -195,13 +198,12 @@ def auto_chunk_size(apply, params: dict, x_example: torch.Tensor, batch_size: in
     a quarter of the device's total memory on CUDA. Deterministic for a given model, batch size
     and device, so the same cell twice groups its clients the same way (bitwise-equal reruns).
 
-    Convolutions on CPU: 1. vmap batches a convolution over clients as one *grouped*
-    convolution, and on CPU (oneDNN) that was measured 1.2–1.7× slower per client than separate
-    convolutions (FedDyn CIFAR CNN, B=50, G = 4 and 10; benchmarks/RESULTS.md), so CPU runs of
-    models with a parameter of rank ≥ 3 step one client per chunk (still the same code path,
-    still exact no-op padding). An explicit ``chunk_size`` overrides this.
+    ``batch_clients_on_cpu=False`` (the model's :attr:`fedbench.models.Model.batch_clients_on_cpu`:
+    the CNN and the LSTM, whose layers were measured slower per client when stacked on CPU):
+    1 on CPU, and a chunk of one client runs the algorithm's functions directly, without ``vmap``
+    (see :meth:`VectorizedClients.train_round`). An explicit ``chunk_size`` overrides this.
     """
-    if device.type == "cpu" and any(v.dim() >= 3 for v in params.values()):
+    if device.type == "cpu" and not batch_clients_on_cpu:
         return 1
     itemsize = next(iter(params.values())).element_size()
     d = sum(v.numel() for v in params.values())
@@ -235,6 +237,23 @@ def _tensorize(tree, device):
         raise TypeError(f"vectorized engine: cannot stack a step-state leaf of type {type(v).__name__}")
 
     return pytree.tree_map(conv, tree)
+
+
+def _batched(fn, g: int, device):
+    """``vmap(fn)`` for a chunk of g clients; for g = 1, ``fn`` called directly on the client's
+    slice (leading dimension dropped from every tensor argument, restored on every result).
+
+    Same function, same values: a one-client vmap only adds per-op wrapper overhead and, inside
+    ``fn``, hides the kernels that have no batching rule (:attr:`fedbench.models.Model.batch_clients_on_cpu`).
+    """
+    if g > 1:
+        return vmap(fn)
+
+    def one(*args):
+        out = fn(*pytree.tree_map(lambda v: v[0] if torch.is_tensor(v) else v, args))
+        return pytree.tree_map(lambda v: v.unsqueeze(0) if torch.is_tensor(v) else v, _tensorize(out, device))
+
+    return one
 
 
 def _expand(tree, g: int):
@@ -280,7 +299,8 @@ class VectorizedClients:
 
     Args:
         algorithm: the algorithm module.
-        apply: the model's ``apply(params, x)`` (for the automatic chunk size only).
+        model: the :class:`fedbench.models.Model` (its ``apply`` and ``batch_clients_on_cpu``, for
+            the automatic chunk size only).
         grad_fn: the model's ``grad_fn(params, x, y) -> (grads, loss)`` (vmap-compatible).
         x_all, y_all: the whole training split, on the compute device (one tensor each).
         clients: per client, the rows of ``x_all`` it owns (int arrays, in partition order).
@@ -297,7 +317,7 @@ class VectorizedClients:
             (:func:`fedbench.engine.holdout.make_output_grad_fn`); required with ``holdout``.
     """
 
-    def __init__(self, algorithm: ModuleType, apply, grad_fn, x_all: torch.Tensor, y_all: torch.Tensor,
+    def __init__(self, algorithm: ModuleType, model, grad_fn, x_all: torch.Tensor, y_all: torch.Tensor,
                  clients: Sequence[np.ndarray], local: dict, seed: int, chunk_size=None,
                  step_overhead: float | None = None, augmentation: dict | None = None,
                  holdout: Sequence[np.ndarray] | None = None, output_grad_fn=None):
@@ -307,7 +327,7 @@ class VectorizedClients:
         self.holdout = None if holdout is None else [np.asarray(h, dtype=np.int64) for h in holdout]
         self.output_grad_fn = output_grad_fn
         self.aug = augmentation
-        self.apply = apply
+        self.model = model
         self.grad_fn = grad_fn
         self.x_all, self.y_all = x_all, y_all
         self.device = x_all.device
@@ -393,7 +413,7 @@ class VectorizedClients:
         def init_one(cs):
             return _tensorize(algo.client_init(server, cs, hp), self.device)
 
-        stacked = vmap(init_one)(gathered)
+        stacked = _batched(init_one, g, self.device)(gathered)
         if base is None:
             return stacked
         if pytree.tree_structure(stacked) != pytree.tree_structure(base):
@@ -453,7 +473,6 @@ class VectorizedClients:
             msg, cs = algo.client_final(server, state, hp)
             return msg, ({} if cs is None else cs)
 
-        step_v, final_v, holdout_v = vmap(step_one), vmap(final_one), vmap(holdout_one)
         held = None
         if self.holdout is not None:
             bs = int(self.local["batch_size"])
@@ -464,10 +483,11 @@ class VectorizedClients:
         for positions in plan:
             members = sampled[positions]
             idx, y, mask_np, ks, aug = self._group_tensors(members.tolist(), batches, draws)
+            g = len(members)
+            step_v, final_v = _batched(step_one, g, self.device), _batched(final_one, g, self.device)
             state = self._init_states(server, members, hp)
             if held is not None:
-                state = self._holdout_pass(state, members, held, holdout_v)
-            g = len(members)
+                state = self._holdout_pass(state, members, held, _batched(holdout_one, g, self.device))
             loss_sum = torch.zeros(g, dtype=torch.float64, device=self.device)
             mask_t = torch.from_numpy(mask_np).to(self.device)  # one host-to-device copy per group
             for s in range(idx.shape[0]):
@@ -513,8 +533,9 @@ class VectorizedClients:
             params = server["params"]
             state = self.algo.client_init(server, None, hp)
             n_trees = sum(1 for v in state.values() if isinstance(v, dict))
-            self._chunk_cache = auto_chunk_size(self.apply, params, self.x_all[:1],
-                                                int(self.local["batch_size"]), n_trees, self.device)
+            self._chunk_cache = auto_chunk_size(self.model.apply, params, self.x_all[:1],
+                                                int(self.local["batch_size"]), n_trees, self.device,
+                                                self.model.batch_clients_on_cpu)
         return self._chunk_cache
 
     @property

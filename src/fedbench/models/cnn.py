@@ -37,6 +37,12 @@ DEFAULT_CHANNELS = (32, 64)
 DEFAULT_HIDDEN = (512,)
 PADDINGS = ("same", "valid")
 
+#: On CPU the vectorized engine trains one client per chunk: ``vmap`` turns a convolution over
+#: stacked clients into one grouped convolution, which oneDNN ran 1.2–1.7× slower per client than
+#: separate convolutions (FedDyn CIFAR CNN, B = 50, 4 and 10 clients; benchmarks/RESULTS.md, W2).
+#: On CUDA clients are stacked.
+BATCH_CLIENTS_ON_CPU = False
+
 
 def image_shape(input_shape: Sequence[int]) -> tuple[int, int, int]:
     """(C, H, W) from an input shape (C, H, W) or (H, W).

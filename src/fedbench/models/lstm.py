@@ -11,11 +11,19 @@ The LSTM is written out as an explicit cell (PyTorch's equations and gate order 
     g = tanh(W_ig x + b_ig + W_hg h + b_hg)   o = σ(W_io x + b_io + W_ho h + b_ho)
     c' = f ⊙ c + i ⊙ g                         h' = o ⊙ tanh(c')
 
-with zero initial (h, c), unrolled over time in Python (the sequence length is a shape, not a
-value), so it is a pure function of the parameter dict and runs under ``torch.func.grad`` and
-``torch.func.vmap`` (cuDNN's fused ``nn.LSTM`` does not take a batched weight). The recurrence has
-a hand-written backward (:class:`_Recurrence`); the input projections of all time steps are one
-matmul.
+with zero initial (h, c). Two implementations of the same layer, chosen per call:
+
+- inside a ``torch.func`` transform (``vmap`` over clients, ``grad``): an explicit cell unrolled
+  over time in Python (the sequence length is a shape, not a value), with a hand-written
+  backward (:class:`_Recurrence`) and the input projections of all time steps as one matmul.
+  The fused kernels (oneDNN's, cuDNN's) have no batching rule for a stacked weight;
+- on plain tensors (evaluation, the sequential reference, one-client chunks): PyTorch's fused
+  ``torch.lstm`` (the kernel ``nn.LSTM`` calls). On this project's 2-core CPU one client-step
+  (B = 20, T = 80, 2 × 100) took 30–35 ms fused against 78–93 ms for the explicit cell, and
+  54 ms per client for the explicit cell vmapped over 10 clients (benchmarks/RESULTS.md, W4),
+  hence :data:`BATCH_CLIENTS_ON_CPU` = False.
+
+The two agree to float rounding (forward and every gradient: tests/models/test_lstm.py).
 
 Shapes:
     params (``nn.Embedding`` / ``nn.LSTM`` / ``nn.Linear`` ``state_dict`` names):
@@ -45,6 +53,10 @@ from fedbench.tree import Tree
 DEFAULT_VOCAB = 80
 DEFAULT_EMBED = 8
 DEFAULT_HIDDEN = (100, 100)
+
+#: On CPU the vectorized engine trains one client per chunk (the fused kernel above beats the
+#: explicit cell vmapped over clients, measured); on CUDA it stacks clients.
+BATCH_CLIENTS_ON_CPU = False
 
 
 def init(
@@ -158,11 +170,22 @@ def layer(seq: torch.Tensor, w_ih, w_hh, b_ih, b_hh) -> torch.Tensor:
     return _Recurrence.apply(proj, w_hh)[0]
 
 
+def fused_layer(seq: torch.Tensor, w_ih, w_hh, b_ih, b_hh) -> torch.Tensor:
+    """:func:`layer` through PyTorch's fused ``torch.lstm`` (plain tensors only: no vmap rule)."""
+    h0 = seq.new_zeros((1, seq.shape[0], w_hh.shape[1]))
+    # torch.lstm(input, (h0, c0), weights, has_biases, num_layers, dropout, train, bidirectional, batch_first)
+    return torch.lstm(seq, (h0, h0), [w_ih, w_hh, b_ih, b_hh], True, 1, 0.0, True, False, True)[0]
+
+
 def apply(params: Tree, x: torch.Tensor) -> torch.Tensor:
-    """Logits (B, C) from the last time step's top hidden state; x (B, T) character ids."""
+    """Logits (B, C) from the last time step's top hidden state; x (B, T) character ids.
+
+    Under a ``torch.func`` transform each layer is :func:`layer`, otherwise :func:`fused_layer`.
+    """
     n_layers = sum(1 for k in params if k.startswith("lstm.weight_ih_l"))
     seq = F.embedding(x.reshape(x.shape[0], -1).long(), params["embedding.weight"])  # (B, T, E)
+    one_layer = layer if torch._C._are_functorch_transforms_active() else fused_layer
     for j in range(n_layers):
-        seq = layer(seq, params[f"lstm.weight_ih_l{j}"], params[f"lstm.weight_hh_l{j}"],
-                    params[f"lstm.bias_ih_l{j}"], params[f"lstm.bias_hh_l{j}"])
+        seq = one_layer(seq, params[f"lstm.weight_ih_l{j}"], params[f"lstm.weight_hh_l{j}"],
+                        params[f"lstm.bias_ih_l{j}"], params[f"lstm.bias_hh_l{j}"])
     return F.linear(seq[:, -1], params["fc.weight"], params["fc.bias"])
