@@ -52,6 +52,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from fedbench.algorithms import get_algorithm  # noqa: E402
+from fedbench.engine.allocator import keep_freed_memory  # noqa: E402
 from fedbench.engine.rng import generator  # noqa: E402
 from fedbench.engine.sampling import sample_clients  # noqa: E402
 from fedbench.engine.vectorized import SequentialClients, VectorizedClients  # noqa: E402
@@ -61,23 +62,23 @@ from fedbench.models import build_model, make_grad_fn  # noqa: E402
 WORKLOADS = {
     "W1": dict(title="MLP 784-200-200-10 (2NN), 100 clients x 600 MNIST-shaped samples, E=5, B=50",
                model={"name": "mlp", "hidden": [200, 200]}, shape=(784,), classes=10, clients=100, n=600,
-               local={"epochs": 5, "steps": None, "batch_size": 50}, rounds={0.1: 2, 1.0: 1}),
+               local={"epochs": 5, "steps": None, "batch_size": 50}, rounds={0.1: 5, 1.0: 2}),
     "W2": dict(title="FedDyn CIFAR CNN (conv5x5 64, conv5x5 64, FC 384, 192, 10), 100 clients x 500 "
                      "CIFAR-shaped samples, E=1 (scaled down from 5), B=50",
                model={"name": "cnn", "channels": [64, 64], "hidden": [384, 192], "padding": "valid",
                       "kernel_size": 5},
                shape=(3, 32, 32), classes=10, clients=100, n=500,
-               local={"epochs": 1, "steps": None, "batch_size": 50}, rounds={0.1: 1}),
+               local={"epochs": 1, "steps": None, "batch_size": 50}, rounds={0.1: 3}),
     "W3": dict(title="logistic regression (a9a-shaped: 123 features, 2 classes), 1,024 clients x 32 samples, "
                      "B=1, 64 local steps",
                model={"name": "logreg"}, shape=(123,), classes=2, clients=1024, n=32,
-               local={"epochs": None, "steps": 64, "batch_size": 1}, rounds={0.1: 3, 1.0: 1}),
+               local={"epochs": None, "steps": 64, "batch_size": 1}, rounds={0.1: 5, 1.0: 3}),
     "W4": dict(title="character LSTM (embedding 8, 2 LSTM layers of 100, 80 classes, sequence 80; FedDyn's "
                      "Shakespeare model, 133,520 parameters), 100 clients x 200 generated sequences (LEAF's "
                      "2,000 per client scaled down 10x), E=1, B=20 (FedElasticNet's Shakespeare batch)",
                model={"name": "lstm", "vocab_size": 80, "embed_dim": 8, "hidden": [100, 100]}, shape=(80,),
                classes=80, vocab=80, clients=100, n=200,
-               local={"epochs": 1, "steps": None, "batch_size": 20}, rounds={0.1: 2, 1.0: 1}),
+               local={"epochs": 1, "steps": None, "batch_size": 20}, rounds={0.1: 4, 1.0: 2}),
 }
 QUICK = {
     "W1": dict(clients=4, n=60, model={"name": "mlp", "hidden": [16]},
@@ -268,6 +269,7 @@ def _sync(dev: torch.device):
 def worker(wname: str, participation: float, impl: str, rounds: int, quick: bool, device: str = "cpu") -> dict:
     w = {**WORKLOADS[wname], **(QUICK.get(wname, {}) if quick else {})}
     dev = torch.device(device)
+    allocator_tuned = keep_freed_memory()  # what fedbench's train() does; for every impl, (c) included
     torch.manual_seed(0)
     x_host, y_host, clients = make_data(w)
     x, y = x_host.to(dev), y_host.to(dev)
@@ -327,7 +329,7 @@ def worker(wname: str, participation: float, impl: str, rounds: int, quick: bool
            "client_updates_per_s": clients_per_round / per_round,
            "flops_per_s": samples * flops_per_sample(w) / per_round,
            "peak_rss_delta_mb": (mem.peak - mem.baseline) / 2**20, "threads": torch.get_num_threads(),
-           "device": str(dev)}
+           "device": str(dev), "allocator_tuned": allocator_tuned}
     if dev.type == "cuda":
         out["peak_gpu_delta_mb"] = (torch.cuda.max_memory_allocated(dev) - gpu_base) / 2**20
     if impl == "vectorized":
@@ -372,14 +374,17 @@ def flower_probe() -> str:
 
 
 def machine() -> str:
-    cpu = "?"
+    info: dict[str, str] = {}
     try:
         for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
+            key, _, value = line.partition(":")
+            info.setdefault(key.strip(), value.strip())
     except OSError:
         pass
+    # family/model tell CPU generations apart where "model name" does not (e.g. "AMD EPYC"):
+    # the ratios below depend on them (benchmarks/RESULTS.md, "Two machines").
+    cpu = (f"{info.get('model name', '?')}, family {info.get('cpu family', '?')} model {info.get('model', '?')}, "
+           f"{'AVX-512' if 'avx512f' in info.get('flags', '').split() else 'no AVX-512'}")
     gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none"
     return (f"{platform.node()}: {os.cpu_count()} logical CPUs ({cpu}), GPU {gpu}; Python {platform.python_version()}, "
             f"torch {torch.__version__}, numpy {np.__version__}, torch threads {torch.get_num_threads()}")
@@ -466,6 +471,10 @@ def render(results: list[dict], args, peak_before: float, peak_after: float, flo
         f"- Matmul peak (4096² float32, same thread count): {peak_before / 1e9:.1f} GFLOP/s before, "
         f"{peak_after / 1e9:.1f} GFLOP/s after the runs (MFU below uses the larger)",
         f"- Whole command: {wall:.0f} s",
+        "- Allocator: " + ("glibc malloc with trim threshold 1 GiB and mmap threshold 32 MiB in every (a), (b), (c) "
+                           "run (`fedbench.engine.allocator.keep_freed_memory`, which `train()` calls)"
+                           if all(r.get("allocator_tuned") for r in results if r["impl"] != "flower")
+                           else "the C library's defaults (mallopt unavailable or refused)"),
         "- Round = sampling + local training + FedAvg server update; mean over the timed rounds after one "
         "untimed warm-up round; every row in its own subprocess. Peak memory = peak RSS during the rounds "
         "minus RSS before them (sampled every 2 ms; not tracemalloc, which does not see torch's allocator).",
@@ -513,7 +522,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="tiny sizes (seconds), for the smoke test")
     ap.add_argument("--workloads", default=None, help="comma-separated, default W1,W3,W2,W4 (W1,W3,W4 with --quick)")
-    ap.add_argument("--impls", default=",".join(IMPLS))
+    ap.add_argument("--impls", default=",".join(IMPLS),
+                    help=f"comma-separated, from {', '.join(IMPLS)} (default all; (d) Flower runs when its venv exists)")
     ap.add_argument("--participations", default=None,
                     help="comma-separated participation rates (default per workload: 0.1 and 1.0; W2 0.1 only)")
     ap.add_argument("--rounds", type=int, default=None, help="timed rounds per run (default per workload)")
@@ -531,6 +541,12 @@ def main(argv=None):
     args.argv = argv
     args.workloads = (args.workloads or ("W1,W3,W4" if args.quick else "W1,W3,W2,W4")).split(",")
     args.impls = args.impls.split(",")
+    unknown = sorted(set(args.impls) - set(IMPLS))
+    if unknown:
+        ap.error(f"unknown --impls {', '.join(unknown)}; choose from {', '.join(IMPLS)} "
+                 "(a = vectorized, b = sequential, c = plain; plain is the baseline of every ratio)")
+    if "plain" not in args.impls:
+        ap.error("--impls must include plain: it is the baseline every ratio is taken against")
     t0 = time.perf_counter()
     if args.quick:
         args.inprocess = True

@@ -16,3 +16,11 @@ def test_benchmark_quick_runs(tmp_path):
     for impl in ("(a) vectorized", "(b) sequential", "(c) plain loop"):
         assert impl in text
     assert "| W1 |" in text and "| W3 |" in text and "| W4 |" in text
+
+
+def test_benchmark_refuses_unknown_impls_before_running():
+    # "a,c" once ran the sequential engine twice and crashed at the table; now refused up front.
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "run.py"), "--impls", "a,plain"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2
+    assert "unknown --impls a" in r.stderr and "vectorized, sequential, plain" in r.stderr

@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from fedbench.data.partition import make_partition
 from fedbench.data.store import Dataset
 from fedbench.engine.loop import ENGINES, resolve_engine, spec_id, train
-from fedbench.engine.vectorized import IGNORE_INDEX, _select, plan_groups
+from fedbench.engine.vectorized import CPU_STACK_MAX_MACS, IGNORE_INDEX, _select, auto_chunk_size, plan_groups
 from fedbench.models import build_model, make_grad_fn
 
 DEVICES = [
@@ -135,15 +135,16 @@ def test_float64_matches_reference(data, algorithm, sampling, device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("chunk_size", [1, 2])
 @pytest.mark.parametrize("algorithm", sorted(HPARAMS))
-def test_float64_steps_mode_clipping_weight_decay_small_chunks(data, algorithm, device):
+def test_float64_steps_mode_clipping_weight_decay_small_chunks(data, algorithm, chunk_size, device):
     # fixed local steps (clients smaller than the batch get smaller batches), clipping, weight
-    # decay, and chunks of 2 clients: still the reference to 1e-10
+    # decay, and chunks of 1 client (no vmap, unstacked step loop) or 2: still the reference to 1e-10
     ds, part = data
     local = _spec(algorithm)["local"] | {"epochs": None, "steps": 5, "batch_size": 40, "clip_norm": 1.0,
                                           "weight_decay": 1e-3}
     spec = _spec(algorithm, local=local, sampling=SAMPLING["bernoulli"])
-    _compare(spec, ds, part, device, rtol=1e-10, chunk_size=2)
+    _compare(spec, ds, part, device, rtol=1e-10, chunk_size=chunk_size)
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -212,6 +213,26 @@ def test_masked_step_is_an_exact_noop_even_with_nan():
     assert torch.equal(out["params"]["w"][1], old["params"]["w"][1])
     assert out["params"]["w"][[0, 2]].isnan().all()
     assert out["steps"].tolist() == [2, 1, 2]
+
+
+@pytest.mark.parametrize("name,cfg,shape,classes,batch,stacked", [
+    ("w3 logreg, B=1", {"name": "logreg"}, (123,), 2, 1, True),
+    ("digits mlp, B=10", {"name": "mlp", "hidden": [64]}, (64,), 10, 10, True),
+    ("2NN, B=50", {"name": "mlp", "hidden": [200, 200]}, (784,), 10, 50, False),  # 10 M MACs a step
+    ("tiny cnn (layers slower stacked)", {"name": "cnn", "channels": [2], "kernel_size": 3, "hidden": [4],
+                                          "padding": "same"}, (1, 8, 8), 3, 4, False),
+    ("tiny lstm (fused kernel has no batching rule)", {"name": "lstm", "vocab_size": 5, "embed_dim": 2,
+                                                      "hidden": [3]}, (6,), 5, 4, False),
+])
+def test_cpu_stacks_clients_only_where_it_pays(name, cfg, shape, classes, batch, stacked):
+    model = build_model(cfg, shape, classes)
+    params = model.init(np.random.default_rng(0))
+    x = torch.zeros(1, *shape, dtype=torch.int64 if cfg["name"] == "lstm" else torch.float32)
+    g = auto_chunk_size(model.apply, params, x, batch, 1, torch.device("cpu"), model.batch_clients_on_cpu)
+    d = sum(v.numel() for v in params.values())
+    assert (g > 1) == stacked, (name, g, d * batch)
+    if stacked:  # bounded by the 1 GiB budget, not by the size rule
+        assert d * batch < CPU_STACK_MAX_MACS
 
 
 def test_plan_groups_covers_every_client_once_and_bounds_chunks():

@@ -74,6 +74,7 @@ from tqdm import tqdm
 from fedbench.algorithms import get_algorithm
 from fedbench.data.partition import client_indices, read_partition
 from fedbench.data.store import Dataset, load_dataset
+from fedbench.engine.allocator import keep_freed_memory
 from fedbench.engine.augment import check_record
 from fedbench.engine.evaluate import evaluate
 from fedbench.engine.holdout import holdout_fraction, holdout_split, make_output_grad_fn
@@ -167,6 +168,7 @@ def train(
     """
     dev = resolve_device(device)
     engine = resolve_engine(engine, spec)
+    keep_freed_memory()
     if chunk_size is None:
         chunk_size = spec.get("chunk_size")
     dtype = DTYPES[spec["dtype"]]

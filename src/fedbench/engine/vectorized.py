@@ -32,9 +32,10 @@ How a round is run
    multiplied by a zero weight). We chose padding over grouping by batch-size pattern because it
    keeps one group per step count and costs at most one partial batch per epoch; the equality
    (loss and gradient equal to the unpadded batch) is tested in ``tests/engine/test_vectorized.py``.
-5. **One-client chunks** (``chunk_size`` 1, the automatic choice on CPU for models whose layers
-   run slower stacked: :attr:`fedbench.models.Model.batch_clients_on_cpu`) call the same three
-   functions directly on the client's tensors, without ``vmap`` (:func:`_batched`).
+5. **One-client chunks** (``chunk_size`` 1, the automatic choice on CPU where stacking does not
+   pay: :func:`auto_chunk_size`) call the same three functions directly on the client's tensors,
+   without ``vmap`` (:func:`_batched`); the step loop keeps the client's state unstacked and
+   skips its padded steps outright (the same no-op as the masked select).
 6. **client_final** runs vmapped too (server state broadcast, step state stacked). Messages are
    unstacked and handed to the algorithm's ``server_update`` as a list **in ascending client id
    order**, exactly as the reference does; communication is counted from the stacked messages
@@ -114,6 +115,16 @@ DEFAULT_STEP_OVERHEAD = {"cpu": 4.0, "cuda": 256.0}
 #: Memory budget of one chunk of clients (bytes) used by :func:`auto_chunk_size`.
 CPU_CHUNK_BUDGET = 1 << 30  # 1 GiB
 CUDA_CHUNK_FRACTION = 0.25  # of the device's total memory
+
+#: On CPU, clients are stacked only while one client's step is smaller than this many
+#: multiply-adds (estimated as parameters × batch size: exact for dense layers, a lower bound
+#: for convolutions and recurrences). Above it one client's matrix products already run near the
+#: CPU's matmul peak and stacking only adds vmap's per-op overhead: measured on this project's
+#: 2-core CPU (AMD EPYC family 26, benchmarks/RESULTS.md "Where stacking pays"), one 2NN step
+#: (199,210 params × B = 50 ≈ 10 M) took 0.70 ms alone and 0.79 ms per client vmapped over 10,
+#: MLP 784-100-100-10 × 50 (4.5 M) 0.37 vs 0.39 ms; small steps gain (digits MLP 4,810 × 10:
+#: 0.081 vs 0.067 ms; W3's logistic regression, 246 × 1, 8× at 100 clients).
+CPU_STACK_MAX_MACS = 1_000_000
 
 
 @dataclass
@@ -198,15 +209,17 @@ def auto_chunk_size(apply, params: dict, x_example: torch.Tensor, batch_size: in
     a quarter of the device's total memory on CUDA. Deterministic for a given model, batch size
     and device, so the same cell twice groups its clients the same way (bitwise-equal reruns).
 
-    ``batch_clients_on_cpu=False`` (the model's :attr:`fedbench.models.Model.batch_clients_on_cpu`:
-    the CNN and the LSTM, whose layers were measured slower per client when stacked on CPU):
-    1 on CPU, and a chunk of one client runs the algorithm's functions directly, without ``vmap``
-    (see :meth:`VectorizedClients.train_round`). An explicit ``chunk_size`` overrides this.
+    On CPU the answer is 1 (and a chunk of one client runs the algorithm's functions directly,
+    without ``vmap``: :func:`_batched`) when stacking does not pay: when the model's layers run
+    slower stacked (``batch_clients_on_cpu=False``, the model's
+    :attr:`fedbench.models.Model.batch_clients_on_cpu`: the CNN and the LSTM), or when one
+    client's step is already large (d × B ≥ :data:`CPU_STACK_MAX_MACS`). An explicit
+    ``chunk_size`` overrides this.
     """
-    if device.type == "cpu" and not batch_clients_on_cpu:
+    d = sum(v.numel() for v in params.values())
+    if device.type == "cpu" and (not batch_clients_on_cpu or d * batch_size >= CPU_STACK_MAX_MACS):
         return 1
     itemsize = next(iter(params.values())).element_size()
-    d = sum(v.numel() for v in params.values())
     act = _saved_activation_numel(apply, params, x_example[:1])
     per_client = itemsize * ((n_state_trees + 3) * d + batch_size * (2 * act + x_example[0].numel()))
     if device.type == "cuda":
@@ -490,6 +503,8 @@ class VectorizedClients:
                 state = self._holdout_pass(state, members, held, _batched(holdout_one, g, self.device))
             loss_sum = torch.zeros(g, dtype=torch.float64, device=self.device)
             mask_t = torch.from_numpy(mask_np).to(self.device)  # one host-to-device copy per group
+            if g == 1:  # one client: its own tensors for the whole loop (no per-step slicing)
+                state = _take(state, 0)
             for s in range(idx.shape[0]):
                 xs = self.x_all[idx[s]]
                 if aug is not None:
@@ -497,6 +512,11 @@ class VectorizedClients:
                     xs = augmentation.apply(xs.reshape(gb, *xs.shape[2:]), aug[0][s].reshape(gb),
                                             aug[1][s].reshape(gb), aug[2][s].reshape(gb),
                                             self.aug["padding"], self.aug["fill"]).reshape(xs.shape)
+                if g == 1:
+                    if mask_np[s, 0]:  # a padded step of a lone client is skipped: the same no-op
+                        state = step_one(state, xs[0], y[s, 0])
+                        loss_sum = loss_sum + state["loss"].double()
+                    continue
                 new = step_v(state, xs, y[s])
                 if mask_np[s].all():
                     state = new
@@ -505,6 +525,8 @@ class VectorizedClients:
                     m_s = mask_t[s]
                     state = _select(m_s, new, state)
                     loss_sum = loss_sum + torch.where(m_s, new["loss"].double(), 0.0)
+            if g == 1:
+                state = pytree.tree_map(lambda v: v.unsqueeze(0), _tensorize(state, self.device))
             msg, cs = final_v(state)
             self._save_states(members, cs)
             counted.append(msg)
