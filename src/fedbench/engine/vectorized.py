@@ -119,11 +119,12 @@ CUDA_CHUNK_FRACTION = 0.25  # of the device's total memory
 #: On CPU, clients are stacked only while one client's step is smaller than this many
 #: multiply-adds (estimated as parameters × batch size: exact for dense layers, a lower bound
 #: for convolutions and recurrences). Above it one client's matrix products already run near the
-#: CPU's matmul peak and stacking only adds vmap's per-op overhead: measured on this project's
-#: 2-core CPU (AMD EPYC family 26, benchmarks/RESULTS.md "Where stacking pays"), one 2NN step
-#: (199,210 params × B = 50 ≈ 10 M) took 0.70 ms alone and 0.79 ms per client vmapped over 10,
-#: MLP 784-100-100-10 × 50 (4.5 M) 0.37 vs 0.39 ms; small steps gain (digits MLP 4,810 × 10:
-#: 0.081 vs 0.067 ms; W3's logistic regression, 246 × 1, 8× at 100 clients).
+#: CPU's matmul peak and stacking only adds vmap's fixed per-step cost (~0.4 ms) and cache misses
+#: on the stacked gradients. From ``python benchmarks/stacking.py`` (benchmarks/RESULTS.md,
+#: ms per client alone / vmapped over 10 clients): 2NN × B = 50 (10 M) 0.665 / 0.752;
+#: MLP 784-100-100-10 × 50 (4.5 M) 0.390 / 0.400; digits MLP 64-64 × 16 (0.14 M) 0.133 / 0.084;
+#: W3's logistic regression (248 × 1) gains 8.6× at 100 clients. Mid-sized MLPs gain 1.1–1.3×
+#: at 100 clients, which this rule gives up (an explicit ``chunk_size`` takes it).
 CPU_STACK_MAX_MACS = 1_000_000
 
 
