@@ -68,7 +68,7 @@ WORKLOADS = {
                model={"name": "cnn", "channels": [64, 64], "hidden": [384, 192], "padding": "valid",
                       "kernel_size": 5},
                shape=(3, 32, 32), classes=10, clients=100, n=500,
-               local={"epochs": 1, "steps": None, "batch_size": 50}, rounds={0.1: 3}),
+               local={"epochs": 1, "steps": None, "batch_size": 50}, rounds={0.1: 3, 1.0: 2}),
     "W3": dict(title="logistic regression (a9a-shaped: 123 features, 2 classes), 1,024 clients x 32 samples, "
                      "B=1, 64 local steps",
                model={"name": "logreg"}, shape=(123,), classes=2, clients=1024, n=32,
@@ -525,7 +525,7 @@ def main(argv=None):
     ap.add_argument("--impls", default=",".join(IMPLS),
                     help=f"comma-separated, from {', '.join(IMPLS)} (default all; (d) Flower runs when its venv exists)")
     ap.add_argument("--participations", default=None,
-                    help="comma-separated participation rates (default per workload: 0.1 and 1.0; W2 0.1 only)")
+                    help="comma-separated participation rates (default: 0.1 and 1.0)")
     ap.add_argument("--rounds", type=int, default=None, help="timed rounds per run (default per workload)")
     ap.add_argument("--inprocess", action="store_true",
                     help="run every measurement in this process (faster start; memory deltas less clean)")
