@@ -17,6 +17,7 @@ from fedbench.data.store import Dataset
 from fedbench.engine.loop import ENGINES, resolve_engine, spec_id, train
 from fedbench.engine.vectorized import CPU_STACK_MAX_MACS, IGNORE_INDEX, _select, auto_chunk_size, plan_groups
 from fedbench.models import build_model, make_grad_fn
+from fedbench.tree import tree_numel
 
 DEVICES = [
     "cpu",
@@ -229,7 +230,7 @@ def test_cpu_stacks_clients_only_where_it_pays(name, cfg, shape, classes, batch,
     params = model.init(np.random.default_rng(0))
     x = torch.zeros(1, *shape, dtype=torch.int64 if cfg["name"] == "lstm" else torch.float32)
     g = auto_chunk_size(model.apply, params, x, batch, 1, torch.device("cpu"), model.batch_clients_on_cpu)
-    d = sum(v.numel() for v in params.values())
+    d = tree_numel(params)
     assert (g > 1) == stacked, (name, g, d * batch)
     if stacked:  # bounded by the 1 GiB budget, not by the size rule
         assert d * batch < CPU_STACK_MAX_MACS

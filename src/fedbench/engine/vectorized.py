@@ -103,6 +103,7 @@ from torch.utils import _pytree as pytree
 from fedbench.engine import augment as augmentation
 from fedbench.engine.batches import local_batches
 from fedbench.engine.holdout import holdout_batches
+from fedbench.tree import tree_numel
 
 #: The label of a padded row: cross-entropy's default ``ignore_index``.
 IGNORE_INDEX = -100
@@ -217,7 +218,7 @@ def auto_chunk_size(apply, params: dict, x_example: torch.Tensor, batch_size: in
     client's step is already large (d × B ≥ :data:`CPU_STACK_MAX_MACS`). An explicit
     ``chunk_size`` overrides this.
     """
-    d = sum(v.numel() for v in params.values())
+    d = tree_numel(params)
     if device.type == "cpu" and (not batch_clients_on_cpu or d * batch_size >= CPU_STACK_MAX_MACS):
         return 1
     itemsize = next(iter(params.values())).element_size()
