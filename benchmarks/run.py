@@ -335,6 +335,8 @@ def worker(wname: str, participation: float, impl: str, rounds: int, quick: bool
     if impl == "vectorized":
         out["padding_efficiency"] = trainer.padding_efficiency
         out["chunk_size"] = trainer.chunk_size or getattr(trainer, "_chunk_cache", None)
+        if trainer.graphs is not None:  # CUDA: captured steps (fedbench.engine.graphs)
+            out["graph_captures"], out["graph_replays"] = trainer.graphs.captures, trainer.graphs.replays
     return out
 
 
@@ -430,7 +432,10 @@ def _print(res):
         mem = res.get("peak_rss_delta_mb")
         print(f"{wname} p={p} {impl:10s} {res['round_s']:8.3f} s/round "
                       f"{res['client_updates_per_s']:9.1f} client-updates/s "
-              f"{res['flops_per_s'] / 1e9:7.2f} GFLOP/s  peak RSS +{mem if mem is None else round(mem)} MB",
+              f"{res['flops_per_s'] / 1e9:7.2f} GFLOP/s  peak RSS +{mem if mem is None else round(mem)} MB"
+              + (f"  GPU +{res['peak_gpu_delta_mb']:.0f} MB" if "peak_gpu_delta_mb" in res else "")
+              + (f"  graphs {res['graph_captures']} captured, {res['graph_replays']} replays"
+                 if "graph_captures" in res else ""),
               file=sys.stderr, flush=True)
 
 

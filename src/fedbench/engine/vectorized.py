@@ -101,6 +101,7 @@ from torch.func import vmap
 from torch.utils import _pytree as pytree
 
 from fedbench.engine import augment as augmentation
+from fedbench.engine import graphs
 from fedbench.engine.batches import local_batches
 from fedbench.engine.holdout import holdout_batches
 from fedbench.tree import tree_numel
@@ -359,6 +360,8 @@ class VectorizedClients:
         self.has_state_np = np.zeros(self.m, dtype=bool)
         self.executed_steps = 0
         self.real_steps = 0
+        #: CUDA graphs of the step loop (:mod:`fedbench.engine.graphs`); None on CPU.
+        self.graphs = graphs.StepGraphs(self.device) if self.device.type == "cuda" else None
 
     # -- batches ---------------------------------------------------------------------------------
     def _client_batches(self, t: int, k: int) -> list[np.ndarray]:
@@ -467,7 +470,22 @@ class VectorizedClients:
 
     # -- one round -------------------------------------------------------------------------------
     def train_round(self, server: dict, sampled: np.ndarray, hp: dict, t: int) -> RoundResult:
-        """Local training of the clients ``sampled`` (ascending ids) in round ``t``."""
+        """Local training of the clients ``sampled`` (ascending ids) in round ``t``.
+
+        On CUDA the round runs on the engine's own stream (graph captures cannot run on the default
+        stream), after everything already queued on the caller's stream and before anything the
+        caller queues next.
+        """
+        if self.graphs is None:
+            return self._train_round(server, sampled, hp, t)
+        caller = torch.cuda.current_stream(self.device)
+        self.graphs.stream.wait_stream(caller)
+        with torch.cuda.stream(self.graphs.stream):
+            result = self._train_round(server, sampled, hp, t)
+        caller.wait_stream(self.graphs.stream)
+        return result
+
+    def _train_round(self, server: dict, sampled: np.ndarray, hp: dict, t: int) -> RoundResult:
         algo, grad_fn = self.algo, self.grad_fn
         sampled = np.asarray(sampled, dtype=np.int64)
         batches = {int(k): self._client_batches(t, int(k)) for k in sampled}
@@ -505,15 +523,22 @@ class VectorizedClients:
                 state = self._holdout_pass(state, members, held, _batched(holdout_one, g, self.device))
             loss_sum = torch.zeros(g, dtype=torch.float64, device=self.device)
             mask_t = torch.from_numpy(mask_np).to(self.device)  # one host-to-device copy per group
-            if g == 1:  # one client: its own tensors for the whole loop (no per-step slicing)
+            if self.graphs is not None and idx.shape[0] >= graphs.MIN_STEPS:
+                step_g = vmap(step_one)  # a lone client too: one captured code path
+
+                def body(st, ls, idx_s, y_s, m_s, *aug_s):
+                    new = step_g(st, self._gather(idx_s, aug_s), y_s)
+                    return _select(m_s, new, st), ls + torch.where(m_s, new["loss"].double(), 0.0)
+
+                state, loss_sum = self.graphs.run(body, _tensorize(state, self.device), loss_sum,
+                                                  [idx, y, mask_t, *(aug or ())], hp)
+                eager_steps = 0  # every step ran graphed
+            else:
+                eager_steps = idx.shape[0]
+            if g == 1 and eager_steps:  # one client: its own tensors for the whole loop (no per-step slicing)
                 state = _take(state, 0)
-            for s in range(idx.shape[0]):
-                xs = self.x_all[idx[s]]
-                if aug is not None:
-                    gb = xs.shape[0] * xs.shape[1]
-                    xs = augmentation.apply(xs.reshape(gb, *xs.shape[2:]), aug[0][s].reshape(gb),
-                                            aug[1][s].reshape(gb), aug[2][s].reshape(gb),
-                                            self.aug["padding"], self.aug["fill"]).reshape(xs.shape)
+            for s in range(eager_steps):
+                xs = self._gather(idx[s], None if aug is None else tuple(a[s] for a in aug))
                 if g == 1:
                     if mask_np[s, 0]:  # a padded step of a lone client is skipped: the same no-op
                         state = step_one(state, xs[0], y[s, 0])
@@ -527,7 +552,7 @@ class VectorizedClients:
                     m_s = mask_t[s]
                     state = _select(m_s, new, state)
                     loss_sum = loss_sum + torch.where(m_s, new["loss"].double(), 0.0)
-            if g == 1:
+            if g == 1 and eager_steps:
                 state = pytree.tree_map(lambda v: v.unsqueeze(0), _tensorize(state, self.device))
             msg, cs = final_v(state)
             self._save_states(members, cs)
@@ -539,6 +564,16 @@ class VectorizedClients:
             self.executed_steps += int(idx.shape[0]) * g
             self.real_steps += int(ks.sum())
         return RoundResult(messages, losses.tolist(), counted, self.executed_steps, self.real_steps)
+
+    def _gather(self, idx_s: torch.Tensor, aug_s) -> torch.Tensor:
+        """One step's inputs ``x[G, B, ...]`` from its rows ``idx_s[G, B]``, augmented when
+        ``aug_s = (flip, dy, dx)`` (each ``[G, B]``) is given."""
+        xs = self.x_all[idx_s]
+        if not aug_s:
+            return xs
+        gb = xs.shape[0] * xs.shape[1]
+        return augmentation.apply(xs.reshape(gb, *xs.shape[2:]), aug_s[0].reshape(gb), aug_s[1].reshape(gb),
+                                  aug_s[2].reshape(gb), self.aug["padding"], self.aug["fill"]).reshape(xs.shape)
 
     def _holdout_pass(self, state, members: np.ndarray, held: dict, holdout_v):
         """The vmapped ``client_holdout_step`` over the group's held-out minibatches (exact no-op
