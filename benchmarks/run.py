@@ -94,6 +94,16 @@ LR = 0.05
 #: Everything from this line on in an existing RESULTS.md is kept when the table is rewritten.
 NOTES_MARKER = "<!-- analysis: kept across reruns -->"
 
+#: Issue 3's speed targets: (device, workload, participations or None for every one measured,
+#: least ratio of (a) vectorized to (c) plain). "No slower than (c)" (ratio 1) holds everywhere.
+TARGETS = [
+    ("cpu", "W1", (1.0,), 10.0),
+    ("cpu", "W3", None, 10.0),
+    ("cpu", "W2", None, 2.0),
+    ("cuda", "W1", None, 50.0),
+    ("cuda", "W2", None, 50.0),
+]
+
 
 # ------------------------------------------------------------------------------------------------
 # data and models
@@ -502,6 +512,10 @@ def render(results: list[dict], args, peak_before: float, peak_after: float, flo
             f"| {r['workload']} | {r['participation']} | {label} | {r['rounds']} | {r['round_s']:.3f} | "
             f"{r['rounds_per_s']:.3f} | {r['client_updates_per_s']:.1f} | {ratio:.2f}x | "
             f"{r['flops_per_s'] / 1e9:.2f} | {100 * r['flops_per_s'] / peak:.1f}% | {mem} | {pad} |")
+    lines += ["", f"Targets of issue 3 on {args.device} ((a) / (c); 1× = no slower than the plain loop):", "",
+              "| workload | p | target | measured | verdict |", "|---|---|---|---|---|"]
+    lines += [f"| {w} | {p} | ≥ {goal:g}× | {ratio:.2f}× | {verdict} |"
+              for w, p, goal, ratio, verdict in target_rows(results, args.device)]
     lines += ["", "Workloads:", ""]
     for wname in args.workloads:
         lines.append(f"- {wname}: {WORKLOADS[wname]['title']}" + (" (--quick sizes)" if args.quick else ""))
@@ -510,6 +524,25 @@ def render(results: list[dict], args, peak_before: float, peak_after: float, flo
               "several processes). Flower's FedAvg samples its own clients (same count per round).", ""]
     lines += [f"- {n}" for n in FLOWER_NOTES] + ([""] if FLOWER_NOTES else [])
     return "\n".join(lines)
+
+
+def target_rows(results: list[dict], device: str) -> list[tuple[str, float, float, float, str]]:
+    """Issue 3's targets that this run measured: (workload, p, target, (a)/(c) ratio, verdict).
+
+    The verdict is ``met`` or ``missed by X×`` (target / ratio); the ratio is of s/round, (c)
+    over (a), as in the table. Rows without both (a) and (c) are skipped. ``benchmarks/RESULTS.md``
+    says *why* a missed target is missed (its analysis section).
+    """
+    rows = []
+    by = {(r["workload"], r["participation"], r["impl"]): r for r in results}
+    for (wname, p, impl), r in by.items():
+        if impl != "vectorized" or (wname, p, "plain") not in by:
+            continue
+        ratio = by[(wname, p, "plain")]["round_s"] / r["round_s"]
+        goal = max([1.0] + [t for dev, w, ps, t in TARGETS if dev == device and w == wname and (ps is None or p in ps)])
+        verdict = "met" if ratio >= goal else f"missed by {goal / ratio:.1f}×"
+        rows.append((wname, p, goal, ratio, verdict))
+    return rows
 
 
 def main(argv=None):
@@ -567,6 +600,8 @@ def main(argv=None):
     flower = "not probed (--quick)" if args.quick else flower_probe()
     text = render(results, args, peak_before, peak_after, flower, time.perf_counter() - t0)
     print(text)
+    for w, p, goal, ratio, verdict in target_rows(results, args.device):
+        print(f"target {w} p={p}: (a)/(c) {ratio:.2f}x against >= {goal:g}x: {verdict}", file=sys.stderr)
     if args.out:
         out = Path(args.out)
         notes = ""

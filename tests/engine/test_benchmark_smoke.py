@@ -35,3 +35,23 @@ def test_stacking_benchmark_runs_and_marks_the_rule():
     # the automatic column follows d x B against the 1 M rule: W3 stacked, W1's 2NN one client
     assert rows[0].startswith("| W3") and rows[0].endswith("| stacked |")
     assert "(W1)" in rows[-1] and rows[-1].endswith("| one client |")
+
+
+def test_benchmark_target_rows_say_by_how_much_a_target_is_missed():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("bench_run", ROOT / "benchmarks" / "run.py")
+    run = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(run)
+
+    def row(w, p, impl, s):
+        return {"workload": w, "participation": p, "impl": impl, "round_s": s}
+
+    results = [row("W1", 1.0, "plain", 6.0), row("W1", 1.0, "vectorized", 4.0),   # 1.5x of 10x
+               row("W1", 0.1, "plain", 1.0), row("W1", 0.1, "vectorized", 2.0),   # slower than (c)
+               row("W3", 0.1, "plain", 1.0), row("W3", 0.1, "vectorized", 0.05),  # 20x of 10x
+               row("W4", 1.0, "plain", 1.0), row("W4", 1.0, "sequential", 0.5)]   # no (a): skipped
+    got = {(w, p): (goal, round(ratio, 3), verdict) for w, p, goal, ratio, verdict in run.target_rows(results, "cpu")}
+    assert got == {("W1", 1.0): (10.0, 1.5, "missed by 6.7×"), ("W1", 0.1): (1.0, 0.5, "missed by 2.0×"),
+                   ("W3", 0.1): (10.0, 20.0, "met")}
+    # on CUDA the W1 target is 50x at every participation
+    assert run.target_rows(results[:2], "cuda") == [("W1", 1.0, 50.0, 1.5, "missed by 33.3×")]

@@ -55,6 +55,11 @@ How a round is run
    ``[m, *shape]``, allocated when a client first returns state; clients that never participated
    get ``client_init(server, None)`` (computed once and broadcast), the others the vmapped
    ``client_init`` on their gathered rows, combined with ``torch.where``.
+10. **CUDA graphs** (CUDA only): a group of at least :data:`fedbench.engine.graphs.MIN_STEPS`
+    steps runs its step (gather, augmentation, vmapped ``client_step``, masked select, loss sum)
+    as a CUDA graph, captured once per group shape and hyperparameters and replayed for every
+    step (:mod:`fedbench.engine.graphs`); the same kernels, so the same values as the eager loop.
+    CPU rounds run eagerly.
 
 Equivalence: in float64 the parameters match the reference to ~1e-14 relative after several
 rounds (tests require 1e-10); bitwise equality is not promised, since batched kernels may sum in
