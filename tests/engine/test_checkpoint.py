@@ -157,3 +157,44 @@ def test_run_cell_without_checkpointing_writes_none(files, tmp_path):
     run_cell(_spec("fedavg", {}, rounds=3), files / "toy", files / "part" / "partition.parquet",
              tmp_path / "metrics.parquet", tmp_path / "summary.json", device="cpu", progress=False)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["metrics.parquet", "summary.json"]
+
+
+def test_stacked_seeds_resume_each_from_its_own_checkpoint(files, tmp_path, monkeypatch):
+    # Seed 3 was killed after its round-5 checkpoint; seed 4 never started. Stacked, seed 3
+    # resumes at round 6 and seed 4 starts at round 1 (alone until round 6); each ends with the
+    # metrics of its uninterrupted lone run (float64: to rounding, the chunks differ).
+    import fedbench.engine.loop as loop
+    from fedbench.data.partition import make_partition, read_partition
+    from fedbench.data.store import load_dataset
+    from fedbench.engine.loop import train_seeds
+
+    ds, part3 = load_dataset(files / "toy"), read_partition(files / "part" / "partition.parquet")
+    part4 = make_partition(ds, {"scheme": "dirichlet", "alpha": 0.5, "num_clients": 10}, seed=4)
+    spec3 = _spec("scaffold", {"server_lr": 1.0}) | {"dtype": "float64"}
+    spec4 = spec3 | {"seed": 4}
+    real_evaluate, calls = loop.evaluate, []
+
+    def dying_evaluate(*args, **kwargs):
+        calls.append(1)
+        if len(calls) > 15:
+            raise Killed
+        return real_evaluate(*args, **kwargs)
+
+    ckpt3 = tmp_path / "seed3.pt"
+    monkeypatch.setattr(loop, "evaluate", dying_evaluate)
+    with pytest.raises(Killed):
+        train(spec3, ds, part3, device="cpu", checkpoint_path=ckpt3, checkpoint_every=5)
+    monkeypatch.setattr(loop, "evaluate", real_evaluate)
+
+    stacked = train_seeds([spec3, spec4], ds, [part3, part4], device="cpu",
+                          checkpoint_paths=[ckpt3, tmp_path / "seed4.pt"], checkpoint_every=5)
+    assert load_checkpoint(tmp_path / "seed4.pt", spec_id(spec4))["round"] == 10
+    for spec, part, (rows, info) in zip([spec3, spec4], [part3, part4], stacked):
+        ref, ref_info = train(spec, ds, part, device="cpu")
+        assert [r["round"] for r in rows] == list(range(1, 13))
+        for r, q in zip(rows, ref):
+            for k, v in q.items():
+                if k != "wall_seconds":
+                    assert r[k] == (pytest.approx(v, rel=1e-9) if isinstance(v, float) else v), (spec["seed"], k)
+        for k, v in ref_info["params"].items():
+            assert float((info["params"][k] - v).norm() / v.norm()) < 1e-10

@@ -263,3 +263,80 @@ def test_delta_histogram_path_without_the_spec_key_is_an_error(tmp_path, data):
     with pytest.raises(ValueError, match="delta_histogram"):
         run_cell(_spec(), tmp_path / "toy", tmp_path / "p", tmp_path / "m.parquet", tmp_path / "s.json",
                  delta_histogram_path=tmp_path / "h.parquet", progress=False)
+
+
+# -- seed stacking (train_seeds): several seeds of one cell in lockstep --------------------------
+
+def _seed_cells(ds, algorithm, seeds, **over):
+    hparams = (HPARAMS | {"elastic_fedavgm": {"server_lr": 1.0, "momentum": 0.9}})[algorithm]
+    specs = [_spec(algorithm, hparams=hparams, seed=s, **over) for s in seeds]
+    # partitions are keyed by seed; Dirichlet ones give the seeds unequal client sizes
+    parts = [make_partition(ds, {"scheme": "dirichlet", "alpha": 0.5, "num_clients": 8}, seed=s) for s in seeds]
+    return specs, parts
+
+
+def _close(a, b, rtol):
+    return all(np.allclose(a[k], b[k], rtol=rtol, atol=0, equal_nan=True) if isinstance(a[k], float)
+               else a[k] == b[k] for k in a if k != "wall_seconds")
+
+
+# elastic_fedavgm: a held-out pass per client and a per-round server metric (boosted_pct)
+@pytest.mark.parametrize("algorithm", [*sorted(HPARAMS), "elastic_fedavgm"])
+def test_stacked_seeds_equal_the_seeds_run_one_by_one(data, algorithm):
+    from fedbench.engine.loop import train_seeds
+
+    ds, _ = data
+    specs, parts = _seed_cells(ds, algorithm, [0, 1, 2], rounds=5)
+    stacked = train_seeds(specs, ds, parts, device="cpu", chunk_size=24)  # chunks mix the seeds' clients
+    for spec, part, (rows, info) in zip(specs, parts, stacked):
+        ref_rows, ref_info = train(spec, ds, part, device="cpu", chunk_size=24)
+        assert [r["seed"] for r in rows] == [spec["seed"]] * 5
+        for k, v in ref_info["params"].items():
+            rel = (info["params"][k] - v).norm() / v.norm()
+            assert rel < 1e-10, (spec["seed"], k, float(rel))
+        assert all(_close(r, q, 1e-9) for r, q in zip(rows, ref_rows))
+        assert sorted(info["client_states"]) == sorted(ref_info["client_states"])
+    again = train_seeds(specs, ds, parts, device="cpu", chunk_size=24)
+    assert [_drop_time(r) for r, _ in again] == [_drop_time(r) for r, _ in stacked]  # bitwise
+
+
+def test_stacked_seeds_with_the_sequential_engine_equal_the_reference(data):
+    from fedbench.engine.loop import train_seeds
+
+    ds, _ = data
+    specs, parts = _seed_cells(ds, "scaffold", [4, 5], rounds=3)
+    for spec, part, (rows, _) in zip(specs, parts, train_seeds(specs, ds, parts, device="cpu", engine="sequential")):
+        assert _drop_time(rows) == _drop_time(train(spec, ds, part, device="cpu", engine="sequential")[0])
+
+
+def test_a_diverged_seed_stops_and_the_others_go_on(data):
+    from fedbench.engine.loop import train_seeds
+
+    ds, _ = data
+    # float32 MLP with an absurd learning rate: the six seeds overflow at rounds 8 to 10, so the
+    # stacked run goes on with fewer cells after each divergence; each must match its lone run.
+    over = dict(local=_spec()["local"] | {"lr": 30.0}, rounds=12, dtype="float32", model={"name": "mlp", "hidden": [8]})
+    specs, parts = _seed_cells(ds, "fedavg", range(6), **over)
+    stacked = train_seeds(specs, ds, parts, device="cpu")
+    lone = [train(s, ds, p, device="cpu") for s, p in zip(specs, parts)]
+    assert len({len(rows) for rows, _ in stacked}) > 1  # the seeds stopped at different rounds
+    for (rows, info), (ref_rows, ref_info) in zip(stacked, lone):
+        assert info["status"] == ref_info["status"] == "diverged"
+        assert [r["status"] for r in rows] == [r["status"] for r in ref_rows]
+        assert rows[-1]["status"] == "diverged" and np.isnan(rows[-1]["test_accuracy"])
+        assert all(_close(r, q, 1e-4) for r, q in zip(rows[:-3], ref_rows[:-3]))
+
+
+def test_stacking_refuses_cells_that_differ_in_more_than_the_seed(data):
+    from fedbench.engine.loop import train_seeds
+
+    ds, _ = data
+    specs, parts = _seed_cells(ds, "fedavg", [0, 1])
+    with pytest.raises(ValueError, match="differ in hparams_id"):
+        train_seeds([specs[0], specs[1] | {"rounds": 9}], ds, parts, device="cpu")
+    with pytest.raises(ValueError, match="differ in algorithm"):
+        train_seeds([specs[0], specs[1] | {"algorithm": "x"}], ds, parts, device="cpu")
+    with pytest.raises(ValueError, match="seed repeated"):
+        train_seeds([specs[0], specs[0]], ds, parts, device="cpu")
+    with pytest.raises(ValueError, match="one of each per cell"):
+        train_seeds(specs, ds, parts[:1], device="cpu")

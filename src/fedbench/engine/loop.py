@@ -166,94 +166,222 @@ def train(
         (rows, info): one dict per evaluated round in METRICS_SCHEMA column order, and a dict
         with status, final parameters (``params``), server state and timing.
     """
+    return train_seeds([spec], dataset, [partition], device=device, progress=progress, engine=engine,
+                       chunk_size=chunk_size, checkpoint_paths=[checkpoint_path],
+                       checkpoint_every=checkpoint_every)[0]
+
+
+def check_stackable(specs: list[dict]) -> None:
+    """Raise ValueError unless ``specs`` are cells that differ only in their seed (and runtime keys).
+
+    Seed stacking trains such cells in lockstep (:func:`train_seeds`): one dataset, one model,
+    one algorithm and hyperparameters, one round schedule; only the seed (hence the partition, the
+    initial model and every random draw) differs.
+    """
+    if not specs:
+        raise ValueError("train_seeds: no cell specs given")
+    first = {**identity_of(specs[0]), "hparams_id": spec_id(specs[0])}
+    for spec in specs[1:]:
+        other = {**identity_of(spec), "hparams_id": spec_id(spec)}
+        diff = sorted(k for k in first if k != "seed" and first[k] != other[k])
+        if diff:
+            raise ValueError(f"train_seeds: cells {first} and {other} differ in {', '.join(diff)}; only seeds of "
+                             "one cell (same experiment, dataset, partition, algorithm and spec) can be stacked")
+    seeds = [int(s["seed"]) for s in specs]
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"train_seeds: seed repeated in {seeds}; give each seed once")
+
+
+def train_seeds(
+    specs: list[dict],
+    dataset: Dataset,
+    partitions: list[pa.Table],
+    device: str = "auto",
+    progress: bool = False,
+    engine: str | None = None,
+    chunk_size: int | str | None = None,
+    checkpoint_paths: list[str | os.PathLike | None] | None = None,
+    checkpoint_every: int = 0,
+) -> list[tuple[list[dict], dict]]:
+    """Train several seeds of one cell in lockstep: seed stacking (issue 3, "where it pays").
+
+    Each round, the sampled clients of every seed are trained as one set by the vectorized
+    engine (:meth:`fedbench.engine.vectorized.VectorizedClients.stacked`), so C seeds of a small
+    model (where one round's clients do not fill the machine: W3-shaped logistic regression, the
+    digits MLP, anything on a GPU) cost about one round of C× the clients instead of C rounds.
+    Everything else is per cell, exactly as :func:`train` runs one cell: sampling, server update,
+    communication counts, evaluation, divergence (a diverged seed stops; the others go on) and
+    checkpoints. With ``engine: sequential`` the cells run one after the other within each round.
+
+    Args:
+        specs: the cells (:func:`check_stackable`: equal but for the seed).
+        dataset: the prepared dataset (shared).
+        partitions: per cell, its partition table (partitions are keyed by seed).
+        device, progress, engine, chunk_size, checkpoint_every: as for :func:`train`.
+        checkpoint_paths: per cell, its checkpoint (None: no checkpointing).
+
+    Returns:
+        Per cell, in the order of ``specs``, what :func:`train` returns for it. ``wall_seconds``
+        (metrics rows and info) is the time of the stacked run, the same for every cell.
+
+    Raises:
+        ValueError: the specs cannot be stacked, or the lists have different lengths.
+
+    The metrics equal those of the cells run one by one to float rounding (vectorized chunks of
+    another size may sum in another order; ``tests/engine/test_loop.py``).
+    """
+    check_stackable(specs)
+    checkpoint_paths = [None] * len(specs) if checkpoint_paths is None else list(checkpoint_paths)
+    if not (len(specs) == len(partitions) == len(checkpoint_paths)):
+        raise ValueError(f"train_seeds: {len(specs)} specs, {len(partitions)} partitions and "
+                         f"{len(checkpoint_paths)} checkpoint paths; give one of each per cell")
+    spec = specs[0]
     dev = resolve_device(device)
     engine = resolve_engine(engine, spec)
     keep_freed_memory()
     if chunk_size is None:
         chunk_size = spec.get("chunk_size")
     dtype = DTYPES[spec["dtype"]]
-    seed = int(spec["seed"])
     local = spec["local"]
     hp_base = dict(spec["hparams"])
-
-    all_clients = client_indices(partition, "train")
-    m = len(all_clients)
     algo = get_algorithm(spec["algorithm_name"])
     held_fraction = holdout_fraction(algo, hp_base)
-    clients, held = holdout_split(all_clients, held_fraction, seed)  # D_k \ B_k, B_k (f = 0: all, none)
-    weights_all = np.array([len(ix) for ix in clients], dtype=np.float64)
     # Integer inputs (Shakespeare's character ids) stay integer ids; real inputs take the cell's dtype.
     x_dtype = dtype if np.issubdtype(dataset.x_train.dtype, np.floating) else torch.int64
     x_train = torch.as_tensor(np.array(dataset.x_train), dtype=x_dtype, device=dev)
     y_train = torch.as_tensor(np.array(dataset.y_train), dtype=torch.int64, device=dev)
-    x_test = torch.as_tensor(np.array(dataset.x_test), dtype=x_dtype, device=dev)
-    y_test = torch.as_tensor(np.array(dataset.y_test), dtype=torch.int64, device=dev)
-    used = torch.as_tensor(np.sort(np.concatenate(all_clients)), device=dev)
-    x_used, y_used = x_train[used], y_train[used]
-
+    test = (torch.as_tensor(np.array(dataset.x_test), dtype=x_dtype, device=dev),
+            torch.as_tensor(np.array(dataset.y_test), dtype=torch.int64, device=dev))
     model = build_model(spec["model"], dataset.feature_shape, dataset.num_classes)
     grad_fn = make_grad_fn(model)
-    params = {k: v.to(dev) for k, v in model.init(generator(seed, 0, -1, "init"), dtype=dtype).items()}
-    server = algo.server_init(params, hp_base, m)
     aug = check_record(augmentation_of(spec, dataset), dataset.feature_shape)
     output_grad_fn = make_output_grad_fn(model.apply) if held_fraction > 0 else None
+
+    cells = [_Cell(s, p, algo, model, x_train, y_train, test, held_fraction, dtype, dev)
+             for s, p in zip(specs, partitions)]
     if engine == "vectorized":
-        trainer = VectorizedClients(algo, model, grad_fn, x_train, y_train, clients, local, seed,
-                                    chunk_size=chunk_size, augmentation=aug,
-                                    holdout=held if held_fraction > 0 else None, output_grad_fn=output_grad_fn)
+        stacked = VectorizedClients.stacked(
+            algo, model, grad_fn, x_train, y_train, [c.seed for c in cells], [c.clients for c in cells], local,
+            chunk_size=chunk_size, augmentation=aug, holdout=[c.held for c in cells] if held_fraction > 0 else None,
+            output_grad_fn=output_grad_fn)
+        trainers = [(stacked, i) for i in range(len(cells))]
     else:
         def rows(ix):
             ix = torch.as_tensor(ix, device=dev)
             return x_train[ix], y_train[ix]
 
-        trainer = SequentialClients(algo, grad_fn, [rows(ix) for ix in clients], clients, local, seed,
-                                    augmentation=aug,
-                                    holdout_data=[rows(h) for h in held] if held_fraction > 0 else None,
-                                    output_grad_fn=output_grad_fn)
+        trainers = [(SequentialClients(algo, grad_fn, [rows(ix) for ix in c.clients], c.clients, local, c.seed,
+                                       augmentation=aug,
+                                       holdout_data=[rows(h) for h in c.held] if held_fraction > 0 else None,
+                                       output_grad_fn=output_grad_fn), 0) for c in cells]
+    for cell, path, (trainer, i) in zip(cells, checkpoint_paths, trainers):
+        states = cell.resume(path)
+        if states is not None:
+            trainer.load_client_states(states, i) if engine == "vectorized" else trainer.load_client_states(states)
 
-    identity = {
-        "experiment": spec["experiment"],
-        "dataset": spec["dataset"],
-        "partition": spec["partition"],
-        "algorithm": spec["algorithm"],
-        "algorithm_name": spec["algorithm_name"],
-        "hparams_id": spec_id(spec),
-        "seed": seed,
-    }
-    up_floats = up_nnz = down_floats = 0
-    up_entropy = up_entropy_delta = 0.0
-    hist = None
-    if spec.get("delta_histogram") is not None:
-        hist = DeltaHistogram(spec["delta_histogram"]["rounds"])
-    rows: list[dict] = []
-    status = "ok"
-    first_round, elapsed_before = 1, 0.0
-    ckpt = load_checkpoint(checkpoint_path, identity["hparams_id"], dev)
-    if ckpt is not None:
-        server = ckpt["server"]
-        trainer.load_client_states(ckpt["client_states"])
-        rows = ckpt["rows"]
-        up_floats, up_nnz, down_floats, up_entropy, up_entropy_delta = ckpt["counters"]
-        if hist is not None:
-            hist = DeltaHistogram.from_state(ckpt["delta_histogram"])
-        first_round, elapsed_before = ckpt["round"] + 1, ckpt["elapsed"]
-        print(f"resuming from {checkpoint_path} after round {ckpt['round']}", file=sys.stderr)
-    t_start = time.perf_counter() - elapsed_before
     rounds = int(spec["rounds"])
-    bar = tqdm(range(first_round, rounds + 1), desc=f"{spec['algorithm']} seed={seed}", disable=not progress,
-               file=sys.stderr, mininterval=2.0, unit="round", initial=first_round - 1, total=rounds)
+    first_round = min(c.first_round for c in cells)
+    seeds = ",".join(str(c.seed) for c in cells)
+    bar = tqdm(range(first_round, rounds + 1), desc=f"{spec['algorithm']} seed{'s' * (len(cells) > 1)}={seeds}",
+               disable=not progress, file=sys.stderr, mininterval=2.0, unit="round", initial=first_round - 1,
+               total=rounds)
     for t in bar:
+        active = [i for i, c in enumerate(cells) if c.status == "ok" and t >= c.first_round]
+        if not active:
+            break
         hp = {**hp_base, "lr": local["lr"] * local["lr_decay"] ** (t - 1),
               "weight_decay": local["weight_decay"], "clip_norm": local["clip_norm"]}
-        sampled = sample_clients(spec["sampling"]["scheme"], m, spec["sampling"]["participation"], seed, t)
-        down = count_floats(algo.broadcast(server))
-        result = trainer.train_round(server, sampled, hp, t)
-        messages, losses = result.messages, result.losses
-        theta_prev = server["params"]
-        server = algo.server_update(server, messages, torch.as_tensor(weights_all[sampled]), hp)
-        algo_metrics = algorithm_metrics(server)
+        sampled = [cells[i].sample(t) for i in active]
+        if engine == "vectorized":
+            results = stacked.train_cells([cells[i].server for i in active], sampled, hp, t, cells=active)
+        else:
+            results = [trainers[i][0].train_round(cells[i].server, s, hp, t) for i, s in zip(active, sampled)]
+        for i, s, result in zip(active, sampled, results):
+            trainer, j = trainers[i]
+            cells[i].end_round(t, s, result, hp, lambda: trainer.client_states(j) if engine == "vectorized"
+                               else trainer.client_states(), checkpoint_paths[i], checkpoint_every)
+        latest = cells[active[0]].rows[-1] if cells[active[0]].rows else None
+        if latest is not None and latest["round"] == t:
+            bar.set_postfix(acc=f"{latest['test_accuracy']:.4f}", loss=f"{latest['train_loss']:.4f}")
+    bar.close()
+    out = []
+    for cell, (trainer, i) in zip(cells, trainers):
+        info = cell.info()
+        info.update(client_states=trainer.client_states(i) if engine == "vectorized" else trainer.client_states(),
+                    device=str(dev), engine=engine, padding_efficiency=trainer.padding_efficiency)
+        out.append((cell.rows, info))
+    return out
 
-        diverged = not (np.all(np.isfinite(losses)) and tree_all_finite(server["params"]))
+
+class _Cell:
+    """One cell's side of the round loop (steps 1, 3 and 4 of the module docstring): its
+    partition, server state, communication counters, metrics rows and checkpoint."""
+
+    def __init__(self, spec: dict, partition: pa.Table, algo, model, x_train: torch.Tensor,
+                 y_train: torch.Tensor, test: tuple[torch.Tensor, torch.Tensor], held_fraction: float,
+                 dtype: torch.dtype, dev: torch.device):
+        self.spec, self.algo, self.model, self.test = spec, algo, model, test
+        self.seed = int(spec["seed"])
+        all_clients = client_indices(partition, "train")
+        self.m = len(all_clients)
+        # D_k \ B_k and B_k (held_fraction 0: all rows train, none held out)
+        self.clients, self.held = holdout_split(all_clients, held_fraction, self.seed)
+        self.weights = np.array([len(ix) for ix in self.clients], dtype=np.float64)
+        used = torch.as_tensor(np.sort(np.concatenate(all_clients)), device=dev)
+        self.x_used, self.y_used = x_train[used], y_train[used]
+        params = {k: v.to(dev) for k, v in model.init(generator(self.seed, 0, -1, "init"), dtype=dtype).items()}
+        self.server = algo.server_init(params, dict(spec["hparams"]), self.m)
+        self.dev = dev
+        self.identity = {
+            "experiment": spec["experiment"],
+            "dataset": spec["dataset"],
+            "partition": spec["partition"],
+            "algorithm": spec["algorithm"],
+            "algorithm_name": spec["algorithm_name"],
+            "hparams_id": spec_id(spec),
+            "seed": self.seed,
+        }
+        self.counters = (0, 0, 0, 0.0, 0.0)  # uplink floats, non-zeros, downlink floats, entropy, entropy (Δ)
+        self.hist = None
+        if spec.get("delta_histogram") is not None:
+            self.hist = DeltaHistogram(spec["delta_histogram"]["rounds"])
+        self.rows: list[dict] = []
+        self.status = "ok"
+        self.first_round = 1
+        self.t_start = time.perf_counter()
+
+    def resume(self, checkpoint_path) -> dict | None:
+        """Load this cell's checkpoint if there is one; returns its client states (None: fresh start)."""
+        ckpt = load_checkpoint(checkpoint_path, self.identity["hparams_id"], self.dev)
+        if ckpt is None:
+            return None
+        self.server = ckpt["server"]
+        self.rows = ckpt["rows"]
+        self.counters = tuple(ckpt["counters"])
+        if self.hist is not None:
+            self.hist = DeltaHistogram.from_state(ckpt["delta_histogram"])
+        self.first_round = ckpt["round"] + 1
+        self.t_start = time.perf_counter() - ckpt["elapsed"]
+        print(f"resuming from {checkpoint_path} after round {ckpt['round']}", file=sys.stderr)
+        return ckpt["client_states"]
+
+    def sample(self, t: int) -> np.ndarray:
+        sampling = self.spec["sampling"]
+        return sample_clients(sampling["scheme"], self.m, sampling["participation"], self.seed, t)
+
+    def end_round(self, t: int, sampled: np.ndarray, result, hp: dict, client_states, checkpoint_path,
+                  checkpoint_every: int) -> None:
+        """Server update, communication, evaluation and checkpoint of round t (steps 3 and 4)."""
+        algo, spec = self.algo, self.spec
+        rounds = int(spec["rounds"])
+        messages, losses = result.messages, result.losses
+        down = count_floats(algo.broadcast(self.server))
+        theta_prev = self.server["params"]
+        self.server = algo.server_update(self.server, messages, torch.as_tensor(self.weights[sampled]), hp)
+        algo_metrics = algorithm_metrics(self.server)
+
+        up_floats, up_nnz, down_floats, up_entropy, up_entropy_delta = self.counters
+        diverged = not (np.all(np.isfinite(losses)) and tree_all_finite(self.server["params"]))
         up_floats += sum(count_floats(msg) for msg in result.counted)
         up_nnz += sum(count_nonzeros(msg) for msg in result.counted)
         down_floats += down * len(sampled)
@@ -261,45 +389,45 @@ def train(
             h_t = entropy_bits(flatten(result.counted))
             up_entropy += h_t
             # The Δ convention: differs only for messages holding a model θ_k (FedDyn).
-            if any("params" in msg for msg in messages) or hist is not None:
+            if any("params" in msg for msg in messages) or self.hist is not None:
                 delta_msgs = [as_delta(msg, theta_prev) for msg in messages]
                 if any("params" in msg for msg in messages):
                     h_t = entropy_bits(flatten(delta_msgs))
-                if hist is not None:
-                    hist.add_round(t, delta_msgs, flatten)
+                if self.hist is not None:
+                    self.hist.add_round(t, delta_msgs, flatten)
             up_entropy_delta += h_t
         else:
             up_entropy = up_entropy_delta = float("nan")
+        self.counters = (up_floats, up_nnz, down_floats, up_entropy, up_entropy_delta)
         if diverged or t % spec["eval_every"] == 0 or t == rounds:
-            train_loss, train_acc = evaluate(model.apply, server["params"], x_used, y_used)
-            test_loss, test_acc = evaluate(model.apply, server["params"], x_test, y_test)
+            params = self.server["params"]
+            train_loss, train_acc = evaluate(self.model.apply, params, self.x_used, self.y_used)
+            test_loss, test_acc = evaluate(self.model.apply, params, *self.test)
             diverged = diverged or not np.isfinite(train_loss)
             if diverged:
-                status, test_acc, train_acc = "diverged", float("nan"), float("nan")
-            rows.append({**identity, "round": t, "clients_sampled": int(len(sampled)),
-                         "train_loss": train_loss, "train_accuracy": train_acc,
-                         "test_loss": test_loss, "test_accuracy": test_acc,
-                         "uplink_floats": up_floats, "uplink_nonzeros": up_nnz,
-                         "uplink_entropy_bits": up_entropy, "uplink_entropy_bits_delta": up_entropy_delta,
-                         "downlink_floats": down_floats,
-                         "wall_seconds": time.perf_counter() - t_start, "status": status, **algo_metrics})
-            bar.set_postfix(acc=f"{test_acc:.4f}", loss=f"{train_loss:.4f}")
+                self.status, test_acc, train_acc = "diverged", float("nan"), float("nan")
+            self.rows.append({**self.identity, "round": t, "clients_sampled": int(len(sampled)),
+                              "train_loss": train_loss, "train_accuracy": train_acc,
+                              "test_loss": test_loss, "test_accuracy": test_acc,
+                              "uplink_floats": up_floats, "uplink_nonzeros": up_nnz,
+                              "uplink_entropy_bits": up_entropy, "uplink_entropy_bits_delta": up_entropy_delta,
+                              "downlink_floats": down_floats,
+                              "wall_seconds": time.perf_counter() - self.t_start, "status": self.status,
+                              **algo_metrics})
         if diverged:
-            break
+            return
         if checkpoint_path is not None and checkpoint_every and t % checkpoint_every == 0 and t < rounds:
             save_checkpoint(checkpoint_path, {
-                "format": CHECKPOINT_FORMAT, "hparams_id": identity["hparams_id"], "round": t, "server": server,
-                "client_states": trainer.client_states(), "rows": rows,
-                "counters": (up_floats, up_nnz, down_floats, up_entropy, up_entropy_delta),
-                "delta_histogram": None if hist is None else hist.state(),
-                "elapsed": time.perf_counter() - t_start})
-    bar.close()
-    info = {"status": status, "rounds_completed": rows[-1]["round"] if rows else 0,
-            "params": server["params"], "server_state": server, "client_states": trainer.client_states(),
-            "wall_seconds": time.perf_counter() - t_start, "device": str(dev), "engine": engine,
-            "padding_efficiency": trainer.padding_efficiency, "delta_histogram": hist,
-            "holdout_sizes": [len(h) for h in held]}
-    return rows, info
+                "format": CHECKPOINT_FORMAT, "hparams_id": self.identity["hparams_id"], "round": t,
+                "server": self.server, "client_states": client_states(), "rows": self.rows,
+                "counters": self.counters, "delta_histogram": None if self.hist is None else self.hist.state(),
+                "elapsed": time.perf_counter() - self.t_start})
+
+    def info(self) -> dict:
+        return {"status": self.status, "rounds_completed": self.rows[-1]["round"] if self.rows else 0,
+                "params": self.server["params"], "server_state": self.server,
+                "wall_seconds": time.perf_counter() - self.t_start, "delta_histogram": self.hist,
+                "holdout_sizes": [len(h) for h in self.held]}
 
 
 def identity_of(spec: dict) -> dict:

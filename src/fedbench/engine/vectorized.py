@@ -316,7 +316,8 @@ def _select(mask: torch.Tensor, new, old):
 
 
 class VectorizedClients:
-    """Trains the sampled clients of each round of one cell, vectorized (see module docstring).
+    """Trains the sampled clients of each round of one cell, vectorized (see module docstring);
+    :meth:`stacked` builds one engine for several seeds of a cell trained in lockstep.
 
     Args:
         algorithm: the algorithm module.
@@ -356,6 +357,12 @@ class VectorizedClients:
         self.m = len(self.clients)
         self.local = local
         self.seed = int(seed)
+        # Seed stacking (:meth:`stacked`): client g belongs to cell cell_of[g] and draws its
+        # randomness with the keys (key_seed[g], t, key_id[g], ...). One cell: (seed, t, g).
+        self.key_seed = np.full(self.m, self.seed, dtype=np.int64)
+        self.key_id = np.arange(self.m, dtype=np.int64)
+        self.cell_of = np.zeros(self.m, dtype=np.int64)
+        self.offsets = np.array([0, self.m], dtype=np.int64)  # cell c owns clients offsets[c]:offsets[c+1]
         self.chunk_size = None if chunk_size in (None, "auto") else int(chunk_size)
         self.step_overhead = (DEFAULT_STEP_OVERHEAD.get(self.device.type, 4.0)
                               if step_overhead is None else float(step_overhead))
@@ -368,10 +375,47 @@ class VectorizedClients:
         #: CUDA graphs of the step loop (:mod:`fedbench.engine.graphs`); None on CPU.
         self.graphs = graphs.StepGraphs(self.device) if self.device.type == "cuda" else None
 
+    @classmethod
+    def stacked(cls, algorithm: ModuleType, model, grad_fn, x_all: torch.Tensor, y_all: torch.Tensor,
+                seeds: Sequence[int], clients: Sequence[Sequence[np.ndarray]], local: dict, chunk_size=None,
+                step_overhead: float | None = None, augmentation: dict | None = None,
+                holdout: Sequence[Sequence[np.ndarray]] | None = None, output_grad_fn=None) -> VectorizedClients:
+        """One engine for C cells that differ only in their seed (seed stacking), trained in lockstep.
+
+        Cell c's clients (``clients[c]``, its partition; ``holdout[c]`` its held-out rows) become
+        the engine's clients ``offsets[c] .. offsets[c+1] - 1``; every random draw of client k of
+        cell c keeps that cell's key (seeds[c], t, k, ...), so each cell consumes exactly the
+        batches it would alone. :meth:`train_cells` trains the sampled clients of all cells of a
+        round as one set: groups and chunks mix cells, so a small model's round over C cells costs
+        about one round over C× the clients (``benchmarks/RESULTS.md``, "Seeds stacked").
+        ``client_init`` and ``client_final`` run per cell (each with its own server state).
+
+        Equal to training the cells one by one to float rounding (chunks of another size may sum
+        in another order; tested to 1e-10 relative in float64,
+        ``tests/engine/test_vectorized.py``); a stacked run repeated is bitwise identical.
+
+        Raises:
+            ValueError: no cells, or ``seeds`` and ``clients`` (and ``holdout``) of different lengths.
+        """
+        if not len(seeds) or len(seeds) != len(clients) or (holdout is not None and len(holdout) != len(seeds)):
+            raise ValueError(f"VectorizedClients.stacked: {len(seeds)} seeds for {len(clients)} cells' clients"
+                             + ("" if holdout is None else f" and {len(holdout)} held-out splits")
+                             + "; give one of each per cell")
+        sizes = [len(c) for c in clients]
+        eng = cls(algorithm, model, grad_fn, x_all, y_all, [rows for cell in clients for rows in cell], local,
+                  int(seeds[0]), chunk_size=chunk_size, step_overhead=step_overhead, augmentation=augmentation,
+                  holdout=None if holdout is None else [rows for cell in holdout for rows in cell],
+                  output_grad_fn=output_grad_fn)
+        eng.key_seed = np.repeat(np.asarray(seeds, dtype=np.int64), sizes)
+        eng.key_id = np.concatenate([np.arange(n, dtype=np.int64) for n in sizes])
+        eng.cell_of = np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
+        eng.offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        return eng
+
     # -- batches ---------------------------------------------------------------------------------
     def _client_batches(self, t: int, k: int) -> list[np.ndarray]:
-        return local_batches(self.seed, t, k, len(self.clients[k]), self.local["batch_size"],
-                             epochs=self.local.get("epochs"), steps=self.local.get("steps"))
+        return local_batches(int(self.key_seed[k]), t, int(self.key_id[k]), len(self.clients[k]),
+                             self.local["batch_size"], epochs=self.local.get("epochs"), steps=self.local.get("steps"))
 
     def _group_tensors(self, members: Sequence[int], batches: dict[int, list[np.ndarray]], draws=None,
                        rows_of: Sequence[np.ndarray] | None = None):
@@ -423,7 +467,28 @@ class VectorizedClients:
         return idx_t, y, step_mask, np.asarray(ks), aug
 
     # -- client state ----------------------------------------------------------------------------
-    def _init_states(self, server: dict, members: np.ndarray, hp: dict):
+    def _by_cell(self, members: np.ndarray) -> list[tuple[int, np.ndarray | None]]:
+        """(cell, positions of its members) for each cell in ``members``; positions None when
+        every member belongs to one cell (the single-cell case: no slicing at all)."""
+        cells = self.cell_of[members]
+        if (cells == cells[0]).all():
+            return [(int(cells[0]), None)]
+        return [(int(c), np.flatnonzero(cells == c)) for c in np.unique(cells)]
+
+    def _init_states(self, server_of: dict[int, dict], members: np.ndarray, hp: dict):
+        """The stacked step state ``[G, ...]`` of ``members``: each cell's ``client_init`` with its
+        own server state (:meth:`_init_cell_states`), put back in member order."""
+        parts = self._by_cell(members)
+        if len(parts) == 1:
+            return self._init_cell_states(server_of[parts[0][0]], members, hp)
+        outs = [self._init_cell_states(server_of[c], members[pos], hp) for c, pos in parts]
+        if any(pytree.tree_structure(o) != pytree.tree_structure(outs[0]) for o in outs):
+            raise ValueError(f"{self.algo.__name__}.client_init returns differently structured states with and "
+                             "without client state; the vectorized engine needs one structure")
+        inverse = torch.as_tensor(np.argsort(np.concatenate([pos for _, pos in parts])), device=self.device)
+        return pytree.tree_map(lambda *v: torch.cat(v)[inverse], *outs)
+
+    def _init_cell_states(self, server: dict, members: np.ndarray, hp: dict):
         algo, g = self.algo, len(members)
         has = self.has_state_np[members]
         base = None
@@ -458,47 +523,82 @@ class VectorizedClients:
         self.has_state[rows] = True
         self.has_state_np[members] = True
 
-    def client_states(self) -> dict[int, dict]:
-        """The persistent client states as the reference returns them: ``{k: state}``."""
+    def client_states(self, cell: int = 0) -> dict[int, dict]:
+        """Cell ``cell``'s persistent client states as the reference returns them: ``{k: state}``
+        (k its own client ids)."""
         if self.store is None:
             return {}
-        return {int(k): pytree.tree_map(lambda v: v[k], self.store) for k in np.flatnonzero(self.has_state_np)}
+        lo, hi = int(self.offsets[cell]), int(self.offsets[cell + 1])
+        return {int(k) - lo: pytree.tree_map(lambda v: v[k], self.store)
+                for k in lo + np.flatnonzero(self.has_state_np[lo:hi])}
 
-    def load_client_states(self, states: dict[int, dict]) -> None:
-        """Restore persistent client states ``{k: state}`` (from :meth:`client_states`; resume)."""
+    def load_client_states(self, states: dict[int, dict], cell: int = 0) -> None:
+        """Restore cell ``cell``'s persistent client states ``{k: state}`` (from :meth:`client_states`; resume)."""
         if not states:
             return
-        members = np.array(sorted(states), dtype=np.int64)
+        members = self.offsets[cell] + np.array(sorted(states), dtype=np.int64)
         stacked = pytree.tree_map(lambda *vs: torch.stack([v.to(self.device) for v in vs]),
-                                  *[states[int(k)] for k in members])
+                                  *[states[int(k)] for k in sorted(states)])
         self._save_states(members, stacked)
 
     # -- one round -------------------------------------------------------------------------------
     def train_round(self, server: dict, sampled: np.ndarray, hp: dict, t: int) -> RoundResult:
-        """Local training of the clients ``sampled`` (ascending ids) in round ``t``.
+        """Local training of the clients ``sampled`` (ascending ids) in round ``t`` (one cell)."""
+        return self.train_cells([server], [sampled], hp, t)[0]
+
+    def train_cells(self, servers: Sequence[dict], sampled: Sequence[np.ndarray], hp: dict, t: int,
+                    cells: Sequence[int] | None = None) -> list[RoundResult]:
+        """Round ``t`` of several stacked cells (:meth:`stacked`) as one set of clients.
+
+        Args:
+            servers: per cell, its server state (θ^{t-1} and the algorithm's server variables).
+            sampled: per cell, its sampled client ids (its own ids, ascending).
+            hp: the round's hyperparameters, the same for every cell (cells differ only in seed).
+            t: the round (1-based).
+            cells: which cells ``servers`` and ``sampled`` belong to (default: 0, 1, ...); a cell
+                that stopped (diverged) or has not reached round ``t`` (resumed later) is left out.
+
+        Returns:
+            One :class:`RoundResult` per given cell, in the order given; ``executed_steps`` and
+            ``real_steps`` are the engine's totals (shared by the cells).
 
         On CUDA the round runs on the engine's own stream (graph captures cannot run on the default
         stream), after everything already queued on the caller's stream and before anything the
         caller queues next.
         """
+        cells = list(range(len(servers))) if cells is None else [int(c) for c in cells]
+        if not (len(cells) == len(servers) == len(sampled)):
+            raise ValueError(f"train_cells: {len(servers)} server states and {len(sampled)} sampled sets "
+                             f"for {len(cells)} cells; give one of each per cell")
+        server_of = dict(zip(cells, servers))
+        sizes = [len(s) for s in sampled]
+        flat = np.concatenate([self.offsets[c] + np.asarray(s, dtype=np.int64) for c, s in zip(cells, sampled)]
+                              + [np.zeros(0, dtype=np.int64)])
         if self.graphs is None:
-            return self._train_round(server, sampled, hp, t)
-        caller = torch.cuda.current_stream(self.device)
-        self.graphs.stream.wait_stream(caller)
-        with torch.cuda.stream(self.graphs.stream):
-            result = self._train_round(server, sampled, hp, t)
-        caller.wait_stream(self.graphs.stream)
-        return result
+            result = self._train_round(server_of, flat, hp, t)
+        else:
+            caller = torch.cuda.current_stream(self.device)
+            self.graphs.stream.wait_stream(caller)
+            with torch.cuda.stream(self.graphs.stream):
+                result = self._train_round(server_of, flat, hp, t)
+            caller.wait_stream(self.graphs.stream)
+        messages, losses, counted = result
+        bounds = np.concatenate([[0], np.cumsum(sizes)]).tolist()
+        return [RoundResult(messages[a:b], losses[a:b], counted[c], self.executed_steps, self.real_steps)
+                for c, a, b in zip(cells, bounds[:-1], bounds[1:])]
 
-    def _train_round(self, server: dict, sampled: np.ndarray, hp: dict, t: int) -> RoundResult:
+    def _train_round(self, server_of: dict[int, dict], sampled: np.ndarray, hp: dict, t: int):
+        """Train ``sampled`` (engine-wide client ids; ascending within each cell); returns
+        (messages and losses in the order of ``sampled``, {cell: messages to count})."""
         algo, grad_fn = self.algo, self.grad_fn
-        sampled = np.asarray(sampled, dtype=np.int64)
+        any_server = next(iter(server_of.values()))
         batches = {int(k): self._client_batches(t, int(k)) for k in sampled}
         draws = None
         if self.aug is not None:
-            draws = {k: augmentation.draw(self.aug, self.seed, t, k, [len(b) for b in bl]) for k, bl in batches.items()}
+            draws = {k: augmentation.draw(self.aug, int(self.key_seed[k]), t, int(self.key_id[k]), [len(b) for b in bl])
+                     for k, bl in batches.items()}
         steps = [len(batches[int(k)]) for k in sampled]
-        chunk = self.chunk_size or self._auto_chunk(server, hp, max(steps, default=0))
+        chunk = self.chunk_size or self._auto_chunk(any_server, hp, max(steps, default=0))
         plan = plan_groups(steps, chunk, self.step_overhead)
 
         def step_one(state, x, y):
@@ -507,23 +607,26 @@ class VectorizedClients:
         def holdout_one(state, x, y):
             return algo.client_holdout_step(state, (x, y), hp, self.output_grad_fn)
 
-        def final_one(state):
-            msg, cs = algo.client_final(server, state, hp)
-            return msg, ({} if cs is None else cs)
+        def final_for(server):
+            def final_one(state):
+                msg, cs = algo.client_final(server, state, hp)
+                return msg, ({} if cs is None else cs)
+            return final_one
 
         held = None
         if self.holdout is not None:
             bs = int(self.local["batch_size"])
-            held = {int(k): holdout_batches(self.seed, t, int(k), len(self.holdout[int(k)]), bs) for k in sampled}
+            held = {int(k): holdout_batches(int(self.key_seed[k]), t, int(self.key_id[k]), len(self.holdout[int(k)]), bs)
+                    for k in sampled}
         messages: list = [None] * len(sampled)
         losses = np.full(len(sampled), np.nan)
-        counted = []
+        counted: dict[int, list] = {c: [] for c in server_of}
         for positions in plan:
             members = sampled[positions]
             idx, y, mask_np, ks, aug = self._group_tensors(members.tolist(), batches, draws)
             g = len(members)
-            step_v, final_v = _batched(step_one, g, self.device), _batched(final_one, g, self.device)
-            state = self._init_states(server, members, hp)
+            step_v = _batched(step_one, g, self.device)
+            state = self._init_states(server_of, members, hp)
             if held is not None:
                 state = self._holdout_pass(state, members, held, _batched(holdout_one, g, self.device))
             loss_sum = torch.zeros(g, dtype=torch.float64, device=self.device)
@@ -559,16 +662,24 @@ class VectorizedClients:
                     loss_sum = loss_sum + torch.where(m_s, new["loss"].double(), 0.0)
             if g == 1 and eager_steps:
                 state = pytree.tree_map(lambda v: v.unsqueeze(0), _tensorize(state, self.device))
-            msg, cs = final_v(state)
-            self._save_states(members, cs)
-            counted.append(msg)
+            for c, pos in self._by_cell(members):  # client_final with each cell's own server state
+                if pos is None:
+                    msg, cs = _batched(final_for(server_of[c]), g, self.device)(state)
+                    at = positions
+                else:
+                    rows = torch.as_tensor(pos, device=self.device)
+                    msg, cs = _batched(final_for(server_of[c]), len(pos), self.device)(
+                        pytree.tree_map(lambda v: v[rows], state))
+                    at = positions[pos]
+                self._save_states(sampled[at], cs)
+                counted[c].append(msg)
+                for j, p in enumerate(at.tolist()):
+                    messages[p] = _take(msg, j)
             with np.errstate(invalid="ignore", divide="ignore"):
                 losses[positions] = loss_sum.cpu().numpy() / ks
-            for j, p in enumerate(positions.tolist()):
-                messages[p] = _take(msg, j)
             self.executed_steps += int(idx.shape[0]) * g
             self.real_steps += int(ks.sum())
-        return RoundResult(messages, losses.tolist(), counted, self.executed_steps, self.real_steps)
+        return messages, losses.tolist(), counted
 
     def _gather(self, idx_s: torch.Tensor, aug_s) -> torch.Tensor:
         """One step's inputs ``x[G, B, ...]`` from its rows ``idx_s[G, B]``, augmented when
