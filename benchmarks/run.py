@@ -7,6 +7,9 @@
 Implementations, all on the same generated data, the same sampled clients and the same rounds:
 
 (a) ``vectorized``  fedbench's vectorized engine (:class:`fedbench.engine.vectorized.VectorizedClients`)
+(a') ``seeds``       (a) with 10 seeds of the cell stacked (seed stacking, ``VectorizedClients.stacked``),
+                    on the workloads where the engine stacks clients (SEED_STACKING); s/round per
+                    cell-round
 (b) ``sequential``  fedbench's sequential reference (:class:`fedbench.engine.vectorized.SequentialClients`)
 (c) ``plain``       a plain PyTorch loop as reference FL codes write it: per client
                     ``copy.deepcopy(nn.Module)``, a shuffled ``DataLoader``, ``torch.optim.SGD``;
@@ -87,7 +90,14 @@ QUICK = {
     "W4": dict(clients=4, n=12, shape=(6,), model={"name": "lstm", "vocab_size": 80, "embed_dim": 4, "hidden": [8, 8]},
                local={"epochs": 1, "steps": None, "batch_size": 6}, rounds={0.5: 1}),
 }
-IMPLS = ("vectorized", "sequential", "plain")
+IMPLS = ("vectorized", "seeds", "sequential", "plain")
+#: (a') ``seeds``: SEEDS cells (seeds 0..SEEDS-1, same data and partition) trained in lockstep as
+#: one stacked engine (seed stacking, :func:`fedbench.engine.loop.train_seeds`); its s/round is
+#: per cell-round (the lockstep round's time / SEEDS), so it compares with the other rows.
+SEEDS = 10
+#: Where (a') runs: the workloads whose clients the engine stacks on that device (on CPU, W1, W2
+#: and W4 run one client per chunk, so stacking seeds cannot pay there and would take 10x the time).
+SEED_STACKING = {"cpu": ("W3",), "cuda": ("W1", "W2", "W3", "W4")}
 #: (workload, participation): timed rounds for Flower (d) (plus one untimed start-up round).
 FLOWER_RUNS = {("W1", 0.1): 2, ("W1", 1.0): 2, ("W3", 0.1): 2, ("W3", 1.0): 1}
 LR = 0.05
@@ -287,7 +297,10 @@ def worker(wname: str, participation: float, impl: str, rounds: int, quick: bool
     local = {**w["local"], "lr": LR}
     hp = {"lr": LR, "weight_decay": 0.0, "clip_norm": None}
     seed = 0
+    seeds = list(range(SEEDS)) if impl == "seeds" else [seed]
     sampled_per_round = [sample_clients("uniform", m, participation, seed, t) for t in range(1, rounds + 2)]
+    # (a'): every seed samples its own clients (the same count)
+    sampled_seeds = [[sample_clients("uniform", m, participation, s, t) for s in seeds] for t in range(1, rounds + 2)]
     weights_all = np.array([len(c) for c in clients], dtype=np.float64)
 
     if impl == "plain":
@@ -301,34 +314,45 @@ def worker(wname: str, participation: float, impl: str, rounds: int, quick: bool
         algo = get_algorithm("fedavg")
         params = {k: v.to(dev) for k, v in model.init(generator(seed, 0, -1, "init"), dtype=torch.float32).items()}
         state = {"server": algo.server_init(params, {}, m)}
-        if impl == "vectorized":
+        if impl == "seeds":
+            trainer = VectorizedClients.stacked(algo, model, grad_fn, x, y, seeds, [clients] * len(seeds), local)
+            servers = [algo.server_init({k: v.to(dev) for k, v in model.init(generator(s, 0, -1, "init"),
+                                                                             dtype=torch.float32).items()}, {}, m)
+                       for s in seeds]
+
+            def one_round(t):
+                sampled = sampled_seeds[t - 1]
+                results = trainer.train_cells(servers, sampled, hp, t)
+                for i, (res, smp) in enumerate(zip(results, sampled)):
+                    servers[i] = algo.server_update(servers[i], res.messages, torch.as_tensor(weights_all[smp]), hp)
+        elif impl == "vectorized":
             trainer = VectorizedClients(algo, model, grad_fn, x, y, clients, local, seed)
         else:
             data = [(x[torch.as_tensor(c, device=dev)], y[torch.as_tensor(c, device=dev)]) for c in clients]
             trainer = SequentialClients(algo, grad_fn, data, clients, local, seed)
-
-        def one_round(t):
-            sampled = sampled_per_round[t - 1]
-            res = trainer.train_round(state["server"], sampled, hp, t)
-            state["server"] = algo.server_update(state["server"], res.messages,
-                                                 torch.as_tensor(weights_all[sampled]), hp)
+        if impl != "seeds":
+            def one_round(t):
+                sampled = sampled_per_round[t - 1]
+                res = trainer.train_round(state["server"], sampled, hp, t)
+                state["server"] = algo.server_update(state["server"], res.messages,
+                                                     torch.as_tensor(weights_all[sampled]), hp)
 
     if dev.type == "cuda":
         torch.cuda.reset_peak_memory_stats(dev)
         gpu_base = torch.cuda.memory_allocated(dev)
     with PeakRSS() as mem:
         t0 = time.perf_counter()
-        full = sampled_per_round[0]
-        sampled_per_round[0] = full[:2]
+        full, full_seeds = sampled_per_round[0], sampled_seeds[0]
+        sampled_per_round[0], sampled_seeds[0] = full[:2], [smp[:2] for smp in full_seeds]
         one_round(1)  # warm-up: round 1 with its first two clients only (untimed)
-        sampled_per_round[0] = full
+        sampled_per_round[0], sampled_seeds[0] = full, full_seeds
         _sync(dev)
         t1 = time.perf_counter()
         for t in range(2, rounds + 2):
             one_round(t)
         _sync(dev)
         t2 = time.perf_counter()
-    per_round = (t2 - t1) / rounds
+    per_round = (t2 - t1) / rounds / len(seeds)  # (a'): per cell-round
     clients_per_round = float(np.mean([len(s) for s in sampled_per_round[1:]]))
     if local["epochs"] is not None:
         samples = local["epochs"] * w["n"] * clients_per_round
@@ -342,7 +366,7 @@ def worker(wname: str, participation: float, impl: str, rounds: int, quick: bool
            "device": str(dev), "allocator_tuned": allocator_tuned}
     if dev.type == "cuda":
         out["peak_gpu_delta_mb"] = (torch.cuda.max_memory_allocated(dev) - gpu_base) / 2**20
-    if impl == "vectorized":
+    if impl in ("vectorized", "seeds"):
         out["padding_efficiency"] = trainer.padding_efficiency
         out["chunk_size"] = trainer.chunk_size or getattr(trainer, "_chunk_cache", None)
         if trainer.graphs is not None:  # CUDA: captured steps (fedbench.engine.graphs)
@@ -413,6 +437,8 @@ def run_all(args) -> list[dict]:
             if args.rounds:
                 rounds = args.rounds
             for impl in args.impls:
+                if impl == "seeds" and wname not in SEED_STACKING[args.device]:
+                    continue
                 if args.inprocess:
                     res = worker(wname, p, impl, rounds, args.quick, args.device)
                 else:
@@ -491,7 +517,9 @@ def render(results: list[dict], args, peak_before: float, peak_after: float, flo
                            if all(r.get("allocator_tuned") for r in results if r["impl"] != "flower")
                            else "the C library's defaults (mallopt unavailable or refused)"),
         "- Round = sampling + local training + FedAvg server update; mean over the timed rounds after one "
-        "untimed warm-up round; every row in its own subprocess. Peak memory = peak RSS during the rounds "
+        f"untimed warm-up round; every row in its own subprocess. (a'): {SEEDS} seeds (each its own sampled clients and "
+        "model) trained in lockstep by one stacked engine; its s/round is the lockstep round / "
+        f"{SEEDS}, its client-updates/s counts every seed's clients. Peak memory = peak RSS during the rounds "
         "minus RSS before them (sampled every 2 ms; not tracemalloc, which does not see torch's allocator).",
         "",
         "| workload | p | impl | rounds timed | s/round | rounds/s | client-updates/s | ratio to (c) | "
@@ -502,7 +530,8 @@ def render(results: list[dict], args, peak_before: float, peak_after: float, flo
         base = next(b for b in results if b["workload"] == r["workload"] and b["participation"] == r["participation"]
                     and b["impl"] == "plain")
         ratio = base["round_s"] / r["round_s"]
-        label = {"vectorized": "(a) vectorized", "sequential": "(b) sequential", "plain": "(c) plain loop",
+        label = {"vectorized": "(a) vectorized", "seeds": f"(a') {SEEDS} seeds stacked",
+                 "sequential": "(b) sequential", "plain": "(c) plain loop",
                  "flower": "(d) Flower"}[r["impl"]]
         mem = "n/a" if r["peak_rss_delta_mb"] is None else f"{r['peak_rss_delta_mb']:.0f}"
         if "peak_gpu_delta_mb" in r:

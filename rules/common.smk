@@ -16,6 +16,7 @@ from fedbench.config import (
     expand_cells,
     job_resources,
     partitions as config_partitions,
+    stacked_seeds,
     table_settings,
     train_resources,
     wandb_settings,
@@ -38,6 +39,7 @@ try:
     TRAIN_RESOURCES = train_resources(config)
     WANDB = wandb_settings(config)
     TABLES = table_settings(config)
+    STACKED_SEEDS = stacked_seeds(config)  # {experiment: seeds} trained in one job per cell
 except ConfigError as e:
     raise WorkflowError(f"Invalid config: {e}") from None
 

@@ -12,8 +12,21 @@
 # --cpus-per-task on Slurm, gpus become the `gpu` resource (--gpus=N on Slurm; locally a
 # limit with --resources gpu=N), gres/slurm_partition are passed to Slurm as they are.
 
+import re as _re
+
+
+def _one_of(names):
+    """A wildcard regex matching exactly ``names`` (none: a regex that matches nothing)."""
+    return "|".join(_re.escape(n) for n in names) if names else "(?!)"
+
+
+UNSTACKED_EXPERIMENTS = _one_of([e for e in EXPERIMENTS if e not in STACKED_SEEDS]) if STACKED_SEEDS else ID_PATTERN
+
 
 rule train:
+    wildcard_constraints:
+        # experiments with stack_seeds are trained by their train_seeds_* rule below
+        experiment=UNSTACKED_EXPERIMENTS,
     input:
         meta="resources/datasets/{dataset}/meta.json",
         partition=f"{PARTITION_DIR}/partition.parquet",
@@ -36,8 +49,6 @@ rule train:
 # their transmitted Δ (fedbench.metrics.histogram) beside metrics.parquet. Snakemake outputs
 # cannot depend on a wildcard's value, so those cells get their own rule: the same job with one
 # more declared output, restricted to those experiments, and preferred over `train` there.
-import re as _re
-
 HISTOGRAM_EXPERIMENTS = list(dict.fromkeys(c["experiment"] for c in CELLS if c.get("delta_histogram")))
 
 if HISTOGRAM_EXPERIMENTS:
@@ -48,6 +59,59 @@ if HISTOGRAM_EXPERIMENTS:
             summary=f"{RUN_DIR}/summary.json",
             delta_histogram=f"{RUN_DIR}/delta_histogram.parquet",
         wildcard_constraints:
-            experiment="|".join(_re.escape(e) for e in HISTOGRAM_EXPERIMENTS),
+            experiment=_one_of([e for e in HISTOGRAM_EXPERIMENTS if e not in STACKED_SEEDS]),
 
     ruleorder: train_delta_histogram > train
+
+
+# Seed stacking (experiments with `stack_seeds: true`, config/README.md): one job per cell without
+# its seed trains every seed of the experiment in lockstep (fedbench.engine.loop.run_cells) and
+# writes each seed's outputs, exactly where rule train would. One rule per such experiment, since
+# its outputs list that experiment's seeds. params = the specs of all its seeds: a changed
+# hyperparameter or an added seed reruns all seeds of the cell (the price of one job for all).
+
+
+def _stacked_specs(seeds):
+    def specs(wildcards):
+        return [cell_spec(Namespace(**{**dict(wildcards.items()), "seed": str(s)})) for s in seeds]
+
+    return specs
+
+
+def _stacked_code(seeds):
+    def code(wildcards):
+        return cell_code_version(Namespace(**{**dict(wildcards.items()), "seed": str(seeds[0])}))
+
+    return code
+
+
+from types import SimpleNamespace as Namespace
+
+for _exp, _seeds in STACKED_SEEDS.items():
+    _outputs = {
+        "metrics": expand(f"{RUN_DIR}/metrics.parquet", seed=_seeds, allow_missing=True),
+        "summary": expand(f"{RUN_DIR}/summary.json", seed=_seeds, allow_missing=True),
+    }
+    if _exp in HISTOGRAM_EXPERIMENTS:
+        _outputs["delta_histogram"] = expand(f"{RUN_DIR}/delta_histogram.parquet", seed=_seeds, allow_missing=True)
+
+    rule:
+        name:
+            "train_seeds_" + _re.sub(r"\W", "_", _exp)
+        wildcard_constraints:
+            experiment=_re.escape(_exp),
+        input:
+            meta="resources/datasets/{dataset}/meta.json",
+            partitions=expand(f"{PARTITION_DIR}/partition.parquet", seed=_seeds, allow_missing=True),
+        output:
+            **_outputs,
+        params:
+            specs=_stacked_specs(_seeds),
+            code=_stacked_code(_seeds),
+        log:
+            "results/logs/train/{experiment}/{dataset}/{partition}/{algorithm}/seeds=" + "-".join(map(str, _seeds)) + ".log",
+        threads: train_threads
+        resources:
+            **train_rule_resources(),
+        script:
+            "../workflow/scripts/train.py"

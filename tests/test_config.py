@@ -553,3 +553,17 @@ def test_delta_histogram_resolves_rounds_into_the_spec_and_rejects_bad_values():
     rejects(cfg, "experiments.e.delta_histogram.rounds", "non-empty list")
     cfg["experiments"]["e"]["delta_histogram"] = {"every": 2}
     rejects(cfg, "experiments.e.delta_histogram")
+
+
+def test_stack_seeds_is_runtime_only_and_checked():
+    from fedbench.config import stacked_seeds
+
+    cfg = tiny()
+    assert stacked_seeds(cfg) == {}
+    cfg["experiments"]["e"]["stack_seeds"] = True
+    assert stacked_seeds(cfg) == {"e": [0, 1]}
+    assert expand_cells(cfg) == expand_cells(tiny())  # never part of a cell spec
+    cfg["experiments"]["e"]["seeds"] = [3]
+    assert stacked_seeds(cfg) == {}  # one seed: nothing to stack
+    cfg["experiments"]["e"]["stack_seeds"] = "yes"
+    rejects(cfg, "experiments.e.stack_seeds", "true or false", "'yes'")

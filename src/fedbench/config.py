@@ -49,7 +49,7 @@ SAMPLING_SCHEMES = ("uniform", "bernoulli")
 TOP_KEYS = {"datasets", "data", "device", "dtype", "engine", "chunk_size", "checkpoint_every", "experiments", "wandb", "tables"}
 ENGINES = ("vectorized", "sequential")
 EXPERIMENT_KEYS = {"seeds", "rounds", "eval_every", "target_accuracy", "sampling", "local", "datasets", "algorithms",
-                   "resources", "paper", "augment", "delta_histogram"}
+                   "resources", "paper", "augment", "delta_histogram", "stack_seeds"}
 EXPERIMENT_DATASET_KEYS = {"model", "partitions", "rounds", "eval_every", "target_accuracy", "sampling", "local",
                            "resources", "augment"}
 #: What one train job asks the scheduler for (runtime only: never part of a cell spec).
@@ -492,6 +492,24 @@ def train_resources(config: dict) -> dict[tuple[str, str], dict]:
     return out
 
 
+def stacked_seeds(config: dict) -> dict[str, list[int]]:
+    """``{experiment: seeds}`` of the experiments with ``stack_seeds: true`` and at least two seeds:
+    their train jobs train all seeds of a cell at once (:func:`fedbench.engine.loop.run_cells`).
+
+    Runtime only: it never enters a cell spec. Raises :class:`ConfigError` when ``stack_seeds``
+    is not a boolean."""
+    out = {}
+    for exp, ecfg in _experiments(config).items():
+        ecfg = _mapping(ecfg, f"experiments.{exp}")
+        flag = ecfg.get("stack_seeds", False)
+        if not isinstance(flag, bool):
+            raise ConfigError(f"experiments.{exp}.stack_seeds: must be true or false (got {_fmt(flag)})")
+        seeds = _seeds(ecfg.get("seeds"), f"experiments.{exp}.seeds")
+        if flag and len(seeds) > 1:
+            out[exp] = seeds
+    return out
+
+
 def job_resources(resources: dict, attempt: int = 1) -> dict:
     """The Snakemake resources of a train job from its config resources (:func:`train_resources`).
 
@@ -766,3 +784,4 @@ def expand_cells(config: dict) -> list[dict]:
 def check_config(config: dict) -> None:
     """Check ``config`` beyond its schema. Raises :class:`ConfigError` naming the key path and the fix."""
     expand_cells(config)
+    stacked_seeds(config)

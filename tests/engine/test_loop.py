@@ -3,6 +3,7 @@ import json
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+import torch
 
 from fedbench.data.partition import make_partition, write_partition
 from fedbench.data.store import Dataset, write_dataset
@@ -281,22 +282,24 @@ def _close(a, b, rtol):
 
 
 # elastic_fedavgm: a held-out pass per client and a per-round server metric (boosted_pct)
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="no CUDA GPU visible"))])
 @pytest.mark.parametrize("algorithm", [*sorted(HPARAMS), "elastic_fedavgm"])
-def test_stacked_seeds_equal_the_seeds_run_one_by_one(data, algorithm):
+def test_stacked_seeds_equal_the_seeds_run_one_by_one(data, algorithm, device):
     from fedbench.engine.loop import train_seeds
 
     ds, _ = data
     specs, parts = _seed_cells(ds, algorithm, [0, 1, 2], rounds=5)
-    stacked = train_seeds(specs, ds, parts, device="cpu", chunk_size=24)  # chunks mix the seeds' clients
+    stacked = train_seeds(specs, ds, parts, device=device, chunk_size=24)  # chunks mix the seeds' clients
     for spec, part, (rows, info) in zip(specs, parts, stacked):
-        ref_rows, ref_info = train(spec, ds, part, device="cpu", chunk_size=24)
+        ref_rows, ref_info = train(spec, ds, part, device="cpu", chunk_size=24)  # the CPU run is the reference
         assert [r["seed"] for r in rows] == [spec["seed"]] * 5
         for k, v in ref_info["params"].items():
-            rel = (info["params"][k] - v).norm() / v.norm()
+            rel = (info["params"][k].cpu() - v).norm() / v.norm()
             assert rel < 1e-10, (spec["seed"], k, float(rel))
         assert all(_close(r, q, 1e-9) for r, q in zip(rows, ref_rows))
         assert sorted(info["client_states"]) == sorted(ref_info["client_states"])
-    again = train_seeds(specs, ds, parts, device="cpu", chunk_size=24)
+    again = train_seeds(specs, ds, parts, device=device, chunk_size=24)
     assert [_drop_time(r) for r, _ in again] == [_drop_time(r) for r, _ in stacked]  # bitwise
 
 

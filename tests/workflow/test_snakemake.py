@@ -194,3 +194,34 @@ def test_the_reference_engine_gives_the_same_tables(tiny_run, tmp_path):
     assert np.abs(a["test_accuracy"].to_numpy() - b["test_accuracy"].to_numpy()).max() <= 1.0 / n_test + 1e-12
     ta, tb = pl.read_csv(tiny_run / "results/tables/tiny.csv"), pl.read_csv(tmp_path / "results/tables/tiny.csv")
     assert ta.columns == tb.columns and ta.height == tb.height
+
+
+@pytest.mark.slow
+def test_stacked_seeds_run_one_job_per_cell_with_the_tables_of_one_job_per_seed(tmp_path):
+    """`stack_seeds: true`: one train_seeds_<experiment> job per (dataset, partition, algorithm)
+    trains all seeds in lockstep and writes each seed's outputs where rule train would, with the
+    metrics of the seeds run one by one (float32: to rounding; here the chunks happen to agree)."""
+    cfg = copy.deepcopy(TINY)
+    cfg["experiments"]["tiny"]["seeds"] = [0, 1, 2]
+    stacked = copy.deepcopy(cfg)
+    stacked["experiments"]["tiny"]["stack_seeds"] = True
+    jobs = planned_jobs(ok(snakemake(tmp_path, stacked, "-n")).stdout)
+    trains = sorted((r, w["algorithm"]) for r, w in jobs if r.startswith("train"))
+    assert trains == [("train_seeds_tiny", "fedavg"), ("train_seeds_tiny", "fedprox")]
+    (tmp_path / "stacked").mkdir()
+    (tmp_path / "one").mkdir()
+    ok(snakemake(tmp_path / "stacked", stacked))
+    ok(snakemake(tmp_path / "one", cfg))
+    keys = ["algorithm", "seed", "round"]
+    a = pl.read_parquet(tmp_path / "stacked/results/metrics.parquet").sort(keys)
+    b = pl.read_parquet(tmp_path / "one/results/metrics.parquet").sort(keys)
+    assert a.height == b.height == 2 * 3 * 2
+    exact = keys + ["clients_sampled", "uplink_floats", "uplink_nonzeros", "downlink_floats", "status"]
+    assert a.select(exact).equals(b.select(exact))
+    for col in ("train_loss", "test_loss", "test_accuracy", "uplink_entropy_bits"):
+        assert np.allclose(a[col].to_numpy(), b[col].to_numpy(), rtol=1e-4, atol=1e-6), col
+    summary = json.loads((tmp_path / "stacked/results/runs/tiny/digits/iid/fedavg/seed=1/summary.json").read_text())
+    assert summary["stacked_seeds"] == [0, 1, 2] and summary["spec"]["seed"] == 1
+    assert (tmp_path / "stacked/results/logs/train/tiny/digits/iid/fedavg/seeds=0-1-2.log").exists()
+    # the stacked run is complete: a rerun plans nothing
+    assert "Nothing to be done" in ok(snakemake(tmp_path / "stacked", stacked, "-n")).stdout

@@ -1,4 +1,5 @@
-"""Snakemake shim for rule train: fedbench.engine.loop.run_cell on one cell.
+"""Snakemake shim for rule train (one cell: fedbench.engine.loop.run_cell) and the train_seeds_*
+rules (every seed of a cell in lockstep: fedbench.engine.loop.run_cells).
 
 The device, engine, chunk_size and checkpoint_every come from the config at run time: they are not params,
 since they change how a cell runs, not its result. stdout/stderr go to the job's log file,
@@ -17,34 +18,43 @@ sys.stdout = sys.stderr = ProgressLog(_log, interval=10.0)
 
 from pathlib import Path  # noqa: E402
 
-from fedbench.engine.loop import run_cell  # noqa: E402
+from fedbench.engine.loop import run_cells  # noqa: E402
 
-out = snakemake.output  # noqa: F821
-spec = dict(snakemake.params.spec)  # noqa: F821
+out, params = snakemake.output, snakemake.params  # noqa: F821
+stacked = hasattr(params, "specs")  # a train_seeds_* rule: one output of each kind per seed
+
+
+def per_cell(files):
+    return list(files) if stacked else [files]
+
+
+specs = [dict(s) for s in params.specs] if stacked else [dict(params.spec)]
 job = job_context()
 slurm = job["slurm"]
-print(f"[fedbench] cell {spec['experiment']}/{spec['dataset']}/{spec['partition']}/{spec['algorithm']}/seed={spec['seed']}"
-      f" on {job['host']}"
+first = specs[0]
+print(f"[fedbench] cell {first['experiment']}/{first['dataset']}/{first['partition']}/{first['algorithm']}/"
+      f"seed{'s' * stacked}={','.join(str(s['seed']) for s in specs)} on {job['host']}"
       + (f", Slurm job {slurm['job_id']} ({slurm['cpus_per_task']} CPUs)" if slurm else ", not in a Slurm job"))
+hist = getattr(out, "delta_histogram", None)  # rules for experiments with `delta_histogram` declare it
 try:
-    run_cell(
-        spec,
+    run_cells(
+        specs,
         Path(snakemake.input.meta).parent,  # noqa: F821
-        snakemake.input.partition,  # noqa: F821
-        out.metrics,
-        out.summary,
+        per_cell(snakemake.input.partitions if stacked else snakemake.input.partition),  # noqa: F821
+        per_cell(out.metrics),
+        per_cell(out.summary),
         device=snakemake.config.get("device", "auto"),  # noqa: F821
         engine=snakemake.config.get("engine"),  # noqa: F821
         chunk_size=snakemake.config.get("chunk_size"),  # noqa: F821
         checkpoint_every=snakemake.config.get("checkpoint_every", 10),  # noqa: F821
-        # rule train_delta_histogram (experiments with `delta_histogram`) declares a third output
-        delta_histogram_path=getattr(out, "delta_histogram", None),
+        delta_histogram_paths=None if hist is None else per_cell(hist),
         # Inside Slurm, the CPUs the job was given (Snakemake caps threads by its own --cores).
         num_threads=slurm_cpus() or snakemake.threads,  # noqa: F821
         progress=True,
     )
-    update_json(out.summary, {"job": job, "code_version": snakemake.params.code})  # noqa: F821
-    print(f"[fedbench] wrote {out.metrics} and {out.summary}")
+    for summary in per_cell(out.summary):
+        update_json(summary, {"job": job, "code_version": params.code})
+        print(f"[fedbench] wrote {summary} and its metrics.parquet")
 finally:
     sys.stdout.close()
     sys.stdout = sys.stderr = _log

@@ -50,6 +50,12 @@ bitwise the metrics of an uninterrupted run (``wall_seconds`` aside, which measu
 A checkpoint whose spec differs from the cell's is ignored. The checkpoint is deleted when the
 cell finishes, so a finished cell is never resumed by a later run with changed code.
 
+Seed stacking: :func:`train_seeds` (and :func:`run_cells`, the workflow's ``stack_seeds``) runs
+several cells that differ only in their seed in lockstep. Steps 1, 3 and 4 stay per cell
+(:class:`_Cell`); step 2 trains the sampled clients of all of them as one set
+(:meth:`fedbench.engine.vectorized.VectorizedClients.stacked`), each client with its own cell's
+keys and server state. :func:`train` is the one-cell case of the same loop.
+
 The engine is chosen by the ``engine`` argument of :func:`train` / :func:`run_cell`, else by a
 ``engine`` key of the spec, else the default. Like the device, it is not part of a cell's
 identity (:func:`spec_id` ignores it).
@@ -541,48 +547,92 @@ def run_cell(
     Returns:
         The summary dict. A diverged run returns normally with ``status: diverged``.
     """
-    if delta_histogram_path is not None and spec.get("delta_histogram") is None:
-        raise ValueError(f"delta_histogram_path {delta_histogram_path} given, but the cell's spec does not ask "
-                         "for Δ histograms (experiment key delta_histogram)")
+    return run_cells([spec], dataset_dir, [partition_path], [metrics_path], [summary_path], device=device,
+                     num_threads=num_threads, progress=progress, engine=engine, chunk_size=chunk_size,
+                     checkpoint_every=checkpoint_every,
+                     delta_histogram_paths=None if delta_histogram_path is None else [delta_histogram_path])[0]
+
+
+def run_cells(
+    specs: list[dict],
+    dataset_dir: str | os.PathLike,
+    partition_paths: list[str | os.PathLike],
+    metrics_paths: list[str | os.PathLike],
+    summary_paths: list[str | os.PathLike],
+    device: str = "auto",
+    num_threads: int | None = None,
+    progress: bool = True,
+    engine: str | None = None,
+    chunk_size: int | str | None = None,
+    checkpoint_every: int = 0,
+    delta_histogram_paths: list[str | os.PathLike] | None = None,
+) -> list[dict]:
+    """:func:`run_cell` for several seeds of one cell trained in lockstep (:func:`train_seeds`):
+    per cell, the same outputs, checkpoint and summary as :func:`run_cell` writes for it alone,
+    plus ``stacked_seeds`` (the seeds trained together) in its summary. Arguments are per cell,
+    in the order of ``specs``; returns the summaries in that order.
+
+    Raises:
+        ValueError: the lists have different lengths, the specs cannot be stacked
+            (:func:`check_stackable`), or a Δ-histogram path is given for a spec without
+            ``delta_histogram``.
+    """
+    n = len(specs)
+    hist_paths = [None] * n if delta_histogram_paths is None else list(delta_histogram_paths)
+    if not (len(partition_paths) == len(metrics_paths) == len(summary_paths) == len(hist_paths) == n):
+        raise ValueError(f"run_cells: {n} specs, {len(partition_paths)} partitions, {len(metrics_paths)} metrics "
+                         f"paths, {len(summary_paths)} summary paths, {len(hist_paths)} Δ-histogram paths; "
+                         "give one of each per cell")
+    for spec, hist_path in zip(specs, hist_paths):
+        if hist_path is not None and spec.get("delta_histogram") is None:
+            raise ValueError(f"delta_histogram_path {hist_path} given, but the cell's spec does not ask "
+                             "for Δ histograms (experiment key delta_histogram)")
+    check_stackable(specs)
     if num_threads:
         torch.set_num_threads(int(num_threads))
-    metrics_path, summary_path = Path(metrics_path), Path(summary_path)
-    metrics_path.parent.mkdir(parents=True, exist_ok=True)
-    summary_path.parent.mkdir(parents=True, exist_ok=True)
+    metrics_paths, summary_paths = [Path(p) for p in metrics_paths], [Path(p) for p in summary_paths]
+    for path in (*metrics_paths, *summary_paths):
+        path.parent.mkdir(parents=True, exist_ok=True)
     dataset = load_dataset(dataset_dir)
-    partition = read_partition(partition_path)
-    checkpoint_path = metrics_path.parent / "checkpoint.pt"
-    rows, info = train(spec, dataset, partition, device=device, progress=progress, engine=engine,
-                       chunk_size=chunk_size, checkpoint_path=checkpoint_path, checkpoint_every=checkpoint_every)
-    table = rows_to_table(rows)
-    last = rows[-1]
-    ok_rows = [r for r in rows if r["status"] == "ok"]
-    summary = {
-        "spec": spec,
-        "hparams_id": spec_id(spec),
-        "status": info["status"],
-        "rounds_completed": info["rounds_completed"],
-        "final_test_accuracy": last["test_accuracy"],
-        "best_test_accuracy": max((r["test_accuracy"] for r in ok_rows), default=None),
-        "final_train_loss": last["train_loss"],
-        "uplink_floats": last["uplink_floats"],
-        "wall_seconds": info["wall_seconds"],
-        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-        "num_parameters": int(sum(v.numel() for v in info["params"].values())),
-        "device": info["device"],
-        "engine": info["engine"],
-        "padding_efficiency": info["padding_efficiency"],
-        "torch": torch.__version__,
-    }
-    if info["delta_histogram"] is not None:
-        hist_path = Path(delta_histogram_path or metrics_path.parent / "delta_histogram.parquet")
-        hist_table = info["delta_histogram"].to_table(identity_of(spec))
-        _atomic_write_bytes(hist_path, lambda p: pq.write_table(hist_table, p))
-        summary["delta_histogram"] = str(hist_path)
-    _atomic_write_bytes(metrics_path, lambda p: pq.write_table(table, p))
-    _atomic_write_bytes(summary_path, lambda p: p.write_text(json.dumps(summary, indent=2, default=float) + "\n"))
-    checkpoint_path.unlink(missing_ok=True)
-    print(f"{spec['experiment']}/{spec['dataset']}/{spec['partition']}/{spec['algorithm']} seed={spec['seed']}: "
-          f"status={info['status']} final test accuracy={last['test_accuracy']:.4f} "
-          f"({info['wall_seconds']:.1f}s, peak RSS {summary['peak_rss_mb']:.0f} MB)", file=sys.stderr)
-    return summary
+    partitions = [read_partition(p) for p in partition_paths]
+    checkpoint_paths = [p.parent / "checkpoint.pt" for p in metrics_paths]
+    results = train_seeds(specs, dataset, partitions, device=device, progress=progress, engine=engine,
+                          chunk_size=chunk_size, checkpoint_paths=checkpoint_paths, checkpoint_every=checkpoint_every)
+    summaries = []
+    for spec, (rows, info), metrics_path, summary_path, hist_path, ckpt in zip(
+            specs, results, metrics_paths, summary_paths, hist_paths, checkpoint_paths):
+        table = rows_to_table(rows)
+        last = rows[-1]
+        ok_rows = [r for r in rows if r["status"] == "ok"]
+        summary = {
+            "spec": spec,
+            "hparams_id": spec_id(spec),
+            "status": info["status"],
+            "rounds_completed": info["rounds_completed"],
+            "final_test_accuracy": last["test_accuracy"],
+            "best_test_accuracy": max((r["test_accuracy"] for r in ok_rows), default=None),
+            "final_train_loss": last["train_loss"],
+            "uplink_floats": last["uplink_floats"],
+            "wall_seconds": info["wall_seconds"],
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "num_parameters": int(sum(v.numel() for v in info["params"].values())),
+            "device": info["device"],
+            "engine": info["engine"],
+            "padding_efficiency": info["padding_efficiency"],
+            "torch": torch.__version__,
+        }
+        if n > 1:
+            summary["stacked_seeds"] = [int(s["seed"]) for s in specs]
+        if info["delta_histogram"] is not None:
+            hist_file = Path(hist_path or metrics_path.parent / "delta_histogram.parquet")
+            hist_table = info["delta_histogram"].to_table(identity_of(spec))
+            _atomic_write_bytes(hist_file, lambda p: pq.write_table(hist_table, p))
+            summary["delta_histogram"] = str(hist_file)
+        _atomic_write_bytes(metrics_path, lambda p: pq.write_table(table, p))
+        _atomic_write_bytes(summary_path, lambda p: p.write_text(json.dumps(summary, indent=2, default=float) + "\n"))
+        ckpt.unlink(missing_ok=True)
+        print(f"{spec['experiment']}/{spec['dataset']}/{spec['partition']}/{spec['algorithm']} seed={spec['seed']}: "
+              f"status={info['status']} final test accuracy={last['test_accuracy']:.4f} "
+              f"({info['wall_seconds']:.1f}s, peak RSS {summary['peak_rss_mb']:.0f} MB)", file=sys.stderr)
+        summaries.append(summary)
+    return summaries

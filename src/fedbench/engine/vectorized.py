@@ -60,6 +60,12 @@ How a round is run
     as a CUDA graph, captured once per group shape and hyperparameters and replayed for every
     step (:mod:`fedbench.engine.graphs`); the same kernels, so the same values as the eager loop.
     CPU rounds run eagerly.
+11. **Seeds stacked** (:meth:`VectorizedClients.stacked`, :meth:`VectorizedClients.train_cells`):
+    the clients of several cells that differ only in their seed are one engine's clients (cell c
+    owns ids ``offsets[c]`` to ``offsets[c + 1] - 1``), each drawing its batches, augmentation and
+    held-out batches with its own cell's key (seed_c, t, k). Groups and chunks mix cells;
+    ``client_init`` and ``client_final`` run per cell with that cell's server state; messages,
+    losses and communication come back per cell.
 
 Equivalence: in float64 the parameters match the reference to ~1e-14 relative after several
 rounds (tests require 1e-10); bitwise equality is not promised, since batched kernels may sum in
