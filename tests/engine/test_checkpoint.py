@@ -52,6 +52,24 @@ class Killed(Exception):
     pass
 
 
+def _killed_in_round_8(monkeypatch, spec, ds, part, **train_kwargs):
+    """Run ``train`` until its 16th evaluation (2 per round: inside round 8), then raise Killed."""
+    import fedbench.engine.loop as loop
+
+    real_evaluate, calls = loop.evaluate, []
+
+    def dying_evaluate(*args, **kwargs):
+        calls.append(1)
+        if len(calls) > 15:
+            raise Killed
+        return real_evaluate(*args, **kwargs)
+
+    monkeypatch.setattr(loop, "evaluate", dying_evaluate)
+    with pytest.raises(Killed):
+        train(spec, ds, part, device="cpu", **train_kwargs)
+    monkeypatch.setattr(loop, "evaluate", real_evaluate)
+
+
 # SCAFFOLD and FedDyn carry persistent client state; FedAvgM carries server momentum; Elastic
 # FedAvgM adds the held-out split, its per-round metric (boosted_pct) and, here, Δ histograms.
 @pytest.mark.parametrize("algorithm, hparams", [("scaffold", {"server_lr": 1.0}), ("feddyn", {"alpha": 0.01}),
@@ -59,7 +77,6 @@ class Killed(Exception):
                                                 ("elastic_fedavgm", {"server_lr": 1.0, "momentum": 0.9})])
 @pytest.mark.parametrize("engine", ["vectorized", "sequential"])
 def test_resume_in_process_is_bitwise_identical(files, tmp_path, monkeypatch, algorithm, hparams, engine):
-    import fedbench.engine.loop as loop
     from fedbench.data.partition import read_partition
     from fedbench.data.store import load_dataset
 
@@ -70,19 +87,8 @@ def test_resume_in_process_is_bitwise_identical(files, tmp_path, monkeypatch, al
     full, info_full = train(spec, ds, part, device="cpu", engine=engine)
 
     # interrupt the run inside round 8's evaluation (2 evaluations per round): last checkpoint is round 5
-    real_evaluate, calls = loop.evaluate, []
-
-    def dying_evaluate(*args, **kwargs):
-        calls.append(1)
-        if len(calls) > 15:
-            raise Killed
-        return real_evaluate(*args, **kwargs)
-
     ckpt = tmp_path / "checkpoint.pt"
-    monkeypatch.setattr(loop, "evaluate", dying_evaluate)
-    with pytest.raises(Killed):
-        train(spec, ds, part, device="cpu", engine=engine, checkpoint_path=ckpt, checkpoint_every=5)
-    monkeypatch.setattr(loop, "evaluate", real_evaluate)
+    _killed_in_round_8(monkeypatch, spec, ds, part, engine=engine, checkpoint_path=ckpt, checkpoint_every=5)
     assert load_checkpoint(ckpt, spec_id(spec))["round"] == 5
     # a checkpoint of another spec is never taken
     assert load_checkpoint(ckpt, spec_id(spec | {"rounds": 13})) is None
@@ -163,7 +169,6 @@ def test_stacked_seeds_resume_each_from_its_own_checkpoint(files, tmp_path, monk
     # Seed 3 was killed after its round-5 checkpoint; seed 4 never started. Stacked, seed 3
     # resumes at round 6 and seed 4 starts at round 1 (alone until round 6); each ends with the
     # metrics of its uninterrupted lone run (float64: to rounding, the chunks differ).
-    import fedbench.engine.loop as loop
     from fedbench.data.partition import make_partition, read_partition
     from fedbench.data.store import load_dataset
     from fedbench.engine.loop import train_seeds
@@ -172,19 +177,8 @@ def test_stacked_seeds_resume_each_from_its_own_checkpoint(files, tmp_path, monk
     part4 = make_partition(ds, {"scheme": "dirichlet", "alpha": 0.5, "num_clients": 10}, seed=4)
     spec3 = _spec("scaffold", {"server_lr": 1.0}) | {"dtype": "float64"}
     spec4 = spec3 | {"seed": 4}
-    real_evaluate, calls = loop.evaluate, []
-
-    def dying_evaluate(*args, **kwargs):
-        calls.append(1)
-        if len(calls) > 15:
-            raise Killed
-        return real_evaluate(*args, **kwargs)
-
     ckpt3 = tmp_path / "seed3.pt"
-    monkeypatch.setattr(loop, "evaluate", dying_evaluate)
-    with pytest.raises(Killed):
-        train(spec3, ds, part3, device="cpu", checkpoint_path=ckpt3, checkpoint_every=5)
-    monkeypatch.setattr(loop, "evaluate", real_evaluate)
+    _killed_in_round_8(monkeypatch, spec3, ds, part3, checkpoint_path=ckpt3, checkpoint_every=5)
 
     stacked = train_seeds([spec3, spec4], ds, [part3, part4], device="cpu",
                           checkpoint_paths=[ckpt3, tmp_path / "seed4.pt"], checkpoint_every=5)
