@@ -6,7 +6,8 @@
 #   snakemake --profile profiles/slurm        one Slurm job per training cell (README.md, "Slurm")
 #   snakemake wandb_sync / wandb_report       upload W&B runs / build the W&B report (README.md, "W&B")
 #
-# Data flow: prepare_dataset -> partition -> train (one job per cell) -> collect -> aggregate
+# Data flow: prepare_dataset -> partition -> train (one job per cell; per cell and all its seeds with
+#            `stack_seeds`) -> collect -> aggregate
 #            (-> wandb_log per cell, when config `wandb.enabled`).
 import os
 import sys
