@@ -611,7 +611,7 @@ def main(argv=None):
     unknown = sorted(set(args.impls) - set(IMPLS))
     if unknown:
         ap.error(f"unknown --impls {', '.join(unknown)}; choose from {', '.join(IMPLS)} "
-                 "(a = vectorized, b = sequential, c = plain; plain is the baseline of every ratio)")
+                 "(a = vectorized, a' = seeds, b = sequential, c = plain; plain is the baseline of every ratio)")
     if "plain" not in args.impls:
         ap.error("--impls must include plain: it is the baseline every ratio is taken against")
     t0 = time.perf_counter()

@@ -16,6 +16,8 @@ def test_benchmark_quick_runs(tmp_path):
     for impl in ("(a) vectorized", "(b) sequential", "(c) plain loop"):
         assert impl in text
     assert "| W1 |" in text and "| W3 |" in text and "| W4 |" in text
+    # (a') seed stacking runs where the CPU engine stacks clients: W3 only
+    assert [line.split("|")[1].strip() for line in text.splitlines() if "(a') 10 seeds stacked" in line] == ["W3"]
 
 
 def test_benchmark_refuses_unknown_impls_before_running():
@@ -23,7 +25,7 @@ def test_benchmark_refuses_unknown_impls_before_running():
     r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "run.py"), "--impls", "a,plain"],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2
-    assert "unknown --impls a" in r.stderr and "vectorized, sequential, plain" in r.stderr
+    assert "unknown --impls a" in r.stderr and "vectorized, seeds, sequential, plain" in r.stderr
 
 
 def test_stacking_benchmark_runs_and_marks_the_rule():
