@@ -203,6 +203,7 @@ def test_stacked_seeds_run_one_job_per_cell_with_the_tables_of_one_job_per_seed(
     metrics of the seeds run one by one (float32: to rounding; here the chunks happen to agree)."""
     cfg = copy.deepcopy(TINY)
     cfg["experiments"]["tiny"]["seeds"] = [0, 1, 2]
+    cfg["experiments"]["tiny"]["delta_histogram"] = True  # the stacked rule declares those outputs too
     stacked = copy.deepcopy(cfg)
     stacked["experiments"]["tiny"]["stack_seeds"] = True
     jobs = planned_jobs(ok(snakemake(tmp_path, stacked, "-n")).stdout)
@@ -223,5 +224,9 @@ def test_stacked_seeds_run_one_job_per_cell_with_the_tables_of_one_job_per_seed(
     summary = json.loads((tmp_path / "stacked/results/runs/tiny/digits/iid/fedavg/seed=1/summary.json").read_text())
     assert summary["stacked_seeds"] == [0, 1, 2] and summary["spec"]["seed"] == 1
     assert (tmp_path / "stacked/results/logs/train/tiny/digits/iid/fedavg/seeds=0-1-2.log").exists()
+    for seed in (0, 1, 2):
+        rel = f"results/runs/tiny/digits/iid/fedprox/seed={seed}/delta_histogram.parquet"
+        ha, hb = pl.read_parquet(tmp_path / "stacked" / rel), pl.read_parquet(tmp_path / "one" / rel)
+        assert ha.height > 0 and ha.equals(hb), rel
     # the stacked run is complete: a rerun plans nothing
     assert "Nothing to be done" in ok(snakemake(tmp_path / "stacked", stacked, "-n")).stdout
