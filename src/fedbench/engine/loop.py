@@ -270,7 +270,7 @@ def train_seeds(
             algo, model, grad_fn, x_train, y_train, [c.seed for c in cells], [c.clients for c in cells], local,
             chunk_size=chunk_size, augmentation=aug, holdout=[c.held for c in cells] if held_fraction > 0 else None,
             output_grad_fn=output_grad_fn)
-        trainers = [(stacked, i) for i in range(len(cells))]
+        trainers = [(stacked, i) for i in range(len(cells))]  # (trainer, the cell's index in it)
     else:
         def rows(ix):
             ix = torch.as_tensor(ix, device=dev)
@@ -283,7 +283,7 @@ def train_seeds(
     for cell, path, (trainer, i) in zip(cells, checkpoint_paths, trainers):
         states = cell.resume(path)
         if states is not None:
-            trainer.load_client_states(states, i) if engine == "vectorized" else trainer.load_client_states(states)
+            trainer.load_client_states(states, i)
 
     rounds = int(spec["rounds"])
     first_round = min(c.first_round for c in cells)
@@ -304,8 +304,8 @@ def train_seeds(
             results = [trainers[i][0].train_round(cells[i].server, s, hp, t) for i, s in zip(active, sampled)]
         for i, s, result in zip(active, sampled, results):
             trainer, j = trainers[i]
-            cells[i].end_round(t, s, result, hp, lambda: trainer.client_states(j) if engine == "vectorized"
-                               else trainer.client_states(), checkpoint_paths[i], checkpoint_every)
+            cells[i].end_round(t, s, result, hp, lambda: trainer.client_states(j), checkpoint_paths[i],
+                               checkpoint_every)
         latest = cells[active[0]].rows[-1] if cells[active[0]].rows else None
         if latest is not None and latest["round"] == t:
             bar.set_postfix(acc=f"{latest['test_accuracy']:.4f}", loss=f"{latest['train_loss']:.4f}")
@@ -313,8 +313,8 @@ def train_seeds(
     out = []
     for cell, (trainer, i) in zip(cells, trainers):
         info = cell.info()
-        info.update(client_states=trainer.client_states(i) if engine == "vectorized" else trainer.client_states(),
-                    device=str(dev), engine=engine, padding_efficiency=trainer.padding_efficiency)
+        info.update(client_states=trainer.client_states(i), device=str(dev), engine=engine,
+                    padding_efficiency=trainer.padding_efficiency)
         out.append((cell.rows, info))
     return out
 

@@ -397,8 +397,8 @@ class VectorizedClients:
         ``client_init`` and ``client_final`` run per cell (each with its own server state).
 
         Equal to training the cells one by one to float rounding (chunks of another size may sum
-        in another order; tested to 1e-10 relative in float64,
-        ``tests/engine/test_vectorized.py``); a stacked run repeated is bitwise identical.
+        in another order; tested to 1e-10 relative in float64 for every algorithm,
+        ``tests/engine/test_loop.py``); a stacked run repeated is bitwise identical.
 
         Raises:
             ValueError: no cells, or ``seeds`` and ``clients`` (and ``holdout``) of different lengths.
@@ -768,11 +768,13 @@ class SequentialClients:
             self.real_steps += len(batches)
         return RoundResult(messages, losses, messages, self.executed_steps, self.real_steps)
 
-    def client_states(self) -> dict[int, dict]:
+    def client_states(self, cell: int = 0) -> dict[int, dict]:
+        """The persistent client states ``{k: state}`` (one cell: ``cell`` is 0, as for
+        :meth:`VectorizedClients.client_states`)."""
         return self.states
 
-    def load_client_states(self, states: dict[int, dict]) -> None:
-        """Restore persistent client states ``{k: state}`` (resume from a checkpoint)."""
+    def load_client_states(self, states: dict[int, dict], cell: int = 0) -> None:
+        """Restore persistent client states ``{k: state}`` (resume from a checkpoint; ``cell`` is 0)."""
         self.states = dict(states)
 
     padding_efficiency = 1.0
