@@ -77,10 +77,12 @@ def test_as_delta_replaces_a_model_by_its_update():
         as_delta({"params": msg["params"], "delta": msg["params"]}, theta_prev)
 
 
-def test_histogram_refuses_bins_beyond_int64_but_entropy_does_not():
-    from fedbench.metrics.communication import histogram
+def test_histogram_counts_values_beyond_int64_bins_in_the_overflow_bins():
+    from fedbench.metrics.communication import MAX_BIN, histogram
 
-    v = np.array([1e300, -1e300, 5.0])
-    with pytest.raises(ValueError, match="int64"):
-        histogram(v)
-    assert entropy_bits(v) == pytest.approx(math.log2(3))
+    # finite but blown-up updates (a run on its way to divergence) must not stop the cell
+    v = np.array([1e300, -1e300, 5.0, 2e300, 4e16, 5e16])
+    bins, counts = histogram(v)
+    assert bins.dtype == np.int64 and counts.sum() == v.size
+    assert dict(zip(bins.tolist(), counts.tolist())) == {-MAX_BIN: 1, 500: 1, int(4e18): 1, MAX_BIN: 3}
+    assert entropy_bits(v) == pytest.approx(math.log2(6))  # the entropy keeps all six bins apart

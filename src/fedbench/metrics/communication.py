@@ -62,22 +62,27 @@ def as_delta(message: dict, global_params) -> dict:
     return out
 
 
-#: Bin indices beyond ±2^62 cannot be stored as int64 (values beyond ~±4.6e16 at width 0.01).
-_MAX_BIN = float(2**62)
+#: Bin indices beyond ±2^62 cannot be stored as int64 (values beyond ~±4.6e16 at width 0.01):
+#: :func:`histogram` counts such values in the overflow bins ±2^62.
+MAX_BIN = 2**62
 
 
 def histogram(values: np.ndarray, bin_width: float = ENTROPY_BIN_WIDTH) -> tuple[np.ndarray, np.ndarray]:
     """(bins, counts) of ``values`` quantised to bins of width ``bin_width``: bin b holds the
     values v with ⌊v / bin_width⌋ = b, i.e. v ∈ [b·w, (b+1)·w). Only non-empty bins, in increasing
-    order; both int64; ``counts.sum() == values.size``.
+    order; both int64; ``counts.sum() == values.size``. Values whose bin index lies beyond ±2^62
+    (:data:`MAX_BIN`; |v| > ~4.6e16 at width 0.01, an update that has blown up but is still
+    finite) are counted in the overflow bins ±2^62, so the counts stay exact and a run on its
+    way to divergence is recorded rather than stopped by its histogram.
 
     Raises:
-        ValueError: values contain NaN or inf, a bin index beyond ±2^62, or bin_width <= 0.
+        ValueError: values contain NaN or inf, or bin_width <= 0.
     """
     bins, counts = _bin_counts(values, bin_width)
-    if bins.size and max(-bins[0], bins[-1]) > _MAX_BIN:
-        raise ValueError(f"histogram: values up to {max(-bins[0], bins[-1]) * bin_width:.3g} give bin indices "
-                         "beyond int64")
+    if bins.size and max(-bins[0], bins[-1]) > MAX_BIN:
+        clipped = np.clip(bins, -MAX_BIN, MAX_BIN)
+        bins, inverse = np.unique(clipped, return_inverse=True)
+        counts = np.bincount(inverse, weights=counts, minlength=len(bins)).astype(np.int64)
     return bins.astype(np.int64), counts
 
 

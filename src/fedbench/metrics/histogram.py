@@ -15,13 +15,15 @@ the figure and the entropy columns describe the same quantisation.
     entry    the message entry: ``delta`` (Δ_k; FedDyn's θ_k converted to Δ_k = θ_k − θ^{t−1},
              :func:`fedbench.metrics.communication.as_delta`), ``delta_c`` (SCAFFOLD's Δc_k),
              ``omega`` (Elastic Aggregation's Ω_k)
-    bin      int64 b: the values v with ⌊v / 0.01⌋ = b, i.e. v ∈ [0.01·b, 0.01·(b+1))
+    bin      int64 b: the values v with ⌊v / 0.01⌋ = b, i.e. v ∈ [0.01·b, 0.01·(b+1)); the
+             overflow bins ±2^62 also hold every value beyond ±4.6e16
+             (:func:`fedbench.metrics.communication.histogram`)
     count    int64 > 0: values sent in that bin, pooled over the round's sampled clients and
              every tensor of the entry (only non-empty bins are stored)
 
 So Σ count over the rows of one (round, entry) = the number of scalars of that entry sent in the
 round(s), and the entropy of the counts pooled over entries is the round's
-``uplink_entropy_bits_delta`` increment (tested).
+``uplink_entropy_bits_delta`` increment (tested), unless values fell into the overflow bins.
 """
 
 from __future__ import annotations
