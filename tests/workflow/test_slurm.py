@@ -5,8 +5,8 @@ Needs a running Slurm (one node is enough). `.ci/run` starts one with `.ci/start
 installed, this module starts it itself (set FEDBENCH_SLURM_AUTOSTART=0 to forbid that).
 Otherwise the tests skip, saying why.
 
-A small experiment (digits, logreg, 2 algorithms, 1 seed, 3 rounds) runs twice: through Slurm
-and locally. Every train cell must have run inside its own Slurm job, with the time
+A small experiment (digits, logreg, 2 algorithms, 1 seed, 3 rounds) and a stacked one (1
+algorithm, 2 seeds in one job: `stack_seeds`) run twice: through Slurm and locally. Every train cell must have run inside its own Slurm job, with the time
 limit, memory and CPUs of the config's `resources`, the light rules on the submitting node, and
 results/metrics.parquet must equal the local run's (wall_seconds aside).
 """
@@ -47,10 +47,27 @@ CONFIG = {
                 }
             },
             "algorithms": {"fedavg": {}, "scaffold": {}},
-        }
+        },
+        # seed stacking: both seeds of the one cell in a single Slurm job (train_seeds_stacked)
+        "stacked": {
+            "seeds": [0, 1],
+            "stack_seeds": True,
+            "rounds": 3,
+            "sampling": {"scheme": "uniform", "participation": 0.5},
+            "local": {"epochs": 1, "batch_size": 32, "lr": 0.1},
+            "resources": {"runtime": 7, "mem_mb": 600, "cpus": 1, "gpus": 0},
+            "datasets": {
+                "digits": {
+                    "model": {"name": "logreg"},
+                    "partitions": {"iid": {"scheme": "iid", "num_clients": 4}},
+                }
+            },
+            "algorithms": {"fedavg": {}},
+        },
     },
 }
 CELLS = ["fedavg", "scaffold"]
+STACKED = ["stacked/digits/iid/fedavg/seed=0", "stacked/digits/iid/fedavg/seed=1"]
 
 
 def _node_state() -> str | None:
@@ -130,7 +147,7 @@ def test_slurm_run_matches_local_run(slurm, tmp_path):
 
     # Only the train cells went to Slurm, each as its own job; the light rules stayed local.
     submitted = re.findall(r"Job \d+ has been submitted with SLURM jobid (\d+) \(log: .*?rule_(\w+)/", out)
-    assert sorted(rule for _, rule in submitted) == ["train"] * len(CELLS), out[-4000:]
+    assert sorted(rule for _, rule in submitted) == ["train"] * len(CELLS) + ["train_seeds_stacked"], out[-4000:]
     for rule in ("prepare_dataset", "partition", "collect", "aggregate", "all"):
         assert re.search(rf"^localrule {rule}:", out, re.M), f"{rule} did not run locally"
 
@@ -154,8 +171,14 @@ def test_slurm_run_matches_local_run(slurm, tmp_path):
         local_summary = json.loads((local / "results/runs" / cell / "summary.json").read_text())
         assert local_summary["job"]["slurm"] is None
     assert len(job_ids) == len(CELLS)
+    # The stacked cell: both seeds trained in one Slurm job, with one log.
+    stacked_jobs = {json.loads((on_slurm / "results/runs" / cell / "summary.json").read_text())["job"]["slurm"]["job_id"]
+                    for cell in STACKED}
+    assert len(stacked_jobs) == 1 and not stacked_jobs & job_ids
+    log = (on_slurm / "results/logs/train/stacked/digits/iid/fedavg/seeds=0-1.log").read_text()
+    assert f"Slurm job {next(iter(stacked_jobs))}" in log and "seeds=0,1" in log
 
     a = pl.read_parquet(on_slurm / "results/metrics.parquet").drop("wall_seconds")
     b = pl.read_parquet(local / "results/metrics.parquet").drop("wall_seconds")
-    assert a.height == len(CELLS) * 3
+    assert a.height == (len(CELLS) + len(STACKED)) * 3
     assert a.equals(b), f"Slurm and local metrics differ:\n{a}\n{b}"
