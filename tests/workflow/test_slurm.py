@@ -13,6 +13,7 @@ results/metrics.parquet must equal the local run's (wall_seconds aside).
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import re
@@ -30,40 +31,27 @@ SNAKEFILE = REPO / "Snakefile"
 START = REPO / ".ci" / "start-slurm.sh"
 STATUS_FILE = Path(os.environ.get("FEDBENCH_SLURM_STATUS", "/tmp/fedbench-slurm-status"))
 
+EXPERIMENT = {
+    "seeds": [0],
+    "rounds": 3,
+    "sampling": {"scheme": "uniform", "participation": 0.5},
+    "local": {"epochs": 1, "batch_size": 32, "lr": 0.1},
+    "resources": {"runtime": 7, "mem_mb": 600, "cpus": 1, "gpus": 0},
+    "datasets": {
+        "digits": {
+            "model": {"name": "logreg"},
+            "partitions": {"iid": {"scheme": "iid", "num_clients": 4}},
+        }
+    },
+    "algorithms": {"fedavg": {}, "scaffold": {}},
+}
 CONFIG = {
     "datasets": {"digits": {"source": "digits"}},
     "device": "cpu",
     "experiments": {
-        "slurm": {
-            "seeds": [0],
-            "rounds": 3,
-            "sampling": {"scheme": "uniform", "participation": 0.5},
-            "local": {"epochs": 1, "batch_size": 32, "lr": 0.1},
-            "resources": {"runtime": 7, "mem_mb": 600, "cpus": 1, "gpus": 0},
-            "datasets": {
-                "digits": {
-                    "model": {"name": "logreg"},
-                    "partitions": {"iid": {"scheme": "iid", "num_clients": 4}},
-                }
-            },
-            "algorithms": {"fedavg": {}, "scaffold": {}},
-        },
+        "slurm": copy.deepcopy(EXPERIMENT),
         # seed stacking: both seeds of the one cell in a single Slurm job (train_seeds_stacked)
-        "stacked": {
-            "seeds": [0, 1],
-            "stack_seeds": True,
-            "rounds": 3,
-            "sampling": {"scheme": "uniform", "participation": 0.5},
-            "local": {"epochs": 1, "batch_size": 32, "lr": 0.1},
-            "resources": {"runtime": 7, "mem_mb": 600, "cpus": 1, "gpus": 0},
-            "datasets": {
-                "digits": {
-                    "model": {"name": "logreg"},
-                    "partitions": {"iid": {"scheme": "iid", "num_clients": 4}},
-                }
-            },
-            "algorithms": {"fedavg": {}},
-        },
+        "stacked": copy.deepcopy(EXPERIMENT) | {"seeds": [0, 1], "stack_seeds": True, "algorithms": {"fedavg": {}}},
     },
 }
 CELLS = ["fedavg", "scaffold"]
