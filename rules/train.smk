@@ -71,21 +71,26 @@ if HISTOGRAM_EXPERIMENTS:
 # hyperparameter or an added seed reruns all seeds of the cell (the price of one job for all).
 
 
-def _stacked_specs(seeds):
+from types import SimpleNamespace as _Namespace
+
+
+def _seed_cell(wildcards, seed):
+    """Rule train's wildcards for one seed of a train_seeds_* job's cell."""
+    return _Namespace(**dict(wildcards.items()), seed=str(seed))
+
+
+def _stacked_params(seeds):
+    """The params functions of a train_seeds_* rule: every seed's spec, and the algorithm's code
+    version (the same for all seeds of a cell)."""
+
     def specs(wildcards):
-        return [cell_spec(Namespace(**{**dict(wildcards.items()), "seed": str(s)})) for s in seeds]
+        return [cell_spec(_seed_cell(wildcards, s)) for s in seeds]
 
-    return specs
-
-
-def _stacked_code(seeds):
     def code(wildcards):
-        return cell_code_version(Namespace(**{**dict(wildcards.items()), "seed": str(seeds[0])}))
+        return cell_code_version(_seed_cell(wildcards, seeds[0]))
 
-    return code
+    return specs, code
 
-
-from types import SimpleNamespace as Namespace
 
 for _exp, _seeds in STACKED_SEEDS.items():
     _outputs = {
@@ -94,6 +99,7 @@ for _exp, _seeds in STACKED_SEEDS.items():
     }
     if _exp in HISTOGRAM_EXPERIMENTS:
         _outputs["delta_histogram"] = expand(f"{RUN_DIR}/delta_histogram.parquet", seed=_seeds, allow_missing=True)
+    _specs, _code = _stacked_params(_seeds)
 
     rule:
         name:
@@ -106,8 +112,8 @@ for _exp, _seeds in STACKED_SEEDS.items():
         output:
             **_outputs,
         params:
-            specs=_stacked_specs(_seeds),
-            code=_stacked_code(_seeds),
+            specs=_specs,
+            code=_code,
         log:
             "results/logs/train/{experiment}/{dataset}/{partition}/{algorithm}/seeds=" + "-".join(map(str, _seeds)) + ".log",
         threads: train_threads
