@@ -298,8 +298,7 @@ def worker(wname: str, participation: float, impl: str, rounds: int, quick: bool
     hp = {"lr": LR, "weight_decay": 0.0, "clip_norm": None}
     seed = 0
     seeds = list(range(SEEDS)) if impl == "seeds" else [seed]
-    sampled_per_round = [sample_clients("uniform", m, participation, seed, t) for t in range(1, rounds + 2)]
-    # (a'): every seed samples its own clients (the same count)
+    # per round, every seed's sampled clients (the same count); one seed except for (a')
     sampled_seeds = [[sample_clients("uniform", m, participation, s, t) for s in seeds] for t in range(1, rounds + 2)]
     weights_all = np.array([len(c) for c in clients], dtype=np.float64)
 
@@ -307,7 +306,7 @@ def worker(wname: str, participation: float, impl: str, rounds: int, quick: bool
         gm = torch_module(w).to(dev)
 
         def one_round(t):
-            plain_round(gm, x_host, y_host, clients, sampled_per_round[t - 1], local, LR, dev)
+            plain_round(gm, x_host, y_host, clients, sampled_seeds[t - 1][0], local, LR, dev)
     else:
         model = build_model(w["model"], w["shape"], w["classes"])
         grad_fn = make_grad_fn(model)
@@ -332,7 +331,7 @@ def worker(wname: str, participation: float, impl: str, rounds: int, quick: bool
             trainer = SequentialClients(algo, grad_fn, data, clients, local, seed)
         if impl != "seeds":
             def one_round(t):
-                sampled = sampled_per_round[t - 1]
+                sampled = sampled_seeds[t - 1][0]
                 res = trainer.train_round(state["server"], sampled, hp, t)
                 state["server"] = algo.server_update(state["server"], res.messages,
                                                      torch.as_tensor(weights_all[sampled]), hp)
@@ -342,10 +341,10 @@ def worker(wname: str, participation: float, impl: str, rounds: int, quick: bool
         gpu_base = torch.cuda.memory_allocated(dev)
     with PeakRSS() as mem:
         t0 = time.perf_counter()
-        full, full_seeds = sampled_per_round[0], sampled_seeds[0]
-        sampled_per_round[0], sampled_seeds[0] = full[:2], [smp[:2] for smp in full_seeds]
-        one_round(1)  # warm-up: round 1 with its first two clients only (untimed)
-        sampled_per_round[0], sampled_seeds[0] = full, full_seeds
+        full = sampled_seeds[0]
+        sampled_seeds[0] = [smp[:2] for smp in full]
+        one_round(1)  # warm-up: round 1 with its first two clients (of each seed) only (untimed)
+        sampled_seeds[0] = full
         _sync(dev)
         t1 = time.perf_counter()
         for t in range(2, rounds + 2):
@@ -353,7 +352,7 @@ def worker(wname: str, participation: float, impl: str, rounds: int, quick: bool
         _sync(dev)
         t2 = time.perf_counter()
     per_round = (t2 - t1) / rounds / len(seeds)  # (a'): per cell-round
-    clients_per_round = float(np.mean([len(s) for s in sampled_per_round[1:]]))
+    clients_per_round = float(np.mean([len(smp[0]) for smp in sampled_seeds[1:]]))
     if local["epochs"] is not None:
         samples = local["epochs"] * w["n"] * clients_per_round
     else:
