@@ -56,10 +56,10 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from fedbench.algorithms import get_algorithm  # noqa: E402
 from fedbench.engine.allocator import keep_freed_memory  # noqa: E402
-from fedbench.engine.rng import generator  # noqa: E402
 from fedbench.engine.sampling import sample_clients  # noqa: E402
 from fedbench.engine.vectorized import SequentialClients, VectorizedClients  # noqa: E402
 from fedbench.models import build_model, make_grad_fn  # noqa: E402
+from fedbench.rng import generator  # noqa: E402
 
 # name: (model cfg, input shape, classes, clients, samples per client, local work, rounds at p=0.1, at p=1.0)
 WORKLOADS = {

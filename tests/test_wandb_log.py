@@ -178,8 +178,9 @@ def test_report_blocks_one_section_per_experiment_without_network(monkeypatch):
 
 
 def test_report_sections_follow_the_config():
-    import yaml
     from pathlib import Path
+
+    import yaml
 
     cfg = yaml.safe_load((Path(__file__).resolve().parents[1] / "config" / "config.yaml").read_text())
     cfg["experiments"]["baselines"]["paper"] = "paper-000"

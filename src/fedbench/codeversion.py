@@ -23,7 +23,7 @@ import hashlib
 import importlib.util
 import io
 import tokenize
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 __all__ = ["source_digest", "module_closure", "code_version"]
@@ -49,7 +49,7 @@ def _source_path(module: str, within: str) -> Path:
     raise ModuleNotFoundError(f"no Python source for module {module!r}")
 
 
-@lru_cache(maxsize=None)
+@cache
 def _normalized_digest(src: bytes) -> str:
     parts = []
     for tok in tokenize.tokenize(io.BytesIO(src).readline):
@@ -72,7 +72,7 @@ def _imports(module: str, path: Path) -> set[str]:
     return _imports_of(path.read_bytes(), module if path.name == "__init__.py" else module.rpartition(".")[0])
 
 
-@lru_cache(maxsize=None)
+@cache
 def _imports_of(src: bytes, package: str) -> frozenset[str]:
     tree = ast.parse(src)
     names: set[str] = set()

@@ -135,9 +135,10 @@ def update_json(path, values: dict) -> None:
     import json
     from pathlib import Path
 
+    from fedbench.files import atomic_write
+
     path = Path(path)
     data = json.loads(path.read_text())
     data.update(values)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(json.dumps(data, indent=2, default=float) + "\n")
-    os.replace(tmp, path)
+    with atomic_write(path) as tmp:
+        tmp.write_text(json.dumps(data, indent=2, default=float) + "\n")

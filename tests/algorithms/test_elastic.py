@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from fedbench.algorithms import (elastic, elastic_fedavg, elastic_fedavgm, elastic_fedprox, fedavg,
-                                 fedavgm, fedprox)
+from fedbench.algorithms import elastic, elastic_fedavg, elastic_fedavgm, elastic_fedprox, fedavg, fedavgm, fedprox
 from fedbench.engine.holdout import holdout_size, make_output_grad_fn
 from fedbench.metrics.communication import count_floats
 from fedbench.tree import tree_numel, tree_weighted_mean

@@ -4,8 +4,17 @@
 import pytest
 import torch
 
-from fedbench.algorithms import (ALGORITHMS, fedavg, fedelasticnet_feddyn, fedelasticnet_prox, fedelasticnet_scaffold,
-                                 feddyn, fedprox, get_algorithm, scaffold)
+from fedbench.algorithms import (
+    ALGORITHMS,
+    fedavg,
+    feddyn,
+    fedelasticnet_feddyn,
+    fedelasticnet_prox,
+    fedelasticnet_scaffold,
+    fedprox,
+    get_algorithm,
+    scaffold,
+)
 from fedbench.engine.batches import local_batches
 from fedbench.engine.local import train_client
 from fedbench.metrics.communication import count_floats, count_nonzeros

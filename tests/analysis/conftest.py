@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-
 from types import SimpleNamespace
 
 import polars as pl

@@ -8,8 +8,13 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
-from fedbench.analysis.paper_figures import boosted_frame, histogram_panels, plot_boosted, plot_delta_histograms, \
-    read_histograms
+from fedbench.analysis.paper_figures import (
+    boosted_frame,
+    histogram_panels,
+    plot_boosted,
+    plot_delta_histograms,
+    read_histograms,
+)
 from fedbench.metrics.communication import flatten
 from fedbench.metrics.histogram import DeltaHistogram
 

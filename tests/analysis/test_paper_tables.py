@@ -10,7 +10,14 @@ import polars as pl
 import pytest
 
 from fedbench.analysis.paper_tables import (
-    PAPERS, TABLES, load_reference, markdown_paper_table, paper_key, paper_table, tables_for, write_paper_table,
+    PAPERS,
+    TABLES,
+    load_reference,
+    markdown_paper_table,
+    paper_key,
+    paper_table,
+    tables_for,
+    write_paper_table,
 )
 from fedbench.engine.sampling import sample_clients
 

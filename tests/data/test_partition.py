@@ -13,7 +13,7 @@ from fedbench.data.partition import (
     write_partition,
 )
 from fedbench.data.store import Dataset
-from fedbench.engine.rng import generator
+from fedbench.rng import generator
 
 
 def _dataset(n=1000, C=10, natural=False, seed=0):

@@ -1,6 +1,5 @@
 """keep_freed_memory: sets glibc's thresholds where mallopt exists, changes nothing elsewhere."""
 
-import ctypes
 import platform
 import types
 

@@ -17,7 +17,7 @@ from fedbench.data.partition import make_partition
 from fedbench.data.store import Dataset
 from fedbench.engine import augment
 from fedbench.engine.loop import augmentation_of, spec_id, train
-from fedbench.engine.rng import PURPOSES
+from fedbench.rng import PURPOSES
 
 DEVICES = [
     "cpu",

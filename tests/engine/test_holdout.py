@@ -8,8 +8,7 @@ import pytest
 import torch
 
 from fedbench.algorithms import elastic_fedavg, fedavg
-from fedbench.engine.holdout import (holdout_batches, holdout_fraction, holdout_size, holdout_split,
-                                     make_output_grad_fn)
+from fedbench.engine.holdout import holdout_batches, holdout_fraction, holdout_size, holdout_split, make_output_grad_fn
 from fedbench.engine.vectorized import IGNORE_INDEX, VectorizedClients
 from fedbench.models import build_model, make_grad_fn
 

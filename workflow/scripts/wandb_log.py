@@ -12,6 +12,7 @@ from pathlib import Path  # noqa: E402
 os.environ.pop("WANDB_SERVICE", None)
 
 from fedbench.config import wandb_settings  # noqa: E402
+from fedbench.files import atomic_write  # noqa: E402
 from fedbench.wandb_log import log_cell  # noqa: E402
 
 cfg = snakemake.config  # noqa: F821
@@ -25,8 +26,6 @@ record = log_cell(
     paper=(cfg["experiments"][exp] or {}).get("paper"),
     code_version=summary.get("code_version"),
 )
-out = Path(snakemake.output.record)  # noqa: F821
-tmp = out.with_name(f".{out.name}.tmp{os.getpid()}")
-tmp.write_text(json.dumps(record, indent=2) + "\n")
-os.replace(tmp, out)
+with atomic_write(snakemake.output.record) as tmp:  # noqa: F821
+    tmp.write_text(json.dumps(record, indent=2) + "\n")
 print(f"W&B run {record['id']} ({record['mode']}: {record['mode_reason']}) in {record['dir']}")

@@ -13,8 +13,14 @@ hyperparameters.
 from __future__ import annotations
 
 from fedbench.algorithms import elastic, fedavgm
-from fedbench.algorithms.elastic_fedavg import (broadcast, client_final, client_holdout_step, client_init,
-                                                client_step, holdout_fraction)
+from fedbench.algorithms.elastic_fedavg import (
+    broadcast,
+    client_final,
+    client_holdout_step,
+    client_init,
+    client_step,
+    holdout_fraction,
+)
 from fedbench.tree import Tree
 
 HPARAMS: dict = {**fedavgm.HPARAMS, "dampening": 0.9, **elastic.HPARAMS}

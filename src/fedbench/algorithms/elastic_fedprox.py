@@ -14,8 +14,8 @@ With ``sensitivity: none`` (ζ ≡ 1) this is exactly FedProx.
 from __future__ import annotations
 
 from fedbench.algorithms import elastic, elastic_fedavg, fedprox
-from fedbench.algorithms.fedavg import broadcast
 from fedbench.algorithms.elastic_fedavg import server_init, server_update
+from fedbench.algorithms.fedavg import broadcast
 
 HPARAMS: dict = {**fedprox.HPARAMS, **elastic.HPARAMS}
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import polars as pl
 
+from fedbench.files import atomic_write
 from fedbench.metrics.schema import ADDED_COLUMNS, METRICS_SCHEMA, STATUSES
 
 # METRICS_SCHEMA (pyarrow) as polars dtypes: pa.string -> pl.String, pa.int64 -> pl.Int64, ...
@@ -81,12 +82,6 @@ def collect(paths: Sequence[str | os.PathLike], out_path: str | os.PathLike) -> 
                 raise ValueError(f"collect: cell {key} appears in both {owners[key]} and {p}")
             owners[key] = p
 
-    out_path = Path(out_path)
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out_path.with_name(f".{out_path.name}.tmp{os.getpid()}")
-    try:
+    with atomic_write(out_path) as tmp:
         out.write_parquet(tmp)
-        os.replace(tmp, out_path)
-    finally:
-        tmp.unlink(missing_ok=True)
     return out

@@ -29,6 +29,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from fedbench.files import atomic_write
 from fedbench.metrics.communication import ENTROPY_BIN_WIDTH, entropy_from_counts
 
 #: FedElasticNet's Figure 2 columns: algorithm module -> the paper's name.
@@ -40,10 +41,8 @@ ELASTIC_ALGORITHMS = ("elastic_fedavg", "elastic_fedavgm", "elastic_fedprox")
 
 def _save(fig: Figure, path: str | os.PathLike, dpi: int) -> Path:
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}.png")
-    fig.savefig(tmp, dpi=dpi)
-    os.replace(tmp, path)
+    with atomic_write(path) as tmp:
+        fig.savefig(tmp, dpi=dpi)
     return path
 
 

@@ -39,6 +39,8 @@ from pathlib import Path
 
 import polars as pl
 
+from fedbench.files import atomic_write
+
 NOT_MEASURED = "n/m"
 DASH = "—"
 
@@ -301,11 +303,9 @@ def write_paper_table(df: pl.DataFrame, reference_path: str | os.PathLike, cells
     """Write one paper table as Markdown (the paper's layout) and CSV (long: :data:`CSV_COLUMNS`)."""
     long = paper_table(df, load_reference(reference_path), cells, table)
     for path, text in ((Path(md_path), markdown_paper_table(long, table)), (Path(csv_path), None)):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-        if text is None:
-            long.write_csv(tmp)
-        else:
-            tmp.write_text(text)
-        os.replace(tmp, path)
+        with atomic_write(path) as tmp:
+            if text is None:
+                long.write_csv(tmp)
+            else:
+                tmp.write_text(text)
     return long

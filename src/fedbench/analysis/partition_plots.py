@@ -14,6 +14,8 @@ import seaborn as sns
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from fedbench.files import atomic_write
+
 MAX_HEIGHT_IN = 30.0  # a 1,000-client partition still fits one readable image
 ANNOTATE_MAX_CELLS = 400  # write the count in each cell only when there are few cells
 
@@ -83,6 +85,6 @@ def plot_class_counts(counts_table, path: str | os.PathLike, title: str | None =
     total = int(counts.sum())
     ax.set_title(title or f"Class counts per client ({num_clients} clients, {num_classes} classes, {total} samples)")
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
+    with atomic_write(path) as tmp:
+        fig.savefig(tmp, dpi=120)
     return path

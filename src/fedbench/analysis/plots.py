@@ -18,6 +18,8 @@ import seaborn as sns
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from fedbench.files import atomic_write
+
 
 def plot_accuracy(
     df: pl.DataFrame,
@@ -91,6 +93,6 @@ def plot_accuracy(
     if title:
         fig.suptitle(f"{title}: test accuracy (mean ± sd over seeds)")
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=dpi)
+    with atomic_write(path) as tmp:
+        fig.savefig(tmp, dpi=dpi)
     return path

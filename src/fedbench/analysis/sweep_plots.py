@@ -15,6 +15,8 @@ import polars as pl
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from fedbench.files import atomic_write
+
 NAMES = {"fedelasticnet_prox": "Alg. 1 (FedProx + EN)", "fedelasticnet_scaffold": "Alg. 2 (SCAFFOLD + ℓ1)",
          "fedelasticnet_feddyn": "Alg. 3 (FedDyn + EN)"}
 
@@ -79,8 +81,6 @@ def plot_lambda1_sweep(df: pl.DataFrame, cells: list[dict], path: str | os.PathL
     fig.suptitle("FedElasticNet: λ1 sweep (paper Figures 3–5)")
     fig.tight_layout()
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}.png")
-    fig.savefig(tmp, dpi=dpi)
-    os.replace(tmp, path)
+    with atomic_write(path) as tmp:
+        fig.savefig(tmp, dpi=dpi)
     return path

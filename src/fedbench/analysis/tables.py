@@ -21,9 +21,10 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping
-from pathlib import Path
 
 import polars as pl
+
+from fedbench.files import atomic_write
 
 GROUP = ["dataset", "partition", "algorithm"]
 RUN = [*GROUP, "seed"]
@@ -178,12 +179,6 @@ def markdown_table(summary: pl.DataFrame, title: str | None = None, decimals: in
     return "\n".join(out) + "\n"
 
 
-def _atomic_write_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-
 
 def write_tables(
     df: pl.DataFrame,
@@ -209,8 +204,8 @@ def write_tables(
     if df.height == 0:
         raise ValueError("write_tables: no metrics rows (is the experiment name right?)")
     summary = summarize(df, targets)
-    _atomic_write_text(Path(md_path), markdown_table(summary, title, decimals=decimals))
-    csv_path = Path(csv_path)
-    csv_path.parent.mkdir(parents=True, exist_ok=True)
-    summary.write_csv(csv_path)
+    with atomic_write(md_path) as tmp:
+        tmp.write_text(markdown_table(summary, title, decimals=decimals))
+    with atomic_write(csv_path) as tmp:
+        summary.write_csv(tmp)
     return summary

@@ -36,7 +36,6 @@ import hashlib
 import logging
 import os
 import shutil
-import tempfile
 import time
 import urllib.error
 import urllib.parse
@@ -46,6 +45,7 @@ from pathlib import Path
 
 from fedbench.data.errors import ChecksumError, DataUnavailableError
 from fedbench.data.sources import RemoteDataset, RemoteFile
+from fedbench.files import atomic_write
 
 log = logging.getLogger(__name__)
 
@@ -199,10 +199,8 @@ def _download_once(url: str, file: RemoteFile, dest: Path, timeout: float, progr
     from tqdm.auto import tqdm
 
     req = urllib.request.Request(url, headers={"User-Agent": "fedbench (dataset download)"})
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{file.name}.part-", dir=dest.parent)
-    tmp = Path(tmp_name)
-    try:
-        with os.fdopen(fd, "wb") as out:
+    with atomic_write(dest) as tmp:
+        with open(tmp, "wb") as out:
             try:
                 resp = urllib.request.urlopen(req, timeout=timeout)
             except urllib.error.HTTPError as e:
@@ -227,9 +225,6 @@ def _download_once(url: str, file: RemoteFile, dest: Path, timeout: float, progr
                 if length and length.isdigit() and d.size != int(length):
                     raise _Retryable(f"transfer ended after {d.size} of {length} bytes")
         _check(file, d, url)
-        os.replace(tmp, dest)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def fetch(

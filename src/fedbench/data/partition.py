@@ -18,7 +18,7 @@ schema metadata (key ``fedbench``) records the dataset, scheme, resolved paramet
 
 A partition config is ``{"scheme": name, **params}``; :data:`SCHEMES` lists each scheme's
 parameters and defaults. All randomness comes from
-``fedbench.engine.rng.generator(seed, 0, -1, "partition")``, so (dataset, config, seed) fixes
+``fedbench.rng.generator(seed, 0, -1, "partition")``, so (dataset, config, seed) fixes
 the table.
 
 Schemes
@@ -75,16 +75,16 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from fedbench.data.params import resolve_params
 from fedbench.data.store import Dataset
-from fedbench.engine.rng import generator
+from fedbench.files import atomic_write
+from fedbench.params import resolve_params
+from fedbench.rng import generator
 
 SCHEMES: dict[str, dict] = {
     "iid": {"num_clients": 10, "sigma": 0.0, "min_size": 1},
@@ -507,17 +507,6 @@ def class_counts(table: pa.Table, dataset: Dataset) -> pa.Table:
     return pa.table({k: pa.array(v, pa.int64()) for k, v in cols.items()})
 
 
-def _write_atomic(table: pa.Table, path: Path) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        pq.write_table(table, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def write_partition(table: pa.Table, dataset: Dataset, out_dir: str | os.PathLike) -> None:
     """Write ``out_dir/partition.parquet`` and ``out_dir/class_counts.parquet``.
 
@@ -526,8 +515,9 @@ def write_partition(table: pa.Table, dataset: Dataset, out_dir: str | os.PathLik
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    _write_atomic(class_counts(table, dataset), out / "class_counts.parquet")
-    _write_atomic(table, out / "partition.parquet")
+    for name, t in (("class_counts.parquet", class_counts(table, dataset)), ("partition.parquet", table)):
+        with atomic_write(out / name) as tmp:
+            pq.write_table(t, tmp)
 
 
 def read_partition(path: str | os.PathLike) -> pa.Table:

@@ -47,10 +47,10 @@ from fedbench.data import cifar, cinic, idx, libsvm, shakespeare, tff
 from fedbench.data.digits import load_digits
 from fedbench.data.download import fetch_all, with_mirror_checksums
 from fedbench.data.images import check_normalize
-from fedbench.data.params import resolve_params
 from fedbench.data.sources import REMOTE
 from fedbench.data.store import Dataset, write_dataset
 from fedbench.data.synthetic import generate_synthetic
+from fedbench.params import resolve_params
 
 SOURCES: dict[str, dict] = {
     "digits": {"test_fraction": 0.2, "split_seed": 0},

@@ -29,12 +29,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+
+from fedbench.files import atomic_write
 
 ARRAYS = ("x_train", "y_train", "x_test", "y_test")
 OPTIONAL_ARRAYS = ("client_train", "client_test", "y_coarse_train", "y_coarse_test")
@@ -127,8 +127,8 @@ def write_dataset(
         raise ValueError(f"write_dataset: x_dtype must be one of {', '.join(X_DTYPES)}, got {x_dtype!r}")
     directory = Path(directory)
     directory.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
-    try:
+    with atomic_write(directory) as tmp:
+        tmp.mkdir()
         arrays = {
             "x_train": np.asarray(ds.x_train, dtype=x_dtype),
             "y_train": np.asarray(ds.y_train, dtype=np.int64),
@@ -160,12 +160,6 @@ def write_dataset(
             "files": files,
         }
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
-        if directory.exists():
-            shutil.rmtree(directory)
-        os.replace(tmp, directory)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return directory
 
 

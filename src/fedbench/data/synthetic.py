@@ -43,7 +43,7 @@ from __future__ import annotations
 import numpy as np
 
 from fedbench.data.store import Dataset
-from fedbench.engine.rng import generator
+from fedbench.rng import generator
 
 NUM_FEATURES = 60
 NUM_CLASSES = 10
@@ -153,7 +153,7 @@ def generate_synthetic(
         min_samples_per_client: the "+50" of the lognormal law; the minimum m of the Pareto law.
         max_samples_per_client: cap on a client's size (train + test), or None for no cap.
         test_fraction: per-client share of samples kept for the test split.
-        seed: generator seed (keys of :func:`fedbench.engine.rng.generator`, purpose "dataset").
+        seed: generator seed (keys of :func:`fedbench.rng.generator`, purpose "dataset").
         name: the dataset id recorded in the Dataset.
 
     Returns:

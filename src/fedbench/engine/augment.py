@@ -29,7 +29,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from fedbench.engine.rng import generator
+from fedbench.rng import generator
 
 #: Keys an augmentation record may have (anything else is rejected, so a typo is not ignored).
 RECORD_KEYS = ("horizontal_flip", "random_crop", "splits")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fedbench.engine.rng import generator
+from fedbench.rng import generator
 
 
 def local_batches(

@@ -43,7 +43,7 @@ from types import ModuleType
 import numpy as np
 import torch
 
-from fedbench.engine.rng import generator
+from fedbench.rng import generator
 from fedbench.tree import Tree
 
 

@@ -84,13 +84,14 @@ from fedbench.engine.allocator import keep_freed_memory
 from fedbench.engine.augment import check_record
 from fedbench.engine.evaluate import evaluate
 from fedbench.engine.holdout import holdout_fraction, holdout_split, make_output_grad_fn
-from fedbench.engine.rng import generator
 from fedbench.engine.sampling import sample_clients
 from fedbench.engine.vectorized import SequentialClients, VectorizedClients
+from fedbench.files import atomic_write
 from fedbench.metrics.communication import as_delta, count_floats, count_nonzeros, entropy_bits, flatten
 from fedbench.metrics.histogram import DeltaHistogram
 from fedbench.metrics.schema import ALGORITHM_METRICS, METRICS_SCHEMA, check_metrics_table
 from fedbench.models import build_model, make_grad_fn
+from fedbench.rng import generator
 from fedbench.tree import tree_all_finite
 
 IDENTITY_KEYS = ("experiment", "dataset", "partition", "algorithm", "seed")
@@ -459,16 +460,8 @@ def algorithm_metrics(server_state: dict) -> dict[str, float | None]:
 
 def save_checkpoint(path: str | os.PathLike, state: dict) -> None:
     """Write a resume checkpoint atomically (temporary file, fsync, rename)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-
-    def write(tmp: Path) -> None:
-        with open(tmp, "wb") as f:
-            torch.save(state, f)
-            f.flush()
-            os.fsync(f.fileno())
-
-    _atomic_write_bytes(path, write)
+    with atomic_write(path) as tmp:
+        torch.save(state, tmp)
 
 
 def load_checkpoint(path: str | os.PathLike | None, hparams_id: str, device: torch.device | str = "cpu") -> dict | None:
@@ -489,16 +482,6 @@ def load_checkpoint(path: str | os.PathLike | None, hparams_id: str, device: tor
               f"not {hparams_id}", file=sys.stderr)
         return None
     return state
-
-
-def _atomic_write_bytes(path: Path, write) -> None:
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
 
 
 def rows_to_table(rows: list[dict]) -> pa.Table:
@@ -626,10 +609,13 @@ def run_cells(
         if info["delta_histogram"] is not None:
             hist_file = Path(hist_path or metrics_path.parent / "delta_histogram.parquet")
             hist_table = info["delta_histogram"].to_table(identity_of(spec))
-            _atomic_write_bytes(hist_file, lambda p: pq.write_table(hist_table, p))
+            with atomic_write(hist_file) as tmp:
+                pq.write_table(hist_table, tmp)
             summary["delta_histogram"] = str(hist_file)
-        _atomic_write_bytes(metrics_path, lambda p: pq.write_table(table, p))
-        _atomic_write_bytes(summary_path, lambda p: p.write_text(json.dumps(summary, indent=2, default=float) + "\n"))
+        with atomic_write(metrics_path) as tmp:
+            pq.write_table(table, tmp)
+        with atomic_write(summary_path) as tmp:
+            tmp.write_text(json.dumps(summary, indent=2, default=float) + "\n")
         ckpt.unlink(missing_ok=True)
         print(f"{spec['experiment']}/{spec['dataset']}/{spec['partition']}/{spec['algorithm']} seed={spec['seed']}: "
               f"status={info['status']} final test accuracy={last['test_accuracy']:.4f} "

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fedbench.engine.rng import generator
+from fedbench.rng import generator
 
 SCHEMES = ("uniform", "bernoulli")
 

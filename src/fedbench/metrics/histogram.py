@@ -89,7 +89,7 @@ class DeltaHistogram:
         return {"rounds": self.rounds, "per_round": self.per_round, "cumulative": self.cumulative}
 
     @classmethod
-    def from_state(cls, state: dict) -> "DeltaHistogram":
+    def from_state(cls, state: dict) -> DeltaHistogram:
         h = cls(state["rounds"])
         h.per_round, h.cumulative = dict(state["per_round"]), dict(state["cumulative"])
         return h

@@ -31,8 +31,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from fedbench.data.params import resolve_params
 from fedbench.models import cnn, logreg, lstm, mlp
+from fedbench.params import resolve_params
 from fedbench.tree import Tree, tree_numel
 
 
@@ -71,7 +71,7 @@ def model_options(cfg: dict) -> tuple[str, dict]:
     """(name, options with defaults filled in) for a model config ``{"name": ..., **options}``.
 
     Raises:
-        ValueError: no name, unknown model or option (:func:`fedbench.data.params.resolve_params`),
+        ValueError: no name, unknown model or option (:func:`fedbench.params.resolve_params`),
             or an ill-typed option value.
     """
     name, opts = resolve_params(cfg, "name", MODELS, "model")

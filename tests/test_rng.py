@@ -1,6 +1,6 @@
 import pytest
 
-from fedbench.engine.rng import generator
+from fedbench.rng import generator
 
 
 def test_same_key_same_stream_and_distinct_keys_differ():

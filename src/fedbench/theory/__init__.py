@@ -1,1 +1,0 @@
-"""fedbench.theory"""
