@@ -83,14 +83,14 @@ def partition_params(wildcards):
 def cell_spec(wildcards):
     """The resolved spec of one training cell: everything that changes its result, nothing else.
 
-    target_accuracy is left out: only the tables use it (aggregate's params), so changing it
-    re-aggregates without retraining."""
+    target_accuracy and paper are left out: only the tables and paper outputs use them, so
+    changing them re-aggregates without retraining."""
     key = (wildcards.experiment, wildcards.dataset, wildcards.partition, wildcards.algorithm, wildcards.seed)
     try:
         spec = CELL_INDEX[key]
     except KeyError:
         raise WorkflowError(f"no cell {'/'.join(key)} in the config")
-    return {k: v for k, v in spec.items() if k != "target_accuracy"}
+    return {k: v for k, v in spec.items() if k not in ("target_accuracy", "paper")}
 
 
 def cell_code_version(wildcards):

@@ -15,7 +15,7 @@ REPO = Path(__file__).resolve().parents[1]
 DEFAULT = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
 SPEC_KEYS = {
     "experiment", "dataset", "partition", "algorithm", "seed", "algorithm_name", "hparams", "model",
-    "local", "sampling", "rounds", "eval_every", "target_accuracy", "dtype",
+    "local", "sampling", "rounds", "eval_every", "target_accuracy", "paper", "dtype",
 }
 
 
@@ -90,7 +90,7 @@ def test_cell_spec_is_fully_resolved():
         "local": {"epochs": 1, "steps": None, "batch_size": 16, "lr": 0.05, "lr_decay": 1.0,
                   "weight_decay": 0.0, "clip_norm": None},
         "sampling": {"scheme": "uniform", "participation": 1.0},
-        "rounds": 3, "eval_every": 1, "target_accuracy": None, "dtype": "float32",
+        "rounds": 3, "eval_every": 1, "target_accuracy": None, "paper": None, "dtype": "float32",
     }
     # order: experiment, dataset, partition, algorithm, seed
     assert [(c["algorithm"], c["seed"]) for c in cells] == [("fedavg", 0), ("fedavg", 1), ("fedprox", 0), ("fedprox", 1)]

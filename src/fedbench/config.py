@@ -670,7 +670,7 @@ def expand_cells(config: dict) -> list[dict]:
 
     Each spec has exactly the keys: experiment, dataset, partition, algorithm (the config label),
     seed, algorithm_name, hparams, model, local, sampling, rounds, eval_every, target_accuracy,
-    dtype; and, for image datasets that can augment (a source with an ``augment`` parameter),
+    paper (the experiment's ``paper``, or None), dtype; and, for image datasets that can augment (a source with an ``augment`` parameter),
     ``augmentation``: the training augmentation record or None (see :func:`_augmentation`); and,
     for experiments with ``delta_histogram``, ``delta_histogram: {"rounds": [sorted ints]}``
     ("last" resolved to the cell's rounds; a round beyond them is an error).
@@ -771,6 +771,7 @@ def expand_cells(config: dict) -> list[dict]:
                             "rounds": rounds,
                             "eval_every": eval_every,
                             "target_accuracy": target,
+                            "paper": ecfg.get("paper"),
                             "dtype": dtype,
                         }
                         if has_aug:
