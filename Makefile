@@ -1,6 +1,6 @@
 # Two entry points for a fresh machine (Python >= 3.11, pip):
 #   make run    install into .venv, run the default suite, build results/report.html
-#   make test   install into .venv (with test tools), run the whole test suite
+#   make test   install into .venv (with test tools), lint (ruff), run the whole test suite
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -26,6 +26,7 @@ run: install
 	@echo "tables: results/tables/  plots: results/plots/  report: results/report.html"
 
 test: install
+	$(BIN)/ruff check .
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -q
 
 clean:
