@@ -1,7 +1,7 @@
 """Keyed randomness: every random draw is a pure function of (seed, round, client, purpose).
 
 A cell's result then does not depend on the order clients are processed, on vectorization, on
-the executor, or on resuming from a checkpoint (DESIGN.md, "Randomness and reproducibility").
+the executor, or on resuming from a checkpoint.
 Keys are fed to :class:`numpy.random.SeedSequence` as entropy, so distinct keys give
 statistically independent streams.
 
