@@ -10,7 +10,7 @@ Implementations, all on the same generated data, the same sampled clients and th
 (a') ``seeds``       (a) with 10 seeds of the cell stacked (seed stacking, ``VectorizedClients.stacked``),
                     on the workloads where the engine stacks clients (SEED_STACKING); s/round per
                     cell-round
-(b) ``sequential``  fedbench's sequential reference (:class:`fedbench.engine.vectorized.SequentialClients`)
+(b) ``sequential``  fedbench's sequential reference (:class:`fedbench.engine.sequential.SequentialClients`)
 (c) ``plain``       a plain PyTorch loop as reference FL codes write it: per client
                     ``copy.deepcopy(nn.Module)``, a shuffled ``DataLoader``, ``torch.optim.SGD``;
                     the server averages ``state_dict``s weighted by n_k.
@@ -57,7 +57,8 @@ sys.path.insert(0, str(ROOT / "src"))
 from fedbench.algorithms import get_algorithm  # noqa: E402
 from fedbench.engine.allocator import keep_freed_memory  # noqa: E402
 from fedbench.engine.sampling import sample_clients  # noqa: E402
-from fedbench.engine.vectorized import SequentialClients, VectorizedClients  # noqa: E402
+from fedbench.engine.sequential import SequentialClients  # noqa: E402
+from fedbench.engine.vectorized import VectorizedClients  # noqa: E402
 from fedbench.models import build_model, make_grad_fn  # noqa: E402
 from fedbench.rng import generator  # noqa: E402
 
@@ -226,7 +227,7 @@ def plain_round(global_model: nn.Module, x, y, clients, sampled, local: dict, lr
         if local["epochs"] is not None:
             batches = (b for _ in range(local["epochs"]) for b in loader)
         else:  # fixed steps: re-create the iterator when exhausted (FedDyn's code)
-            def steps_gen():
+            def steps_gen(loader=loader):
                 done = 0
                 while True:
                     for b in loader:
@@ -516,8 +517,8 @@ def render(results: list[dict], args, peak_before: float, peak_after: float, flo
                            if all(r.get("allocator_tuned") for r in results if r["impl"] != "flower")
                            else "the C library's defaults (mallopt unavailable or refused)"),
         "- Round = sampling + local training + FedAvg server update; mean over the timed rounds after one "
-        f"untimed warm-up round; every row in its own subprocess. (a'): {SEEDS} seeds (each its own sampled clients and "
-        "model) trained in lockstep by one stacked engine; its s/round is the lockstep round / "
+        f"untimed warm-up round; every row in its own subprocess. (a'): {SEEDS} seeds (each its own sampled clients "
+        "and model) trained in lockstep by one stacked engine; its s/round is the lockstep round / "
         f"{SEEDS}, its client-updates/s counts every seed's clients. Peak memory = peak RSS during the rounds "
         "minus RSS before them (sampled every 2 ms; not tracemalloc, which does not see torch's allocator).",
         "",
@@ -589,7 +590,8 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="tiny sizes (seconds), for the smoke test")
     ap.add_argument("--workloads", default=None, help="comma-separated, default W1,W3,W2,W4 (W1,W3,W4 with --quick)")
     ap.add_argument("--impls", default=",".join(IMPLS),
-                    help=f"comma-separated, from {', '.join(IMPLS)} (default all; (d) Flower runs when its venv exists)")
+                    help=f"comma-separated, from {', '.join(IMPLS)} "
+                         "(default all; (d) Flower runs when its venv exists)")
     ap.add_argument("--participations", default=None,
                     help="comma-separated participation rates (default: 0.1 and 1.0)")
     ap.add_argument("--rounds", type=int, default=None, help="timed rounds per run (default per workload)")

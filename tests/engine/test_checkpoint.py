@@ -12,7 +12,8 @@ import pytest
 
 from fedbench.data.partition import make_partition, write_partition
 from fedbench.data.store import Dataset, write_dataset
-from fedbench.engine.loop import load_checkpoint, run_cell, spec_id, train
+from fedbench.engine.checkpoint import load_checkpoint
+from fedbench.engine.loop import run_cell, spec_id, train
 
 
 def _dataset(n=400, d=8, c=4, seed=0):
@@ -54,9 +55,9 @@ class Killed(Exception):
 
 def _killed_in_round_8(monkeypatch, spec, ds, part, **train_kwargs):
     """Run ``train`` until its 16th evaluation (2 per round: inside round 8), then raise Killed."""
-    import fedbench.engine.loop as loop
+    import fedbench.engine.cell as cell  # where the round's evaluation is called
 
-    real_evaluate, calls = loop.evaluate, []
+    real_evaluate, calls = cell.evaluate, []
 
     def dying_evaluate(*args, **kwargs):
         calls.append(1)
@@ -64,10 +65,10 @@ def _killed_in_round_8(monkeypatch, spec, ds, part, **train_kwargs):
             raise Killed
         return real_evaluate(*args, **kwargs)
 
-    monkeypatch.setattr(loop, "evaluate", dying_evaluate)
+    monkeypatch.setattr(cell, "evaluate", dying_evaluate)
     with pytest.raises(Killed):
         train(spec, ds, part, device="cpu", **train_kwargs)
-    monkeypatch.setattr(loop, "evaluate", real_evaluate)
+    monkeypatch.setattr(cell, "evaluate", real_evaluate)
 
 
 # SCAFFOLD and FedDyn carry persistent client state; FedAvgM carries server momentum; Elastic
@@ -108,7 +109,7 @@ def test_resume_in_process_is_bitwise_identical(files, tmp_path, monkeypatch, al
 def test_checkpoint_of_an_older_format_is_ignored(tmp_path):
     import torch
 
-    from fedbench.engine.loop import save_checkpoint
+    from fedbench.engine.checkpoint import save_checkpoint
 
     ckpt = tmp_path / "checkpoint.pt"
     save_checkpoint(ckpt, {"hparams_id": "abc", "round": 3, "counters": (1, 2, 3, 4.0)})  # format 1: no "format"

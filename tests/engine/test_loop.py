@@ -142,7 +142,8 @@ def _hand_entropy(values):
 
 
 class _Recorder:
-    """Wraps a trainer's train_round: records (θ^{t−1}, messages) of every round."""
+    """Wraps an engine's train_cells (what the round loop calls): records (θ^{t−1}, messages) of
+    every round of every cell."""
 
     def __init__(self, monkeypatch, cls_name):
         import fedbench.engine.loop as loop
@@ -152,12 +153,13 @@ class _Recorder:
         recorder = self
 
         class Recording(base):
-            def train_round(self, server, sampled, hp, t):
-                result = super().train_round(server, sampled, hp, t)
-                recorder.rounds.append(({k: v.clone() for k, v in server["params"].items()},
-                                        [{e: {n: v.clone() for n, v in tree.items()} for e, tree in m.items()}
-                                         for m in result.messages]))
-                return result
+            def train_cells(self, servers, sampled, hp, t, cells=None):
+                results = super().train_cells(servers, sampled, hp, t, cells)
+                for server, result in zip(servers, results):
+                    recorder.rounds.append(({k: v.clone() for k, v in server["params"].items()},
+                                            [{e: {n: v.clone() for n, v in tree.items()} for e, tree in m.items()}
+                                             for m in result.messages]))
+                return results
 
         monkeypatch.setattr(loop, cls_name, Recording)
 
@@ -168,6 +170,7 @@ def test_feddyn_delta_entropy_is_the_entropy_of_theta_minus_global(data, monkeyp
     rec = _Recorder(monkeypatch, cls_name)
     rows, _ = train(_spec("feddyn", hparams={"alpha": 0.01}, rounds=3), ds, part, device="cpu", engine=engine)
     h_theta = h_delta = 0.0
+    assert len(rec.rounds) == len(rows) == 3  # the recorder saw every round
     for (theta_prev, messages), row in zip(rec.rounds, rows):
         assert all(set(m) == {"params"} for m in messages)  # FedDyn sends θ_k
         theta = np.concatenate([m["params"][n].numpy().ravel() for m in messages for n in sorted(m["params"])])
@@ -221,7 +224,7 @@ def test_naive_elastic_aggregation_is_fedavg_through_the_engine(data):
 
 
 def test_unknown_algorithm_metric_is_an_error():
-    from fedbench.engine.loop import algorithm_metrics
+    from fedbench.engine.cell import algorithm_metrics
 
     assert algorithm_metrics({"params": {}}) == {"boosted_pct": None}
     with pytest.raises(KeyError, match="ALGORITHM_METRICS"):

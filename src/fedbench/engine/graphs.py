@@ -4,8 +4,8 @@ On a GPU the vectorized step is launch-bound, not compute-bound: ``vmap(client_s
 tens (MLP) to thousands (the LSTM's time loop) of small kernels, each paying Python, dispatcher
 and functorch overhead on the host (measured on an H200: ~3.7 ms per W1 step and ~90 ms per
 W4 step for well under 1 ms of GPU work; benchmarks/RESULTS.md). A CUDA graph records the
-kernels of one step once and replays them with a single launch (``references/performance.md``
-§3, "CUDA graphs"). The step is the engine's own ``body(state, loss_sum, idx_s, y_s, m_s,
+kernels of one step once and replays them with a single launch (PyTorch's CUDA semantics notes,
+"CUDA Graphs"). The step is the engine's own ``body(state, loss_sum, idx_s, y_s, m_s,
 *aug_s)`` (gather, augment, vmapped ``client_step``, masked select, loss accumulation), so the
 replayed step is the same code, the same kernels and the same values as the eager one.
 

@@ -1,10 +1,11 @@
 """Per-client held-out subsets: the optional "held-out pass" of the algorithm protocol.
 
 Some algorithms need, on each client, a small subset of its data that is never trained on:
-Elastic Aggregation (Chen et al., CVPR 2023) estimates its parameter sensitivity Ω_k on a subset
-B_k of 10 % of client k's data, drawn once before training and removed from D_k
-(summary-seed-000 §2.1-§2.3). The protocol (:mod:`fedbench.algorithms`) lets an algorithm declare
-it with two optional functions:
+Elastic Aggregation (Chen, Hu, Tan, Wei and Wu, "Elastic Aggregation for Federated Optimization",
+CVPR 2023) estimates its parameter sensitivity Ω_k (eq. 1 and its momentum version) on a subset
+B_k of client k's data, sampled from D_k once before training (supplementary Algorithms 1 and 2)
+and removed from it; the supplement's Section 4 sets its size to 10 % of D_k. The protocol
+(:mod:`fedbench.algorithms`) lets an algorithm declare it with two optional functions:
 
 - ``holdout_fraction(hparams) -> float`` in [0, 1): the fraction f of each client's training
   samples to hold out; absent or 0 = nothing (the engines then do no extra work at all);

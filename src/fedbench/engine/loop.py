@@ -1,114 +1,78 @@
-"""The sequential reference round loop: one training cell from start to metrics.
+"""The round loop: train one cell, or several seeds of one cell in lockstep, from start to metrics.
 
-For t = 1..T (McMahan et al. 2017, Algorithm 1, generalised by the algorithm protocol of
-:mod:`fedbench.algorithms`):
+For t = 1..T (McMahan et al., "Communication-Efficient Learning of Deep Networks from
+Decentralized Data", AISTATS 2017, Algorithm 1, generalised by the algorithm protocol of
+:mod:`fedbench.algorithms`), per cell (:class:`fedbench.engine.cell.Cell`):
 
 1. sample P_t (:mod:`fedbench.engine.sampling`), keyed by (seed, t);
-2. for each k ∈ P_t in ascending id order: draw its minibatches from the key (seed, t, k),
-   run ``client_init`` → ``client_step``×K → ``client_final`` (:func:`fedbench.engine.local.train_client`);
+2. local training of every k ∈ P_t: its minibatches drawn from the key (seed, t, k),
+   ``client_init`` → ``client_step``×K → ``client_final``, by the client engine;
 3. ``server_update`` with the messages and the clients' sample counts n_k;
 4. count communication from the messages; every ``eval_every`` rounds (and at T) evaluate θ^t
-   and write a row (:mod:`fedbench.metrics.schema`).
+   and write a row (:mod:`fedbench.metrics.schema`); checkpoint every ``checkpoint_every`` rounds
+   (:mod:`fedbench.engine.checkpoint`).
 
-Algorithms that hold out data (Elastic Aggregation's sensitivity subset B_k;
-:mod:`fedbench.engine.holdout`) get their split once, before round 1, keyed (seed, 0, k,
-"holdout"): the engines train on D_k \\ B_k (n_k counts those rows) and run the algorithm's
-held-out pass on B_k each round. Algorithms without one cost nothing extra.
-
-Communication columns come from the messages as sent: uplink floats, non-zeros, the entropy
-(bits/value, bin width 0.01, pooled over the round's clients and entries), and the same entropy
-in the Δ convention (FedDyn's θ_k replaced by Δ_k = θ_k − θ^{t−1},
-:func:`fedbench.metrics.communication.as_delta`). The server state's ``metrics`` (Elastic
-Aggregation's ``boosted_pct``) become columns of the same name. A spec with
-``delta_histogram: {rounds: [...]}`` also keeps Δ histograms (:mod:`fedbench.metrics.histogram`;
-written by :func:`run_cell` as ``delta_histogram.parquet``).
-
-Training minibatches of image datasets are augmented when the cell says so (spec
-``augmentation``, else the dataset's ``meta["augmentation"]``; :mod:`fedbench.engine.augment`):
-draws keyed by (seed, t, k, "augment"), made up front like the batch indices, identical in both
-engines. Evaluation never sees augmented data.
-
-A round whose client losses or new server parameters are NaN/inf ends training: its row is
-written with status ``diverged`` and the cell finishes normally, so the workflow continues.
-
-Step 2 is done by one of two engines with the same results (to float rounding):
+Steps 1, 3 and 4 are the cell's (:mod:`fedbench.engine.cell`). Step 2 is done by one of two
+client engines with the same results (to float rounding) and one interface
+(:class:`fedbench.engine.interface.ClientEngine`), built by :func:`make_engine`, the only place
+where the engine kind matters:
 
 ``sequential``
     The reference, written to be obviously right, not fast: one client at a time
-    (:func:`fedbench.engine.local.train_client`). The oracle of the equivalence tests.
+    (:mod:`fedbench.engine.sequential`). The oracle of the equivalence tests.
 ``vectorized`` (default)
     All sampled clients of a round at once, the same algorithm code run under
     :func:`torch.func.vmap` (:mod:`fedbench.engine.vectorized`). Proven equal to the reference
     in ``tests/engine/test_vectorized.py`` (float64: 1e-10 relative on parameters).
 
-Checkpoint and resume: with ``checkpoint_path`` and ``checkpoint_every = k``, the full training state
-(server state, persistent client states, metrics rows so far, communication counters) is written
-atomically after every k-th round. Every random draw is keyed by (seed, round, client, purpose),
-so there is no RNG position to save: a cell killed at any point (SIGKILL, node failure, Slurm
-time limit, preemption) and restarted resumes after the last checkpointed round and produces
-bitwise the metrics of an uninterrupted run (``wall_seconds`` aside, which measures time).
-A checkpoint whose spec differs from the cell's is ignored. The checkpoint is deleted when the
-cell finishes, so a finished cell is never resumed by a later run with changed code.
-
-Seed stacking: :func:`train_seeds` (and :func:`run_cells`, the workflow's ``stack_seeds``) runs
-several cells that differ only in their seed in lockstep. Steps 1, 3 and 4 stay per cell
-(:class:`_Cell`); step 2 trains the sampled clients of all of them as one set
-(:meth:`fedbench.engine.vectorized.VectorizedClients.stacked`), each client with its own cell's
-keys and server state. :func:`train` is the one-cell case of the same loop.
-
 The engine is chosen by the ``engine`` argument of :func:`train` / :func:`run_cell`, else by a
 ``engine`` key of the spec, else the default. Like the device, it is not part of a cell's
-identity (:func:`spec_id` ignores it).
+identity (:func:`fedbench.engine.cell.spec_id` ignores it).
+
+Algorithms that hold out data (Elastic Aggregation's sensitivity subset B_k;
+:mod:`fedbench.engine.holdout`) get their split once, before round 1, keyed (seed, 0, k,
+"holdout"): the engines train on D_k \\ B_k (n_k counts those rows) and run the algorithm's
+held-out pass on B_k each round. Training minibatches of image datasets are augmented when the
+cell says so (:func:`augmentation_of`; :mod:`fedbench.engine.augment`): draws keyed by
+(seed, t, k, "augment"), identical in both engines. Evaluation never sees augmented data.
+
+Seed stacking: :func:`train_seeds` (and :func:`run_cells`, the workflow's ``stack_seeds``) runs
+several cells that differ only in their seed in lockstep: steps 1, 3 and 4 stay per cell; step 2
+trains the sampled clients of all of them in one call of the engine, each client with its own
+cell's keys and server state. :func:`train` is the one-cell case of the same loop.
+
+Files: :func:`run_cell` / :func:`run_cells` load a cell's dataset and partition, train it with a
+resume checkpoint beside its metrics, and write its files (:mod:`fedbench.engine.output`).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
-import resource
 import sys
-import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 import torch
 from tqdm import tqdm
 
 from fedbench.algorithms import get_algorithm
-from fedbench.data.partition import client_indices, read_partition
+from fedbench.data.partition import read_partition
 from fedbench.data.store import Dataset, load_dataset
 from fedbench.engine.allocator import keep_freed_memory
 from fedbench.engine.augment import check_record
-from fedbench.engine.evaluate import evaluate
-from fedbench.engine.holdout import holdout_fraction, holdout_split, make_output_grad_fn
-from fedbench.engine.sampling import sample_clients
-from fedbench.engine.vectorized import SequentialClients, VectorizedClients
-from fedbench.files import atomic_write
-from fedbench.metrics.communication import as_delta, count_floats, count_nonzeros, entropy_bits, flatten
-from fedbench.metrics.histogram import DeltaHistogram
-from fedbench.metrics.schema import ALGORITHM_METRICS, METRICS_SCHEMA, check_metrics_table
+from fedbench.engine.cell import Cell, identity_of, spec_id
+from fedbench.engine.holdout import holdout_fraction, make_output_grad_fn
+from fedbench.engine.interface import ClientEngine
+from fedbench.engine.output import write_cell
+from fedbench.engine.sequential import SequentialClients
+from fedbench.engine.vectorized import VectorizedClients
 from fedbench.models import build_model, make_grad_fn
-from fedbench.rng import generator
-from fedbench.tree import tree_all_finite
 
-IDENTITY_KEYS = ("experiment", "dataset", "partition", "algorithm", "seed")
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 ENGINES = ("vectorized", "sequential")
 DEFAULT_ENGINE = "vectorized"
-#: Spec keys that choose how a cell runs, not what it computes: excluded from :func:`spec_id`.
-RUNTIME_KEYS = ("engine", "chunk_size")
-#: Version of the checkpoint's content; a checkpoint of another version is ignored (fresh start).
-CHECKPOINT_FORMAT = 2
-ALGORITHM_METRIC_NAMES = tuple(name for name, _ in ALGORITHM_METRICS)
-
-
-def spec_id(spec: dict) -> str:
-    """A short stable hash of everything in a cell spec that is not its identity (12 hex chars)."""
-    body = {k: v for k, v in spec.items() if k not in IDENTITY_KEYS and k not in RUNTIME_KEYS}
-    return hashlib.sha1(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
 def augmentation_of(spec: dict, dataset: Dataset) -> dict | None:
@@ -141,6 +105,36 @@ def resolve_engine(engine: str | None, spec: dict | None = None) -> str:
     if name not in ENGINES:
         raise ValueError(f"engine must be one of {', '.join(ENGINES)} (got {name!r})")
     return name
+
+
+def make_engine(name: str, algo, model, grad_fn, x_train: torch.Tensor, y_train: torch.Tensor,
+                seeds: list[int], clients: list, local: dict, **options) -> ClientEngine:
+    """The client engine ``name`` (one of :data:`ENGINES`) for the cells of ``seeds``, cell c's
+    clients training on the rows ``clients[c]``; ``options`` (chunk_size, augmentation, holdout,
+    output_grad_fn) as for :meth:`fedbench.engine.vectorized.VectorizedClients.stacked`."""
+    cls = {"vectorized": VectorizedClients, "sequential": SequentialClients}[name]
+    return cls.stacked(algo, model, grad_fn, x_train, y_train, seeds, clients, local, **options)
+
+
+def check_stackable(specs: list[dict]) -> None:
+    """Raise ValueError unless ``specs`` are cells that differ only in their seed (and runtime keys).
+
+    Seed stacking trains such cells in lockstep (:func:`train_seeds`): one dataset, one model,
+    one algorithm and hyperparameters, one round schedule; only the seed (hence the partition, the
+    initial model and every random draw) differs.
+    """
+    if not specs:
+        raise ValueError("train_seeds: no cell specs given")
+    first = {**identity_of(specs[0]), "hparams_id": spec_id(specs[0])}
+    for spec in specs[1:]:
+        other = {**identity_of(spec), "hparams_id": spec_id(spec)}
+        diff = sorted(k for k in first if k != "seed" and first[k] != other[k])
+        if diff:
+            raise ValueError(f"train_seeds: cells {first} and {other} differ in {', '.join(diff)}; only seeds of "
+                             "one cell (same experiment, dataset, partition, algorithm and spec) can be stacked")
+    seeds = [int(s["seed"]) for s in specs]
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"train_seeds: seed repeated in {seeds}; give each seed once")
 
 
 def train(
@@ -178,27 +172,6 @@ def train(
                        checkpoint_every=checkpoint_every)[0]
 
 
-def check_stackable(specs: list[dict]) -> None:
-    """Raise ValueError unless ``specs`` are cells that differ only in their seed (and runtime keys).
-
-    Seed stacking trains such cells in lockstep (:func:`train_seeds`): one dataset, one model,
-    one algorithm and hyperparameters, one round schedule; only the seed (hence the partition, the
-    initial model and every random draw) differs.
-    """
-    if not specs:
-        raise ValueError("train_seeds: no cell specs given")
-    first = {**identity_of(specs[0]), "hparams_id": spec_id(specs[0])}
-    for spec in specs[1:]:
-        other = {**identity_of(spec), "hparams_id": spec_id(spec)}
-        diff = sorted(k for k in first if k != "seed" and first[k] != other[k])
-        if diff:
-            raise ValueError(f"train_seeds: cells {first} and {other} differ in {', '.join(diff)}; only seeds of "
-                             "one cell (same experiment, dataset, partition, algorithm and spec) can be stacked")
-    seeds = [int(s["seed"]) for s in specs]
-    if len(set(seeds)) != len(seeds):
-        raise ValueError(f"train_seeds: seed repeated in {seeds}; give each seed once")
-
-
 def train_seeds(
     specs: list[dict],
     dataset: Dataset,
@@ -210,10 +183,11 @@ def train_seeds(
     checkpoint_paths: list[str | os.PathLike | None] | None = None,
     checkpoint_every: int = 0,
 ) -> list[tuple[list[dict], dict]]:
-    """Train several seeds of one cell in lockstep: seed stacking (issue 3, "where it pays").
+    """Train several seeds of one cell in lockstep (seed stacking).
 
-    Each round, the sampled clients of every seed are trained as one set by the vectorized
-    engine (:meth:`fedbench.engine.vectorized.VectorizedClients.stacked`), so C seeds of a small
+    Each round, the sampled clients of every seed are trained in one call of the client engine
+    (:func:`make_engine`); the vectorized engine trains them as one set
+    (:meth:`fedbench.engine.vectorized.VectorizedClients.stacked`), so C seeds of a small
     model (where one round's clients do not fill the machine: W3-shaped logistic regression, the
     digits MLP, anything on a GPU) cost about one round of C× the clients instead of C rounds.
     Everything else is per cell, exactly as :func:`train` runs one cell: sampling, server update,
@@ -264,27 +238,16 @@ def train_seeds(
     aug = check_record(augmentation_of(spec, dataset), dataset.feature_shape)
     output_grad_fn = make_output_grad_fn(model.apply) if held_fraction > 0 else None
 
-    cells = [_Cell(s, p, algo, model, x_train, y_train, test, held_fraction, dtype, dev)
+    cells = [Cell(s, p, algo, model, x_train, y_train, test, held_fraction, dtype, dev)
              for s, p in zip(specs, partitions)]
-    if engine == "vectorized":
-        stacked = VectorizedClients.stacked(
-            algo, model, grad_fn, x_train, y_train, [c.seed for c in cells], [c.clients for c in cells], local,
-            chunk_size=chunk_size, augmentation=aug, holdout=[c.held for c in cells] if held_fraction > 0 else None,
-            output_grad_fn=output_grad_fn)
-        trainers = [(stacked, i) for i in range(len(cells))]  # (trainer, the cell's index in it)
-    else:
-        def rows(ix):
-            ix = torch.as_tensor(ix, device=dev)
-            return x_train[ix], y_train[ix]
-
-        trainers = [(SequentialClients(algo, grad_fn, [rows(ix) for ix in c.clients], c.clients, local, c.seed,
-                                       augmentation=aug,
-                                       holdout_data=[rows(h) for h in c.held] if held_fraction > 0 else None,
-                                       output_grad_fn=output_grad_fn), 0) for c in cells]
-    for cell, path, (trainer, i) in zip(cells, checkpoint_paths, trainers):
+    clients = make_engine(engine, algo, model, grad_fn, x_train, y_train, [c.seed for c in cells],
+                          [c.clients for c in cells], local, chunk_size=chunk_size, augmentation=aug,
+                          holdout=[c.held for c in cells] if held_fraction > 0 else None,
+                          output_grad_fn=output_grad_fn)
+    for i, (cell, path) in enumerate(zip(cells, checkpoint_paths)):
         states = cell.resume(path)
         if states is not None:
-            trainer.load_client_states(states, i)
+            clients.load_client_states(states, i)
 
     rounds = int(spec["rounds"])
     first_round = min(c.first_round for c in cells)
@@ -299,196 +262,21 @@ def train_seeds(
         hp = {**hp_base, "lr": local["lr"] * local["lr_decay"] ** (t - 1),
               "weight_decay": local["weight_decay"], "clip_norm": local["clip_norm"]}
         sampled = [cells[i].sample(t) for i in active]
-        if engine == "vectorized":
-            results = stacked.train_cells([cells[i].server for i in active], sampled, hp, t, cells=active)
-        else:
-            results = [trainers[i][0].train_round(cells[i].server, s, hp, t) for i, s in zip(active, sampled)]
+        results = clients.train_cells([cells[i].server for i in active], sampled, hp, t, cells=active)
         for i, s, result in zip(active, sampled, results):
-            trainer, j = trainers[i]
-            cells[i].end_round(t, s, result, hp, lambda: trainer.client_states(j), checkpoint_paths[i],
+            cells[i].end_round(t, s, result, hp, partial(clients.client_states, i), checkpoint_paths[i],
                                checkpoint_every)
         latest = cells[active[0]].rows[-1] if cells[active[0]].rows else None
         if latest is not None and latest["round"] == t:
             bar.set_postfix(acc=f"{latest['test_accuracy']:.4f}", loss=f"{latest['train_loss']:.4f}")
     bar.close()
     out = []
-    for cell, (trainer, i) in zip(cells, trainers):
+    for i, cell in enumerate(cells):
         info = cell.info()
-        info.update(client_states=trainer.client_states(i), device=str(dev), engine=engine,
-                    padding_efficiency=trainer.padding_efficiency)
+        info.update(client_states=clients.client_states(i), device=str(dev), engine=engine,
+                    padding_efficiency=clients.padding_efficiency)
         out.append((cell.rows, info))
     return out
-
-
-class _Cell:
-    """One cell's side of the round loop (steps 1, 3 and 4 of the module docstring): its
-    partition, server state, communication counters, metrics rows and checkpoint."""
-
-    def __init__(self, spec: dict, partition: pa.Table, algo, model, x_train: torch.Tensor,
-                 y_train: torch.Tensor, test: tuple[torch.Tensor, torch.Tensor], held_fraction: float,
-                 dtype: torch.dtype, dev: torch.device):
-        self.spec, self.algo, self.model, self.test = spec, algo, model, test
-        self.seed = int(spec["seed"])
-        all_clients = client_indices(partition, "train")
-        self.m = len(all_clients)
-        # D_k \ B_k and B_k (held_fraction 0: all rows train, none held out)
-        self.clients, self.held = holdout_split(all_clients, held_fraction, self.seed)
-        self.weights = np.array([len(ix) for ix in self.clients], dtype=np.float64)
-        used = torch.as_tensor(np.sort(np.concatenate(all_clients)), device=dev)
-        self.x_used, self.y_used = x_train[used], y_train[used]
-        params = {k: v.to(dev) for k, v in model.init(generator(self.seed, 0, -1, "init"), dtype=dtype).items()}
-        self.server = algo.server_init(params, dict(spec["hparams"]), self.m)
-        self.dev = dev
-        self.identity = {
-            "experiment": spec["experiment"],
-            "dataset": spec["dataset"],
-            "partition": spec["partition"],
-            "algorithm": spec["algorithm"],
-            "algorithm_name": spec["algorithm_name"],
-            "hparams_id": spec_id(spec),
-            "seed": self.seed,
-        }
-        self.counters = (0, 0, 0, 0.0, 0.0)  # uplink floats, non-zeros, downlink floats, entropy, entropy (Δ)
-        self.hist = None
-        if spec.get("delta_histogram") is not None:
-            self.hist = DeltaHistogram(spec["delta_histogram"]["rounds"])
-        self.rows: list[dict] = []
-        self.status = "ok"
-        self.first_round = 1
-        self.t_start = time.perf_counter()
-
-    def resume(self, checkpoint_path) -> dict | None:
-        """Load this cell's checkpoint if there is one; returns its client states (None: fresh start)."""
-        ckpt = load_checkpoint(checkpoint_path, self.identity["hparams_id"], self.dev)
-        if ckpt is None:
-            return None
-        self.server = ckpt["server"]
-        self.rows = ckpt["rows"]
-        self.counters = tuple(ckpt["counters"])
-        if self.hist is not None:
-            self.hist = DeltaHistogram.from_state(ckpt["delta_histogram"])
-        self.first_round = ckpt["round"] + 1
-        self.t_start = time.perf_counter() - ckpt["elapsed"]
-        print(f"resuming from {checkpoint_path} after round {ckpt['round']}", file=sys.stderr)
-        return ckpt["client_states"]
-
-    def sample(self, t: int) -> np.ndarray:
-        sampling = self.spec["sampling"]
-        return sample_clients(sampling["scheme"], self.m, sampling["participation"], self.seed, t)
-
-    def end_round(self, t: int, sampled: np.ndarray, result, hp: dict, client_states, checkpoint_path,
-                  checkpoint_every: int) -> None:
-        """Server update, communication, evaluation and checkpoint of round t (steps 3 and 4)."""
-        algo, spec = self.algo, self.spec
-        rounds = int(spec["rounds"])
-        messages, losses = result.messages, result.losses
-        down = count_floats(algo.broadcast(self.server))
-        theta_prev = self.server["params"]
-        self.server = algo.server_update(self.server, messages, torch.as_tensor(self.weights[sampled]), hp)
-        algo_metrics = algorithm_metrics(self.server)
-
-        up_floats, up_nnz, down_floats, up_entropy, up_entropy_delta = self.counters
-        diverged = not (np.all(np.isfinite(losses)) and tree_all_finite(self.server["params"]))
-        up_floats += sum(count_floats(msg) for msg in result.counted)
-        up_nnz += sum(count_nonzeros(msg) for msg in result.counted)
-        down_floats += down * len(sampled)
-        if not diverged:
-            h_t = entropy_bits(flatten(result.counted))
-            up_entropy += h_t
-            # The Δ convention: differs only for messages holding a model θ_k (FedDyn).
-            if any("params" in msg for msg in messages) or self.hist is not None:
-                delta_msgs = [as_delta(msg, theta_prev) for msg in messages]
-                if any("params" in msg for msg in messages):
-                    h_t = entropy_bits(flatten(delta_msgs))
-                if self.hist is not None:
-                    self.hist.add_round(t, delta_msgs, flatten)
-            up_entropy_delta += h_t
-        else:
-            up_entropy = up_entropy_delta = float("nan")
-        self.counters = (up_floats, up_nnz, down_floats, up_entropy, up_entropy_delta)
-        if diverged or t % spec["eval_every"] == 0 or t == rounds:
-            params = self.server["params"]
-            train_loss, train_acc = evaluate(self.model.apply, params, self.x_used, self.y_used)
-            test_loss, test_acc = evaluate(self.model.apply, params, *self.test)
-            diverged = diverged or not np.isfinite(train_loss)
-            if diverged:
-                self.status, test_acc, train_acc = "diverged", float("nan"), float("nan")
-            self.rows.append({**self.identity, "round": t, "clients_sampled": int(len(sampled)),
-                              "train_loss": train_loss, "train_accuracy": train_acc,
-                              "test_loss": test_loss, "test_accuracy": test_acc,
-                              "uplink_floats": up_floats, "uplink_nonzeros": up_nnz,
-                              "uplink_entropy_bits": up_entropy, "uplink_entropy_bits_delta": up_entropy_delta,
-                              "downlink_floats": down_floats,
-                              "wall_seconds": time.perf_counter() - self.t_start, "status": self.status,
-                              **algo_metrics})
-        if diverged:
-            return
-        if checkpoint_path is not None and checkpoint_every and t % checkpoint_every == 0 and t < rounds:
-            save_checkpoint(checkpoint_path, {
-                "format": CHECKPOINT_FORMAT, "hparams_id": self.identity["hparams_id"], "round": t,
-                "server": self.server, "client_states": client_states(), "rows": self.rows,
-                "counters": self.counters, "delta_histogram": None if self.hist is None else self.hist.state(),
-                "elapsed": time.perf_counter() - self.t_start})
-
-    def info(self) -> dict:
-        return {"status": self.status, "rounds_completed": self.rows[-1]["round"] if self.rows else 0,
-                "params": self.server["params"], "server_state": self.server,
-                "wall_seconds": time.perf_counter() - self.t_start, "delta_histogram": self.hist,
-                "holdout_sizes": [len(h) for h in self.held]}
-
-
-def identity_of(spec: dict) -> dict:
-    """experiment, dataset, partition, algorithm (label) and seed of a cell spec."""
-    return {k: (int(spec[k]) if k == "seed" else spec[k]) for k in IDENTITY_KEYS}
-
-
-def algorithm_metrics(server_state: dict) -> dict[str, float | None]:
-    """The row's algorithm-metric columns from the server state's ``metrics`` (None where the
-    algorithm has no such metric).
-
-    Raises:
-        KeyError: the state holds a metric that is not a schema column (add it to
-            :data:`fedbench.metrics.schema.ALGORITHM_METRICS` and document it there).
-    """
-    metrics = server_state.get("metrics") or {}
-    unknown = sorted(set(metrics) - set(ALGORITHM_METRIC_NAMES))
-    if unknown:
-        raise KeyError(f"server state metrics {unknown} are not metrics.parquet columns; known: "
-                       f"{', '.join(ALGORITHM_METRIC_NAMES)} (fedbench.metrics.schema.ALGORITHM_METRICS)")
-    return {name: float(metrics[name]) if name in metrics else None for name in ALGORITHM_METRIC_NAMES}
-
-
-def save_checkpoint(path: str | os.PathLike, state: dict) -> None:
-    """Write a resume checkpoint atomically (temporary file, fsync, rename)."""
-    with atomic_write(path) as tmp:
-        torch.save(state, tmp)
-
-
-def load_checkpoint(path: str | os.PathLike | None, hparams_id: str, device: torch.device | str = "cpu") -> dict | None:
-    """The checkpoint at ``path`` if it exists and belongs to the cell ``hparams_id``, else None.
-
-    A checkpoint of another spec (a changed hyperparameter) is ignored with a message: the cell
-    starts from round 1.
-    """
-    if path is None or not Path(path).exists():
-        return None
-    state = torch.load(path, map_location=device, weights_only=False)
-    if state.get("format") != CHECKPOINT_FORMAT:
-        print(f"ignoring checkpoint {path}: written by another fedbench version (format "
-              f"{state.get('format', 1)}, expected {CHECKPOINT_FORMAT})", file=sys.stderr)
-        return None
-    if state.get("hparams_id") != hparams_id:
-        print(f"ignoring checkpoint {path}: it belongs to spec {state.get('hparams_id')}, "
-              f"not {hparams_id}", file=sys.stderr)
-        return None
-    return state
-
-
-def rows_to_table(rows: list[dict]) -> pa.Table:
-    """Rows from :func:`train` as a METRICS_SCHEMA table (checked)."""
-    table = pa.Table.from_pylist(rows, schema=METRICS_SCHEMA)
-    check_metrics_table(table)
-    return table
 
 
 def run_cell(
@@ -584,39 +372,10 @@ def run_cells(
     summaries = []
     for spec, (rows, info), metrics_path, summary_path, hist_path, ckpt in zip(
             specs, results, metrics_paths, summary_paths, hist_paths, checkpoint_paths):
-        table = rows_to_table(rows)
-        last = rows[-1]
-        ok_rows = [r for r in rows if r["status"] == "ok"]
-        summary = {
-            "spec": spec,
-            "hparams_id": spec_id(spec),
-            "status": info["status"],
-            "rounds_completed": info["rounds_completed"],
-            "final_test_accuracy": last["test_accuracy"],
-            "best_test_accuracy": max((r["test_accuracy"] for r in ok_rows), default=None),
-            "final_train_loss": last["train_loss"],
-            "uplink_floats": last["uplink_floats"],
-            "wall_seconds": info["wall_seconds"],
-            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-            "num_parameters": int(sum(v.numel() for v in info["params"].values())),
-            "device": info["device"],
-            "engine": info["engine"],
-            "padding_efficiency": info["padding_efficiency"],
-            "torch": torch.__version__,
-        }
-        if n > 1:
-            summary["stacked_seeds"] = [int(s["seed"]) for s in specs]
-        if info["delta_histogram"] is not None:
-            hist_file = Path(hist_path or metrics_path.parent / "delta_histogram.parquet")
-            hist_table = info["delta_histogram"].to_table(identity_of(spec))
-            with atomic_write(hist_file) as tmp:
-                pq.write_table(hist_table, tmp)
-            summary["delta_histogram"] = str(hist_file)
-        with atomic_write(metrics_path) as tmp:
-            pq.write_table(table, tmp)
-        with atomic_write(summary_path) as tmp:
-            tmp.write_text(json.dumps(summary, indent=2, default=float) + "\n")
+        summary = write_cell(spec, rows, info, metrics_path, summary_path, hist_path,
+                             stacked_seeds=[int(s["seed"]) for s in specs] if n > 1 else None)
         ckpt.unlink(missing_ok=True)
+        last = rows[-1]
         print(f"{spec['experiment']}/{spec['dataset']}/{spec['partition']}/{spec['algorithm']} seed={spec['seed']}: "
               f"status={info['status']} final test accuracy={last['test_accuracy']:.4f} "
               f"({info['wall_seconds']:.1f}s, peak RSS {summary['peak_rss_mb']:.0f} MB)", file=sys.stderr)

@@ -3,15 +3,19 @@
 Two schemes:
 
 ``uniform``
-    |P_t| = max(1, round(p·m)) clients drawn uniformly without replacement (McMahan et al. 2017,
-    the sampling most FL theory assumes). Keyed by (seed, round, "sample").
+    |P_t| = max(1, round(p·m)) clients drawn uniformly without replacement (McMahan et al.,
+    "Communication-Efficient Learning of Deep Networks from Decentralized Data", AISTATS 2017,
+    Algorithm 1; the sampling most FL theory assumes). Keyed by (seed, round, "sample").
 ``bernoulli``
-    The FedDyn reference code's sampler (Acar et al. 2021, github.com/alpemreacar/FedDyn):
+    The FedDyn reference code's sampler (Acar et al., "Federated Learning Based on Dynamic
+    Regularization", ICLR 2021; its code, github.com/alpemreacar/FedDyn):
     each client participates independently with probability p; if no client is drawn, the draw is
     repeated with the next seed. Implemented exactly as that code does it,
     ``np.random.seed(t + seed + inc); np.random.uniform(size=m) <= p`` with t the 0-based round,
-    so seed 0, m = 100, p = 0.1 reproduces the client counts behind FedElasticNet's Table 2
-    (Σ_{t<100} |P_t| = 1019; summary-seed-003.md §4.4). |P_t| varies from round to round.
+    so seed 0, m = 100, p = 0.1 reproduces the client counts behind Table 2 of FedElasticNet
+    (Kim, Woo, Seo and Kim, "Communication-Efficient and Drift-Robust Federated Learning via
+    Elastic Net", arXiv preprint, 2022): Σ_{t<100} |P_t| = 1019 times the model size gives its
+    dense FedProx/FedDyn counts. |P_t| varies from round to round.
 """
 
 from __future__ import annotations

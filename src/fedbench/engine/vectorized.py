@@ -1,10 +1,11 @@
 """The vectorized client engine: every sampled client of a round trained at once.
 
-The sequential reference (:mod:`fedbench.engine.local`, :func:`fedbench.engine.loop.train` with
-``engine="sequential"``) runs ``client_init → client_step × K → client_final`` for one client at
-a time. This engine runs the *same* three functions of the algorithm module, unchanged, through
-:func:`torch.func.vmap` over a leading client dimension, so a round costs
-S_max = max_k K_k vectorized steps instead of Σ_k K_k small ones (``references/performance.md`` §3).
+The sequential reference (:mod:`fedbench.engine.sequential`) runs ``client_init → client_step × K
+→ client_final`` for one client at a time. This engine runs the *same* three functions of the
+algorithm module, unchanged, through :func:`torch.func.vmap` over a leading client dimension, so
+a round costs S_max = max_k K_k vectorized steps instead of Σ_k K_k small ones: on small models a
+step is bound by per-kernel launch overhead, not arithmetic, so G clients in one step cost little
+more than one. Both engines have one interface (:class:`fedbench.engine.interface.ClientEngine`).
 
 How a round is run
 ==================
@@ -103,7 +104,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from types import ModuleType
 
 import numpy as np
@@ -115,6 +115,7 @@ from fedbench.engine import augment as augmentation
 from fedbench.engine import graphs
 from fedbench.engine.batches import local_batches
 from fedbench.engine.holdout import holdout_batches
+from fedbench.engine.interface import RoundResult
 from fedbench.tree import tree_numel
 
 #: The label of a padded row: cross-entropy's default ``ignore_index``.
@@ -139,17 +140,6 @@ CUDA_CHUNK_FRACTION = 0.25  # of the device's total memory
 #: W3's logistic regression (248 × 1) gains 8.6× at 100 clients. Mid-sized MLPs gain 1.1–1.3×
 #: at 100 clients, which this rule gives up (an explicit ``chunk_size`` takes it).
 CPU_STACK_MAX_MACS = 1_000_000
-
-
-@dataclass
-class RoundResult:
-    """What one round of local training returns to the round loop."""
-
-    messages: list[dict]  # one per sampled client, ascending id order
-    losses: list[float]  # mean minibatch loss of each client (NaN if K = 0)
-    counted: list = field(default_factory=list)  # messages (stacked or not) to count communication from
-    executed_steps: int = 0  # client-steps run, padding included
-    real_steps: int = 0  # client-steps that were not padding
 
 
 # ----------------------------------------------------------------------------------------------
@@ -288,8 +278,9 @@ def _expand(tree, g: int):
     return pytree.tree_map(lambda v: v.unsqueeze(0).expand(g, *v.shape), tree)
 
 
-def _take(tree, j: int):
-    """Client j's slice of a stacked message (nested dicts of tensors; views, no copies)."""
+def _take(tree, j):
+    """Client j's slice of a stacked tree (nested dicts of tensors; for an int j views, no copies);
+    j may also be an index tensor (the slices of several clients, stacked)."""
     if isinstance(tree, dict):
         return {k: _take(v, j) for k, v in tree.items()}
     if torch.is_tensor(tree):
@@ -535,8 +526,7 @@ class VectorizedClients:
         if self.store is None:
             return {}
         lo, hi = int(self.offsets[cell]), int(self.offsets[cell + 1])
-        return {int(k) - lo: pytree.tree_map(lambda v: v[k], self.store)
-                for k in lo + np.flatnonzero(self.has_state_np[lo:hi])}
+        return {int(k) - lo: _take(self.store, k) for k in lo + np.flatnonzero(self.has_state_np[lo:hi])}
 
     def load_client_states(self, states: dict[int, dict], cell: int = 0) -> None:
         """Restore cell ``cell``'s persistent client states ``{k: state}`` (from :meth:`client_states`; resume)."""
@@ -610,6 +600,12 @@ class VectorizedClients:
         def step_one(state, x, y):
             return algo.client_step(state, (x, y), hp, grad_fn)
 
+        step_g = vmap(step_one)  # the graphed step: a lone client too (one captured code path)
+
+        def graphed_body(st, ls, idx_s, y_s, m_s, *aug_s):
+            new = step_g(st, self._gather(idx_s, aug_s), y_s)
+            return _select(m_s, new, st), ls + torch.where(m_s, new["loss"].double(), 0.0)
+
         def holdout_one(state, x, y):
             return algo.client_holdout_step(state, (x, y), hp, self.output_grad_fn)
 
@@ -622,7 +618,8 @@ class VectorizedClients:
         held = None
         if self.holdout is not None:
             bs = int(self.local["batch_size"])
-            held = {int(k): holdout_batches(int(self.key_seed[k]), t, int(self.key_id[k]), len(self.holdout[int(k)]), bs)
+            held = {int(k): holdout_batches(int(self.key_seed[k]), t, int(self.key_id[k]),
+                                            len(self.holdout[int(k)]), bs)
                     for k in sampled}
         messages: list = [None] * len(sampled)
         losses = np.full(len(sampled), np.nan)
@@ -638,13 +635,7 @@ class VectorizedClients:
             loss_sum = torch.zeros(g, dtype=torch.float64, device=self.device)
             mask_t = torch.from_numpy(mask_np).to(self.device)  # one host-to-device copy per group
             if self.graphs is not None and idx.shape[0] >= graphs.MIN_STEPS:
-                step_g = vmap(step_one)  # a lone client too: one captured code path
-
-                def body(st, ls, idx_s, y_s, m_s, *aug_s):
-                    new = step_g(st, self._gather(idx_s, aug_s), y_s)
-                    return _select(m_s, new, st), ls + torch.where(m_s, new["loss"].double(), 0.0)
-
-                state, loss_sum = self.graphs.run(body, _tensorize(state, self.device), loss_sum,
+                state, loss_sum = self.graphs.run(graphed_body, _tensorize(state, self.device), loss_sum,
                                                   [idx, y, mask_t, *(aug or ())], hp)
                 eager_steps = 0  # every step ran graphed
             else:
@@ -673,9 +664,8 @@ class VectorizedClients:
                     msg, cs = _batched(final_for(server_of[c]), g, self.device)(state)
                     at = positions
                 else:
-                    rows = torch.as_tensor(pos, device=self.device)
                     msg, cs = _batched(final_for(server_of[c]), len(pos), self.device)(
-                        pytree.tree_map(lambda v: v[rows], state))
+                        _take(state, torch.as_tensor(pos, device=self.device)))
                     at = positions[pos]
                 self._save_states(sampled[at], cs)
                 counted[c].append(msg)
@@ -724,57 +714,3 @@ class VectorizedClients:
         """Real client-steps / executed client-steps over all rounds so far (1.0 = no padding)."""
         return self.real_steps / self.executed_steps if self.executed_steps else 1.0
 
-
-class SequentialClients:
-    """The reference: one client at a time (:func:`fedbench.engine.local.train_client`)."""
-
-    def __init__(self, algorithm: ModuleType, grad_fn, client_data, clients, local: dict, seed: int,
-                 augmentation: dict | None = None, holdout_data=None, output_grad_fn=None):
-        """``client_data[k] = (x_k, y_k)`` its training data, ``clients[k]`` its training rows;
-        ``holdout_data[k] = (x_h, y_h)`` its held-out data (None: nothing held out)."""
-        if holdout_data is not None and output_grad_fn is None:
-            raise ValueError("SequentialClients: held-out data needs output_grad_fn")
-        self.algo, self.grad_fn = algorithm, grad_fn
-        self.holdout_data, self.output_grad_fn = holdout_data, output_grad_fn
-        self.aug = augmentation
-        self.client_data, self.clients = client_data, clients
-        self.local, self.seed = local, int(seed)
-        self.states: dict[int, dict] = {}
-        self.executed_steps = self.real_steps = 0
-
-    def train_round(self, server: dict, sampled: np.ndarray, hp: dict, t: int) -> RoundResult:
-        from fedbench.engine.local import train_client
-
-        messages, losses = [], []
-        for k in np.asarray(sampled).tolist():
-            xk, yk = self.client_data[k]
-            batches = local_batches(self.seed, t, k, len(self.clients[k]), self.local["batch_size"],
-                                    epochs=self.local.get("epochs"), steps=self.local.get("steps"))
-            aug = None
-            if self.aug is not None:
-                aug = (self.aug, augmentation.draw(self.aug, self.seed, t, k, [len(b) for b in batches]))
-            held = None
-            if self.holdout_data is not None:
-                xh, yh = self.holdout_data[k]
-                held = (xh, yh, holdout_batches(self.seed, t, k, len(yh), int(self.local["batch_size"])))
-            msg, cstate, loss = train_client(self.algo, server, self.states.get(k), xk, yk, batches, hp,
-                                             self.grad_fn, augment=aug, holdout=held,
-                                             output_grad_fn=self.output_grad_fn)
-            if cstate is not None:
-                self.states[k] = cstate
-            messages.append(msg)
-            losses.append(loss)
-            self.executed_steps += len(batches)
-            self.real_steps += len(batches)
-        return RoundResult(messages, losses, messages, self.executed_steps, self.real_steps)
-
-    def client_states(self, cell: int = 0) -> dict[int, dict]:
-        """The persistent client states ``{k: state}`` (one cell: ``cell`` is 0, as for
-        :meth:`VectorizedClients.client_states`)."""
-        return self.states
-
-    def load_client_states(self, states: dict[int, dict], cell: int = 0) -> None:
-        """Restore persistent client states ``{k: state}`` (resume from a checkpoint; ``cell`` is 0)."""
-        self.states = dict(states)
-
-    padding_efficiency = 1.0

@@ -1,0 +1,224 @@
+"""One training cell through a run: what names it, and its side of the round loop.
+
+A cell is one (experiment, dataset, partition, algorithm, seed) with its resolved spec
+(:func:`fedbench.config.expand_cells`). :func:`identity_of` gives the names, :func:`spec_id` a
+hash of everything else, so two cells with the same identity and ``hparams_id`` compute the same
+thing. :class:`Cell` holds the cell's state through the round loop (:mod:`fedbench.engine.loop`):
+its partition (and held-out split), server state, communication counters, metrics rows,
+divergence status and checkpoint. Per round it does steps 1, 3 and 4 of the loop: sampling
+(:meth:`Cell.sample`), then the server update, communication counts, evaluation, metrics row and
+checkpoint (:meth:`Cell.end_round`); step 2, local training, is the client engine's.
+
+Communication columns come from the messages as sent: uplink floats, non-zeros, the entropy
+(bits/value, bin width 0.01, pooled over the round's clients and entries), and the same entropy
+in the Δ convention (FedDyn's θ_k replaced by Δ_k = θ_k − θ^{t−1},
+:func:`fedbench.metrics.communication.as_delta`). The server state's ``metrics`` (Elastic
+Aggregation's ``boosted_pct``) become columns of the same name (:func:`algorithm_metrics`).
+A spec with ``delta_histogram: {rounds: [...]}`` also keeps Δ histograms
+(:mod:`fedbench.metrics.histogram`).
+
+A round whose client losses or new server parameters are NaN/inf ends the cell's training: its
+row is written with status ``diverged`` and the cell stops (the other cells of a stacked run go on).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import time
+
+import numpy as np
+import pyarrow as pa
+import torch
+
+from fedbench.data.partition import client_indices
+from fedbench.engine.checkpoint import CHECKPOINT_FORMAT, load_checkpoint, save_checkpoint
+from fedbench.engine.evaluate import evaluate
+from fedbench.engine.holdout import holdout_split
+from fedbench.engine.sampling import sample_clients
+from fedbench.metrics.communication import as_delta, count_floats, count_nonzeros, entropy_bits, flatten
+from fedbench.metrics.histogram import DeltaHistogram
+from fedbench.metrics.schema import ALGORITHM_METRICS
+from fedbench.rng import generator
+from fedbench.tree import tree_all_finite
+
+IDENTITY_KEYS = ("experiment", "dataset", "partition", "algorithm", "seed")
+#: Spec keys that choose how a cell runs, not what it computes: excluded from :func:`spec_id`.
+RUNTIME_KEYS = ("engine", "chunk_size")
+ALGORITHM_METRIC_NAMES = tuple(name for name, _ in ALGORITHM_METRICS)
+
+
+def spec_id(spec: dict) -> str:
+    """A short stable hash of everything in a cell spec that is not its identity (12 hex chars)."""
+    body = {k: v for k, v in spec.items() if k not in IDENTITY_KEYS and k not in RUNTIME_KEYS}
+    return hashlib.sha1(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+def identity_of(spec: dict) -> dict:
+    """experiment, dataset, partition, algorithm (label) and seed of a cell spec."""
+    return {k: (int(spec[k]) if k == "seed" else spec[k]) for k in IDENTITY_KEYS}
+
+
+def algorithm_metrics(server_state: dict) -> dict[str, float | None]:
+    """The row's algorithm-metric columns from the server state's ``metrics`` (None where the
+    algorithm has no such metric).
+
+    Raises:
+        KeyError: the state holds a metric that is not a schema column (add it to
+            :data:`fedbench.metrics.schema.ALGORITHM_METRICS` and document it there).
+    """
+    metrics = server_state.get("metrics") or {}
+    unknown = sorted(set(metrics) - set(ALGORITHM_METRIC_NAMES))
+    if unknown:
+        raise KeyError(f"server state metrics {unknown} are not metrics.parquet columns; known: "
+                       f"{', '.join(ALGORITHM_METRIC_NAMES)} (fedbench.metrics.schema.ALGORITHM_METRICS)")
+    return {name: float(metrics[name]) if name in metrics else None for name in ALGORITHM_METRIC_NAMES}
+
+
+class Cell:
+    """One cell's side of the round loop (steps 1, 3 and 4 of :mod:`fedbench.engine.loop`): its
+    partition, server state, communication counters, metrics rows, status and checkpoint.
+
+    Args:
+        spec: the resolved cell spec.
+        partition: its partition table (client_id, sample_index, split).
+        algo, model: the algorithm module and the model.
+        x_train, y_train: the whole training split on the compute device.
+        test: the test split (x, y) on the compute device.
+        held_fraction: the fraction of each client's rows the algorithm holds out (0: none;
+            :func:`fedbench.engine.holdout.holdout_fraction`).
+        dtype, dev: the parameters' dtype and device.
+
+    The initial model is drawn from the key (seed, 0, -1, "init"); the held-out split B_k once,
+    from (seed, 0, k, "holdout") (:func:`fedbench.engine.holdout.holdout_split`): ``clients``
+    are the rows D_k \\ B_k that train, ``held`` the rows B_k, and n_k (the aggregation weights)
+    counts the training rows.
+    """
+
+    def __init__(self, spec: dict, partition: pa.Table, algo, model, x_train: torch.Tensor,
+                 y_train: torch.Tensor, test: tuple[torch.Tensor, torch.Tensor], held_fraction: float,
+                 dtype: torch.dtype, dev: torch.device):
+        self.spec, self.algo, self.model, self.test = spec, algo, model, test
+        self.seed = int(spec["seed"])
+        all_clients = client_indices(partition, "train")
+        self.m = len(all_clients)
+        # D_k \ B_k and B_k (held_fraction 0: all rows train, none held out)
+        self.clients, self.held = holdout_split(all_clients, held_fraction, self.seed)
+        self.weights = np.array([len(ix) for ix in self.clients], dtype=np.float64)
+        used = torch.as_tensor(np.sort(np.concatenate(all_clients)), device=dev)
+        self.x_used, self.y_used = x_train[used], y_train[used]
+        params = {k: v.to(dev) for k, v in model.init(generator(self.seed, 0, -1, "init"), dtype=dtype).items()}
+        self.server = algo.server_init(params, dict(spec["hparams"]), self.m)
+        self.dev = dev
+        self.identity = {
+            "experiment": spec["experiment"],
+            "dataset": spec["dataset"],
+            "partition": spec["partition"],
+            "algorithm": spec["algorithm"],
+            "algorithm_name": spec["algorithm_name"],
+            "hparams_id": spec_id(spec),
+            "seed": self.seed,
+        }
+        self.counters = (0, 0, 0, 0.0, 0.0)  # uplink floats, non-zeros, downlink floats, entropy, entropy (Δ)
+        self.hist = None
+        if spec.get("delta_histogram") is not None:
+            self.hist = DeltaHistogram(spec["delta_histogram"]["rounds"])
+        self.rows: list[dict] = []
+        self.status = "ok"
+        self.first_round = 1
+        self.t_start = time.perf_counter()
+
+    def resume(self, checkpoint_path) -> dict | None:
+        """Load this cell's checkpoint if there is one; returns its client states (None: fresh start)."""
+        ckpt = load_checkpoint(checkpoint_path, self.identity["hparams_id"], self.dev)
+        if ckpt is None:
+            return None
+        self.server = ckpt["server"]
+        self.rows = ckpt["rows"]
+        self.counters = tuple(ckpt["counters"])
+        if self.hist is not None:
+            self.hist = DeltaHistogram.from_state(ckpt["delta_histogram"])
+        self.first_round = ckpt["round"] + 1
+        self.t_start = time.perf_counter() - ckpt["elapsed"]
+        print(f"resuming from {checkpoint_path} after round {ckpt['round']}", file=sys.stderr)
+        return ckpt["client_states"]
+
+    def sample(self, t: int) -> np.ndarray:
+        """Step 1: the clients P_t of round t (ascending ids), keyed by (seed, t)."""
+        sampling = self.spec["sampling"]
+        return sample_clients(sampling["scheme"], self.m, sampling["participation"], self.seed, t)
+
+    def end_round(self, t: int, sampled: np.ndarray, result, hp: dict, client_states, checkpoint_path,
+                  checkpoint_every: int) -> None:
+        """Server update, communication, evaluation and checkpoint of round t (steps 3 and 4).
+
+        Args:
+            t, sampled, hp: the round, its sampled clients and its hyperparameters.
+            result: the engine's :class:`fedbench.engine.interface.RoundResult` for this cell.
+            client_states: a function returning the cell's persistent client states (called only
+                when a checkpoint is written).
+            checkpoint_path, checkpoint_every: write a checkpoint after every k-th round (not
+                after the last one, nor after a diverged one).
+        """
+        algo, spec = self.algo, self.spec
+        rounds = int(spec["rounds"])
+        messages, losses = result.messages, result.losses
+        down = count_floats(algo.broadcast(self.server))
+        theta_prev = self.server["params"]
+        self.server = algo.server_update(self.server, messages, torch.as_tensor(self.weights[sampled]), hp)
+        algo_metrics = algorithm_metrics(self.server)
+
+        up_floats, up_nnz, down_floats, up_entropy, up_entropy_delta = self.counters
+        diverged = not (np.all(np.isfinite(losses)) and tree_all_finite(self.server["params"]))
+        up_floats += sum(count_floats(msg) for msg in result.counted)
+        up_nnz += sum(count_nonzeros(msg) for msg in result.counted)
+        down_floats += down * len(sampled)
+        if not diverged:
+            h_t = entropy_bits(flatten(result.counted))
+            up_entropy += h_t
+            # The Δ convention: differs only for messages holding a model θ_k (FedDyn).
+            if any("params" in msg for msg in messages) or self.hist is not None:
+                delta_msgs = [as_delta(msg, theta_prev) for msg in messages]
+                if any("params" in msg for msg in messages):
+                    h_t = entropy_bits(flatten(delta_msgs))
+                if self.hist is not None:
+                    self.hist.add_round(t, delta_msgs, flatten)
+            up_entropy_delta += h_t
+        else:
+            up_entropy = up_entropy_delta = float("nan")
+        self.counters = (up_floats, up_nnz, down_floats, up_entropy, up_entropy_delta)
+        if diverged or t % spec["eval_every"] == 0 or t == rounds:
+            params = self.server["params"]
+            train_loss, train_acc = evaluate(self.model.apply, params, self.x_used, self.y_used)
+            test_loss, test_acc = evaluate(self.model.apply, params, *self.test)
+            diverged = diverged or not np.isfinite(train_loss)
+            if diverged:
+                self.status, test_acc, train_acc = "diverged", float("nan"), float("nan")
+            self.rows.append({**self.identity, "round": t, "clients_sampled": int(len(sampled)),
+                              "train_loss": train_loss, "train_accuracy": train_acc,
+                              "test_loss": test_loss, "test_accuracy": test_acc,
+                              "uplink_floats": up_floats, "uplink_nonzeros": up_nnz,
+                              "uplink_entropy_bits": up_entropy, "uplink_entropy_bits_delta": up_entropy_delta,
+                              "downlink_floats": down_floats,
+                              "wall_seconds": time.perf_counter() - self.t_start, "status": self.status,
+                              **algo_metrics})
+        if diverged:
+            return
+        if checkpoint_path is not None and checkpoint_every and t % checkpoint_every == 0 and t < rounds:
+            self.checkpoint(checkpoint_path, t, client_states())
+
+    def checkpoint(self, path, t: int, client_states: dict[int, dict]) -> None:
+        """Write the cell's state after round t to ``path`` (:mod:`fedbench.engine.checkpoint`)."""
+        save_checkpoint(path, {
+            "format": CHECKPOINT_FORMAT, "hparams_id": self.identity["hparams_id"], "round": t,
+            "server": self.server, "client_states": client_states, "rows": self.rows,
+            "counters": self.counters, "delta_histogram": None if self.hist is None else self.hist.state(),
+            "elapsed": time.perf_counter() - self.t_start})
+
+    def info(self) -> dict:
+        """What :func:`fedbench.engine.loop.train` returns about the cell (besides its rows)."""
+        return {"status": self.status, "rounds_completed": self.rows[-1]["round"] if self.rows else 0,
+                "params": self.server["params"], "server_state": self.server,
+                "wall_seconds": time.perf_counter() - self.t_start, "delta_histogram": self.hist,
+                "holdout_sizes": [len(h) for h in self.held]}
