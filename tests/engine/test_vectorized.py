@@ -116,7 +116,8 @@ def _compare(spec, ds, part, device, rtol, **kw):
         for key in ("uplink_entropy_bits", "uplink_entropy_bits_delta", "boosted_pct"):
             assert (a[key] is None) == (b[key] is None), key
             if a[key] is not None:
-                tol = {"boosted_pct": 100.0 / d + 1e-9}.get(key, 1e-3 * abs(a[key]) if rtol < 1e-6 else 0.05 * abs(a[key]))
+                rel = 1e-3 if rtol < 1e-6 else 0.05
+                tol = {"boosted_pct": 100.0 / d + 1e-9}.get(key, rel * abs(a[key]))
                 assert abs(b[key] - a[key]) <= tol, key
     assert info_s["holdout_sizes"] == info_v["holdout_sizes"]
     return info_s, info_v
