@@ -1,10 +1,10 @@
-# fedbench: the single entry point of the workflow (see /work/shared/DESIGN.md, config/README.md).
+# fedbench: the single entry point of the workflow (README.md; config keys: config/README.md).
 #
 #   snakemake --cores 2                       run the default suite (config/config.yaml)
 #   snakemake --cores 2 --configfile X.yaml   run another suite instead (replaces the default)
 #   snakemake --report results/report.html    build the report after a run
-#   snakemake --profile profiles/slurm        one Slurm job per training cell (README.md, "Slurm")
-#   snakemake wandb_sync / wandb_report       upload W&B runs / build the W&B report (README.md, "W&B")
+#   snakemake --profile profiles/slurm        one Slurm job per training cell (docs/cluster.md, "Slurm")
+#   snakemake wandb_sync / wandb_report       upload W&B runs / build the W&B report (docs/wandb.md)
 #
 # Data flow: prepare_dataset -> partition -> train (one job per cell; per cell and all its seeds with
 #            `stack_seeds`) -> collect -> aggregate

@@ -7,7 +7,7 @@
 #
 # No systemd needed: munged, slurmctld and slurmd are started directly (the Debian packages'
 # own start at install time is refused in containers anyway). The configuration is the one
-# verified on Debian 12 (slurm-wlm 22.05, see ../shared/references/snakemake.md §7.3):
+# verified on Debian 12 (slurm-wlm 22.05.8, munge 0.5.15; slurm.conf(5) and gres.conf(5) of 22.05):
 # one node named after `hostname -s` with the CPUs and memory `slurmd -C` reports, no
 # accounting database (so Snakemake must query job status with squeue: profiles/ci-slurm),
 # proctrack/linuxproc (no cgroups). A GPU, when /dev/nvidia0 exists, is declared as gres gpu.

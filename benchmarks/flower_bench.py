@@ -4,13 +4,14 @@ Runs in a separate virtualenv that has ``flwr[simulation]`` (never a project dep
 project's own packages (torch, fedbench) are made visible to it through a ``.pth`` file:
 
     python -m venv /tmp/flwr-venv && /tmp/flwr-venv/bin/pip install "flwr[simulation]"
-    echo /work/main/.venv/lib/python3.11/site-packages > /tmp/flwr-venv/lib/python3.11/site-packages/zz_project.pth
+    .venv/bin/python -c 'import site; print(site.getsitepackages()[0])' \
+        > /tmp/flwr-venv/lib/python3.11/site-packages/zz_project.pth   # the project venv's site-packages
     /tmp/flwr-venv/bin/python benchmarks/flower_bench.py W1 0.1 3
 
-Setup as the performance reference (§5.3) recommends: Flower 1.x Message API (``ServerApp`` +
-``ClientApp``), the built-in ``FedAvg`` strategy (its own client sampling: same count, not the
-same ids), ``client_resources = {num_cpus: 1}`` (2 concurrent clients on 2 cores), torch 1
-thread per client. Each client deserialises the global ``state_dict``, trains the same
+Setup (Flower's recommended simulation setup, so that the comparison is fair): Flower 1.x
+Message API (``ServerApp`` + ``ClientApp``), the built-in ``FedAvg`` strategy (its own client
+sampling: same count, not the same ids), ``client_resources = {num_cpus: 1}`` (2 concurrent
+clients on 2 cores), torch 1 thread per client. Each client deserialises the global ``state_dict``, trains the same
 ``nn.Module``, ``DataLoader`` and ``torch.optim.SGD`` loop as the plain baseline (c), and sends its
 ``state_dict`` back. Round 1 (Ray and actor start-up, data generation in each actor) is reported
 separately; the round time is the mean over rounds 2..R, timed at the strategy's aggregations.

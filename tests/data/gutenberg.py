@@ -34,10 +34,13 @@ World Library text, "*** START OF THIS PROJECT GUTENBERG EBOOK COMPLETE WORKS--W
 ...>>`` notices, ``  Name. speech`` indented two spaces with continuations indented four, mixed-
 case abbreviated names (``  Ber.``), and THE COMEDY OF ERRORS without any indentation (LEAF's
 ``COE_CHARACTER_RE`` special case). :data:`LEAF_ERA_EXPECTED` is LEAF's parse of it.
+
+The excerpts' lines of only spaces are written with ``\\x20`` escapes: the same text, but no
+whitespace-only lines in the source for editors and linters to strip.
 """
 
 PG100_EXCERPT = """\ufeffThe Project Gutenberg eBook of The Complete Works of William Shakespeare
-    
+\x20\x20\x20\x20
 This ebook is for the use of anyone anywhere in the United States and
 most other parts of the world at no cost and with almost no restrictions
 whatsoever. You may copy it, give it away or re-use it under the terms
@@ -557,9 +560,9 @@ Rose-cheek’d Adonis hied him to the chase;
 
 
 *** END OF THE PROJECT GUTENBERG EBOOK THE COMPLETE WORKS OF WILLIAM SHAKESPEARE ***
-    
+\x20\x20\x20\x20
 
-    
+\x20\x20\x20\x20
 Updated editions will replace the previous one—the old editions will
 be renamed.
 

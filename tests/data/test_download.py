@@ -59,7 +59,8 @@ def test_every_registry_entry_is_complete():
             assert f.md5 is None or len(f.md5) == 32
     assert REMOTE["cifar10"].files["archive"].md5 == "c58f30108f718f92721af3b95e74349a"
     assert REMOTE["cifar100"].files["archive"].md5 == "eb9058c3a382ffc7106e4002c42a8d85"
-    assert all(f.url.startswith("https://ossci-datasets.s3.amazonaws.com/mnist/") for f in REMOTE["mnist"].files.values())
+    mirror = "https://ossci-datasets.s3.amazonaws.com/mnist/"
+    assert all(f.url.startswith(mirror) for f in REMOTE["mnist"].files.values())
 
 
 def test_source_of_mirror_forms(tmp_path):

@@ -203,7 +203,8 @@ def test_write_and_read_roundtrip(tmp_path, ds):
 def test_schemes_table_and_defaults():
     assert set(SCHEMES) == {"iid", "dirichlet", "shards", "natural", "pachinko"}
     assert resolve_partition_params({"scheme": "dirichlet"})["form"] == "client_prior"
-    assert resolve_partition_params({"scheme": "shards", "num_clients": 3}) == {"num_clients": 3, "shards_per_client": 2}
+    shards = resolve_partition_params({"scheme": "shards", "num_clients": 3})
+    assert shards == {"num_clients": 3, "shards_per_client": 2}
 
 
 @pytest.mark.parametrize("cfg,match", [

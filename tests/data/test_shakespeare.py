@@ -23,8 +23,10 @@ def test_parse_modern_layout():
                    "To be, or not to be."],
         "LADY MACBETH": ["Out, damned spot!"],
     }
-    assert illyria == {"ORSINO": ["If music be the food of love, play on;", "Give me excess of it,   that, surfeiting,"],
-                       "SIR TOBY": ["What a plague means my niece?"]}
+    assert illyria == {
+        "ORSINO": ["If music be the food of love, play on;", "Give me excess of it,   that, surfeiting,"],
+        "SIR TOBY": ["What a plague means my niece?"],
+    }
     assert discarded == 0
 
 
@@ -40,7 +42,8 @@ def test_leaf_windows():
     text = "     To be, or\n"  # 2+ spaces collapsed, newline appended, 5 spaces of padding
     assert len(y) == len("To be, or\n") and x.shape == (10, 5)
     decode = lambda ids: "".join(ALL_LETTERS[i] for i in ids)  # noqa: E731
-    assert decode(x[0]) == "     " and decode([y[0]]) == "T" and decode(x[-1]) == text[-6:-1] and decode([y[-1]]) == "\n"
+    assert decode(x[0]) == "     " and decode([y[0]]) == "T"
+    assert decode(x[-1]) == text[-6:-1] and decode([y[-1]]) == "\n"
     assert list(encode("a’—é")) == [ALL_LETTERS.index("a"), ALL_LETTERS.index("'"), ALL_LETTERS.index("-"), 79]
     assert client_name("THE TRAGEDY OF ELSINORE", "LADY MACBETH") == "THE_TRAGEDY_OF_ELSINORE_LADY_MACBETH"
 

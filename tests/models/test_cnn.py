@@ -8,6 +8,9 @@ import torch.nn as nn
 from fedbench.models import build_model, make_grad_fn, num_parameters
 from fedbench.models.cnn import feature_size
 
+# Parameter counts that the dense communication counts of Kim et al., "Communication-Efficient and
+# Drift-Robust Federated Learning via Elastic Net" (arXiv 2022), Table 2, imply (d · Σ_t |P_t|):
+# the FedDyn code's models (github.com/alpemreacar/FedDyn, Acar et al., ICLR 2021).
 FEDDYN_CIFAR = {"name": "cnn", "channels": [64, 64], "hidden": [384, 192], "padding": "valid"}
 
 
@@ -15,7 +18,7 @@ FEDDYN_CIFAR = {"name": "cnn", "channels": [64, 64], "hidden": [384, 192], "padd
     "cfg,shape,classes,count",
     [
         ({"name": "cnn"}, (1, 28, 28), 10, 1_663_370),  # McMahan et al. 2017 MNIST CNN
-        (FEDDYN_CIFAR, (3, 32, 32), 10, 797_962),  # summary-seed-003 §4.4, CIFAR-10
+        (FEDDYN_CIFAR, (3, 32, 32), 10, 797_962),  # Kim et al. 2022, Table 2, CIFAR-10
         (FEDDYN_CIFAR, (3, 32, 32), 100, 815_332),  # CIFAR-100
     ],
 )

@@ -80,7 +80,8 @@ def test_init_follows_pytorch_default_bounds(cfg, shape, classes):
 
 
 def test_large_layer_init_is_uniform():
-    w = build_model({"name": "mlp", "hidden": [200]}, (784,), 10).init(np.random.default_rng(0), torch.float64)["fc1.weight"]
+    model = build_model({"name": "mlp", "hidden": [200]}, (784,), 10)
+    w = model.init(np.random.default_rng(0), torch.float64)["fc1.weight"]
     bound = 1 / math.sqrt(784)
     # U(−b, b): mean 0, variance b²/3.
     assert abs(float(w.mean())) < 0.01 * bound

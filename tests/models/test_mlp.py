@@ -7,10 +7,12 @@ import torch
 from fedbench.models import build_model, make_grad_fn, num_parameters
 
 
+# Kim et al. 2022 = Kim, Woo, Seo & Kim, "Communication-Efficient and Drift-Robust Federated
+# Learning via Elastic Net" (arXiv 2022): its Table 2 dense counts imply the FedDyn code's MLPs.
 @pytest.mark.parametrize(
     "hidden,shape,classes,count",
     [
-        ([200, 200], (1, 28, 28), 10, 199_210),  # FedAvg 2NN / FedDyn-code MNIST (summary-seed-003 §4.4)
+        ([200, 200], (1, 28, 28), 10, 199_210),  # FedAvg 2NN / FedDyn-code MNIST (Kim et al. 2022, Table 2)
         ([100, 100], (784,), 10, 89_610),  # FedDyn-code EMNIST-L
         ([200, 100], (784,), 10, 178_110),  # FedElasticNet's text, "200 and 100"
         ([], (64,), 10, 650),  # no hidden layer: logistic regression

@@ -103,7 +103,9 @@ def load_mnist(paths: dict, name: str = "mnist", normalize: str = "fixed",
         x (n, 1, 28, 28) float32, y int64 in 0..9; 60,000 / 10,000 for the real files.
     """
     check_normalize("mnist", normalize, mean, std, 1)
-    x_tr, y_tr = _images_labels(read_idx_file(paths["train_images"]), read_idx_file(paths["train_labels"]), "mnist train")
+    x_tr, y_tr = _images_labels(
+        read_idx_file(paths["train_images"]), read_idx_file(paths["train_labels"]), "mnist train"
+    )
     x_te, y_te = _images_labels(read_idx_file(paths["test_images"]), read_idx_file(paths["test_labels"]), "mnist test")
     x_tr, x_te, norm = normalize_images(x_tr, x_te, normalize, mean, std)
     return Dataset(name=name, x_train=x_tr, y_train=y_tr, x_test=x_te, y_test=y_te, num_classes=10,

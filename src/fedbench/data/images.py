@@ -11,8 +11,11 @@
 
 Augmentation is not applied here: a prepared dataset stores each image once. ``augment: true``
 records :data:`CIFAR_AUGMENTATION` in meta.json under ``augmentation`` and the engine applies it to
-training minibatches (:mod:`fedbench.engine.augment`) as the FedDyn reference code
-(``utils_dataset.py``, used by FedDyn and FedElasticNet; summary-seed-003 §4.3) does: a horizontal
+training minibatches (:mod:`fedbench.engine.augment`) as the FedDyn reference code does
+(``utils_dataset.py`` of github.com/alpemreacar/FedDyn, the code of Acar et al., "Federated Learning
+Based on Dynamic Regularization", ICLR 2021, whose datasets and environment Kim et al.,
+"Communication-Efficient and Drift-Robust Federated Learning via Elastic Net", arXiv 2022, App. A.1,
+reuse): a horizontal
 flip with probability 0.5, then, with probability 0.5, a random 32x32 crop after zero-padding 4
 pixels on each side. (torchvision's ``RandomCrop(32, padding=4)`` crops always: set
 ``random_crop.p`` to 1 for that.) As in FedDyn's code, augmentation acts on the normalised tensor,
@@ -50,7 +53,9 @@ def check_normalize(source: str, normalize, mean, std, channels: int) -> None:
             ok = isinstance(v, (list, tuple)) and len(v) == channels and all(
                 isinstance(a, (int, float)) and not isinstance(a, bool) for a in v)
             if not ok:
-                raise ValueError(f"{source}: {key} must be a list of {channels} numbers for normalize 'fixed', got {v!r}")
+                raise ValueError(
+                    f"{source}: {key} must be a list of {channels} numbers for normalize 'fixed', got {v!r}"
+                )
         if any(s <= 0 for s in std):
             raise ValueError(f"{source}: std must be > 0, got {std!r}")
 

@@ -51,7 +51,8 @@ Schemes
     most k classes. Shard sizes differ by a few samples when class sizes do; K·k need not divide n.
 ``pachinko``
     Pachinko Allocation (Li & McCallum 2006) as TFF built Fed-CIFAR100 (Reddi et al. 2021, "Adaptive
-    Federated Optimization", App. C; summary-seed-000.md §3.2). Needs coarse labels
+    Federated Optimization", ICLR 2021, App. C; TFF's ``tff.simulation.datasets.cifar100``; used by
+    Chen et al., "Elastic Aggregation for Federated Optimization", CVPR 2023). Needs coarse labels
     (``Dataset.y_coarse_train``, e.g. CIFAR-100's 20 super-classes); each fine label must belong to
     one coarse label. For each client k in turn: p_k ~ Dir(coarse_alpha·1) over the coarse labels
     (default 0.1) and, for every coarse label c, p_{k,c} ~ Dir(fine_alpha·1) over c's fine labels
@@ -171,7 +172,8 @@ def client_sizes(n: int, num_clients: int, sigma: float, rng: np.random.Generato
         raise ValueError(f"num_clients={num_clients} exceeds the {n} train samples: lower num_clients to at most {n}")
     if num_clients * min_size > n:
         raise ValueError(
-            f"min_size={min_size} with num_clients={num_clients} needs {num_clients * min_size} samples but there are {n}: "
+            f"min_size={min_size} with num_clients={num_clients} needs {num_clients * min_size} samples "
+            f"but there are {n}: "
             f"lower min_size or num_clients"
         )
     if sigma == 0:
@@ -424,7 +426,8 @@ def make_partition(dataset: Dataset, cfg: dict, seed: int) -> pa.Table:
     Raises:
         ValueError: unknown scheme or parameter, a value out of range (alpha <= 0, …), more clients
             than samples, a client that would be left empty, ``natural`` on a dataset without
-            natural clients, or ``pachinko`` on a dataset without coarse labels. The message names the config key and the fix.
+            natural clients, or ``pachinko`` on a dataset without coarse labels. The message names the
+            config key and the fix.
     """
     p = resolve_partition_params(cfg)
     scheme = cfg["scheme"]

@@ -122,7 +122,8 @@ def check_fits(source: str, model: str | None = None, scheme: str | None = None)
                          f"{kind} inputs; use logreg or mlp, or a cnn only on images")
     if scheme == "natural" and source in INPUT_KIND and source not in NATURAL_CLIENTS:
         raise ValueError(f"partition scheme 'natural' needs a dataset with its own clients "
-                         f"({', '.join(NATURAL_CLIENTS)}); source {source!r} has none: use scheme iid, dirichlet or shards")
+                         f"({', '.join(NATURAL_CLIENTS)}); source {source!r} has none: "
+                         f"use scheme iid, dirichlet or shards")
     if scheme == "pachinko" and source in INPUT_KIND and source not in COARSE_LABELS:
         raise ValueError(f"partition scheme 'pachinko' needs coarse labels ({', '.join(COARSE_LABELS)}); source "
                          f"{source!r} has none: use scheme dirichlet or shards")

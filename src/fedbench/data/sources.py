@@ -119,7 +119,10 @@ REMOTE: dict[str, RemoteDataset] = {
                 "6d958be074577803d12ecdefd02955f39262c83c16fe9348329d7fe0b5c001ce", "c58f30108f718f92721af3b95e74349a"),
         },
         homepage="https://www.cs.toronto.edu/~kriz/cifar.html",
-        licence="no formal licence; free for research, cite Krizhevsky 2009 (Learning Multiple Layers of Features from Tiny Images)",
+        licence=(
+            "no formal licence; free for research, "
+            "cite Krizhevsky 2009 (Learning Multiple Layers of Features from Tiny Images)"
+        ),
         papers=("000", "003"),
     ),
     "cifar100": RemoteDataset(

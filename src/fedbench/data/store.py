@@ -19,8 +19,8 @@ meta.json             {name, num_classes, feature_shape, n_train, n_test, source
 
 Images are stored channels-first, (n, C, H, W). ``x`` is float32 unless the dataset asks for an
 integer dtype (``write_dataset(..., x_dtype="uint8")``, e.g. Shakespeare's character ids 0..79,
-which would take 4x the disk as float32); meta.json then records ``x_dtype``. Arrays are loaded memory-mapped, so a large
-dataset costs no RAM until it is indexed. ``write_dataset`` writes into a temporary sibling
+which would take 4x the disk as float32); meta.json then records ``x_dtype``. Arrays are loaded
+memory-mapped, so a large dataset costs no RAM until it is indexed. ``write_dataset`` writes into a temporary sibling
 directory and renames it into place, so a half-written dataset never looks prepared.
 """
 

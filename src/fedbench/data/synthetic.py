@@ -32,7 +32,8 @@ Departures from the reference generator, all configurable back to it:
 * ``test_fraction`` (default 0.1, the reference's 90/10 split): each client keeps its first
   int((1 - test_fraction)·n_k) samples for training and the rest for testing. The reference
   shuffles each client's samples first; the samples are i.i.d. draws, so we do not.
-* Randomness is keyed (DESIGN.md): client-independent draws (sizes, u, B, the shared iid W, b)
+* Randomness is keyed by (seed, round, client, purpose) (:mod:`fedbench.rng`), so the data do
+  not depend on the order clients are generated in: client-independent draws (sizes, u, B, the shared iid W, b)
   come from ``generator(seed, 0, -1, "dataset")`` and client k's draws (W_k, b_k, v_k, x) from
   ``generator(seed, 0, k, "dataset")``. The data are statistically the same as the reference's,
   not bitwise (it uses the global ``np.random`` state).
@@ -112,15 +113,20 @@ def _validate(alpha, beta, num_clients, size_distribution, size_mean, size_sigma
     if not _is_num(powerlaw_a) or powerlaw_a <= 0:
         bad("powerlaw_a", powerlaw_a, "a number > 0 (Pareto tail exponent), e.g. 1.5")
     if not _is_int(min_samples_per_client) or min_samples_per_client < 2:
-        bad("min_samples_per_client", min_samples_per_client, "an integer >= 2 (each client needs train and test samples)")
+        bad("min_samples_per_client", min_samples_per_client,
+            "an integer >= 2 (each client needs train and test samples)")
     if max_samples_per_client is not None and (
         not _is_int(max_samples_per_client) or max_samples_per_client < min_samples_per_client
     ):
-        bad("max_samples_per_client", max_samples_per_client, f"null or an integer >= min_samples_per_client ({min_samples_per_client})")
+        bad("max_samples_per_client", max_samples_per_client,
+            f"null or an integer >= min_samples_per_client ({min_samples_per_client})")
     if not _is_num(test_fraction) or not 0 < test_fraction < 1:
         bad("test_fraction", test_fraction, "a number in (0, 1), e.g. 0.1")
-    if int((1 - test_fraction) * min_samples_per_client) < 1 or int((1 - test_fraction) * min_samples_per_client) >= min_samples_per_client:
-        bad("test_fraction", test_fraction, f"such that a client of min_samples_per_client={min_samples_per_client} samples keeps >= 1 train and >= 1 test sample")
+    n_train_min = int((1 - test_fraction) * min_samples_per_client)
+    if n_train_min < 1 or n_train_min >= min_samples_per_client:
+        bad("test_fraction", test_fraction,
+            f"such that a client of min_samples_per_client={min_samples_per_client} samples "
+            f"keeps >= 1 train and >= 1 test sample")
     if not _is_int(seed) or seed < 0:
         bad("seed", seed, "an integer >= 0")
 

@@ -1,4 +1,7 @@
-"""Communication accounting, counted from what is actually sent (DESIGN.md).
+"""Communication accounting, counted from what is actually sent, never estimated.
+
+What a client sends is an explicit message (the algorithm protocol, :mod:`fedbench.algorithms`),
+so floats, non-zeros and entropy are computed from the tensors themselves.
 
 A message is a dict whose values are pytrees (``dict[str, Tensor]``) or tensors, e.g.
 ``{"delta": Δ_k}`` or SCAFFOLD's ``{"delta": Δ_k, "delta_c": Δc_k}``.
@@ -120,7 +123,9 @@ def entropy_bits(values: np.ndarray, bin_width: float = ENTROPY_BIN_WIDTH) -> fl
     """Shannon entropy, in bits per value, of ``values`` quantised to bins of width ``bin_width``.
 
     H = −Σ_b p_b log2 p_b with p_b the fraction of values in bin b = ⌊v / bin_width⌋
-    (FedElasticNet's entropy measure, Kim et al., bin width 0.01; summary-seed-003.md §3):
+    (FedElasticNet's entropy measure: Kim, Woo, Seo & Kim, "Communication-Efficient and
+    Drift-Robust Federated Learning via Elastic Net", arXiv 2022, §4, "entropy of discretized
+    values with the bin size of 0.01"; Tables 3-4):
     :func:`entropy_from_counts` of the bin counts (any finite values, even beyond the int64 bins
     of :func:`histogram`). Non-finite values are an error rather than a silent bin.
 

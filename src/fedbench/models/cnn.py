@@ -6,9 +6,12 @@ Architecture for ``channels = [c_1, …, c_J]``, ``hidden = [h_1, …, h_L]``:
     → flatten → [FC h_l → ReLU] × L → FC C (logits)
 
 Defaults are the FedAvg paper's: conv5×5 32 ('same') → pool → conv5×5 64 → pool → FC 512 → FC C
-(1,663,370 parameters on 1×28×28 MNIST). The FedDyn code's CIFAR model, which FedElasticNet's
-Table 2 counts match (summary-seed-003 §4.4), is ``channels=[64, 64], hidden=[384, 192],
-padding="valid"`` (797,962 parameters on 3×32×32 with 10 classes).
+(1,663,370 parameters on 1×28×28 MNIST). The FedDyn code's CIFAR model (github.com/alpemreacar/FedDyn;
+Acar et al., "Federated Learning Based on Dynamic Regularization", ICLR 2021) is
+``channels=[64, 64], hidden=[384, 192], padding="valid"`` (797,962 parameters on 3×32×32 with
+10 classes). Kim et al., "Communication-Efficient and Drift-Robust Federated Learning via Elastic
+Net" (arXiv 2022), §4 print FC 394-192, but the dense counts of their Table 2 are 797,962 × Σ_t |P_t|
+(163.82e7 over 200 rounds): the code's 384 is what was run.
 
 The flatten size is computed from the input shape (pooling floors odd sizes, as
 ``nn.MaxPool2d(2)``), so the same code runs on 1×8×8 digits, 1×28×28 MNIST and 3×32×32 CIFAR.

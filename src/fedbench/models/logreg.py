@@ -24,7 +24,9 @@ def uniform(rng: np.random.Generator, bound: float, shape: tuple, dtype: torch.d
     return torch.from_numpy(rng.uniform(-bound, bound, size=shape)).to(dtype)
 
 
-def linear_init(rng: np.random.Generator, fan_in: int, fan_out: int, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+def linear_init(
+    rng: np.random.Generator, fan_in: int, fan_out: int, dtype: torch.dtype
+) -> tuple[torch.Tensor, torch.Tensor]:
     """PyTorch's default ``nn.Linear`` init: weight (fan_out, fan_in) and bias, both U(±1/√fan_in)."""
     bound = 1.0 / math.sqrt(fan_in)
     return uniform(rng, bound, (fan_out, fan_in), dtype), uniform(rng, bound, (fan_out,), dtype)

@@ -8,7 +8,11 @@ Shapes:
     x: (B, *input_shape) → logits (B, C).
 
 Source: the FedAvg paper's "2NN" (McMahan et al. 2017: 784-200-200-10, 199,210 parameters) and
-the FedDyn code's MNIST / EMNIST-L models (200-200 and 100-100; summary-seed-003 §4.4).
+the FedDyn code's MNIST / EMNIST-L models (200-200 and 100-100; github.com/alpemreacar/FedDyn;
+Acar et al., "Federated Learning Based on Dynamic Regularization", ICLR 2021). Kim et al.,
+"Communication-Efficient and Drift-Robust Federated Learning via Elastic Net" (arXiv 2022) ran
+those: their §4 says "200 and 100", but the dense counts of their Table 2 are 199,210 / 89,610
+parameters × Σ_t |P_t|.
 Initialised like ``torch.nn.Linear``: U(±1/√fan_in) for weights and biases.
 """
 
