@@ -1,4 +1,4 @@
-# fedbench: the single entry point of the workflow (see /work/shared/DESIGN.md, config/README.md).
+# fedbench: the single entry point of the workflow (see README.md, config/README.md).
 #
 #   snakemake --cores 2                       run the default suite (config/config.yaml)
 #   snakemake --cores 2 --configfile X.yaml   run another suite instead (replaces the default)
@@ -45,8 +45,7 @@ rule all:
         expand("results/tables/{experiment}.md", experiment=EXPERIMENTS),
         expand("results/tables/{experiment}.csv", experiment=EXPERIMENTS),
         expand("results/plots/{experiment}_accuracy.png", experiment=EXPERIMENTS),
-        expand("results/tables/paper/{table}.{ext}", table=PAPER_TABLES, ext=("md", "csv")),
-        PAPER_FIGURES,
+        PAPER_OUTPUTS,
         wandb_records() if WANDB["enabled"] else [],
 
 
