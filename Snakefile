@@ -45,8 +45,7 @@ rule all:
         expand("results/tables/{experiment}.md", experiment=EXPERIMENTS),
         expand("results/tables/{experiment}.csv", experiment=EXPERIMENTS),
         expand("results/plots/{experiment}_accuracy.png", experiment=EXPERIMENTS),
-        expand("results/tables/paper/{table}.{ext}", table=PAPER_TABLES, ext=("md", "csv")),
-        PAPER_FIGURES,
+        PAPER_OUTPUTS,
         wandb_records() if WANDB["enabled"] else [],
 
 

@@ -33,163 +33,80 @@ rule aggregate:
         "../workflow/scripts/aggregate.py"
 
 
-# The papers' tables (fedbench.analysis.paper_tables): built for every paper that some experiment
-# names in its `paper` key (FedElasticNet: Tables 2-4; Elastic Aggregation: Table 1), over all the
-# experiments of that paper, with the paper's numbers (config/reference/*.csv) beside ours.
-from fedbench.analysis.paper_tables import TABLES as PAPER_TABLE_SPECS, paper_key, tables_for
+# The papers' tables and figures: whatever the papers of fedbench.papers.PAPERS declare for the
+# cells of their experiments (an experiment's `paper` key names its paper); no paper is named here.
+# params: the cells an output reads + the code version of its paper's module, so editing one paper
+# re-makes that paper's outputs only. A paper's reference CSV is an input of its tables.
+import re as _re
+
+import fedbench.papers as papers
+
+PAPER_TABLES = papers.tables(CELLS)  # {name: fedbench.papers.base.Table}
+PAPER_FIGURES = papers.figures(CELLS)  # {name: fedbench.papers.base.PaperFigure}
 
 
-def _experiment_paper(experiment):
-    return (config["experiments"].get(experiment) or {}).get("paper")
+def _one_of_names(names, none):
+    return "|".join(_re.escape(n) for n in names) or none
 
 
-PAPER_TABLES = tables_for([_experiment_paper(e) for e in EXPERIMENTS])
-
-
-def paper_table_cells(wildcards):
-    """(experiment, dataset, partition, algorithm, participation) of the cells of the experiments
-    whose `paper` is this table's paper."""
-    key = next(k for k in ("fedelasticnet", "elastic_aggregation") if wildcards.table.startswith(k))
-    seen, out = set(), []
-    for c in CELLS:
-        if paper_key(_experiment_paper(c["experiment"])) != key:
-            continue
-        row = (c["experiment"], c["dataset"], c["partition"], c["algorithm"], c["sampling"]["participation"])
-        if row not in seen:
-            seen.add(row)
-            out.append(dict(zip(("experiment", "dataset", "partition", "algorithm", "participation"), row)))
-    return out
-
-
-def paper_table_code_version(wildcards):
-    return code_version(["fedbench.analysis.paper_tables"], within="fedbench.analysis")
+def paper_figure_input(wildcards):
+    """The metrics, or the per-cell files (e.g. delta_histogram.parquet) the figure reads."""
+    fig = PAPER_FIGURES[wildcards.figure]
+    if fig.cell_file is None:
+        return {"metrics": "results/metrics.parquet"}
+    return {"files": [f"{RUN_DIR}/{fig.cell_file}".format(**c) for c in fig.file_cells]}
 
 
 rule paper_table:
     localrule: True
     input:
         metrics="results/metrics.parquet",
-        reference=lambda wc: os.path.join(workflow.basedir, "config", "reference",
-                                          PAPER_TABLE_SPECS[wc.table]["reference"]),
+        reference=lambda wc: str(PAPER_TABLES[wc.table].reference),
     output:
         md="results/tables/paper/{table}.md",
         csv=report(
             "results/tables/paper/{table}.csv",
             caption="../workflow/report/paper_table.rst",
             category="Paper tables",
-            labels={"table": "{table}"},
+            labels=lambda wc: {"table": wc.table, "paper": PAPER_TABLES[wc.table].paper},
         ),
     wildcard_constraints:
-        table="|".join(PAPER_TABLE_SPECS) or "no_paper_table",
+        table=_one_of_names(PAPER_TABLES, "no_paper_table"),
     params:
-        cells=paper_table_cells,
-        code=paper_table_code_version,
+        paper=lambda wc: PAPER_TABLES[wc.table].paper,
+        cells=lambda wc: PAPER_TABLES[wc.table].cells,
+        code=lambda wc: papers.code_version(PAPER_TABLES[wc.table].paper),
     log:
         "results/logs/paper_table/{table}.log",
     script:
         "../workflow/scripts/paper_table.py"
 
 
-# FedElasticNet's λ1 sweep (Figures 3-5: final accuracy and non-zeros vs λ1), built when some
-# experiment runs a FedElasticNet algorithm at two or more values of lambda1.
-from fedbench.analysis.sweep_plots import sweep_cells
-
-SWEEP_CELLS = sweep_cells(CELLS)
-SWEEP_PLOTS = ["results/plots/paper/fedelasticnet_lambda1_sweep.png"] if SWEEP_CELLS else []
-
-
-rule lambda1_sweep_plot:
+rule paper_figure:
     localrule: True
     input:
-        metrics="results/metrics.parquet",
+        unpack(paper_figure_input),
     output:
         plot=report(
-            "results/plots/paper/fedelasticnet_lambda1_sweep.png",
-            caption="../workflow/report/lambda1_sweep.rst",
+            "results/plots/paper/{figure}.png",
+            caption="../workflow/report/paper_figure.rst",
             category="Paper figures",
-            labels={"figure": "FedElasticNet λ1 sweep"},
-        ),
-    params:
-        cells=SWEEP_CELLS,
-        code=lambda wc: code_version(["fedbench.analysis.sweep_plots"], within="fedbench.analysis"),
-    log:
-        "results/logs/lambda1_sweep_plot.log",
-    script:
-        "../workflow/scripts/lambda1_sweep_plot.py"
-
-
-# Elastic Aggregation's Figure 1 (percentage of parameters boosted vs round, momentum vs average),
-# built when an experiment whose `paper` is Elastic Aggregation runs an Elastic Aggregation
-# algorithm (fedbench.analysis.paper_figures.plot_boosted, from the boosted_pct column).
-from fedbench.analysis.paper_figures import ELASTIC_ALGORITHMS
-
-
-def _cell_row(c, *extra):
-    return {k: c[k] for k in ("experiment", "dataset", "partition", "algorithm", "algorithm_name", *extra)}
-
-
-BOOSTED_CELLS = list({(c["experiment"], c["dataset"], c["partition"], c["algorithm"]): _cell_row(c, "hparams")
-                      for c in CELLS
-                      if paper_key(_experiment_paper(c["experiment"])) == "elastic_aggregation"
-                      and c["algorithm_name"] in ELASTIC_ALGORITHMS}.values())
-BOOSTED_PLOTS = ["results/plots/paper/elastic_aggregation_boosted.png"] if BOOSTED_CELLS else []
-
-
-def paper_figures_code_version(wildcards=None):
-    return code_version(["fedbench.analysis.paper_figures"], within="fedbench.analysis")
-
-
-rule boosted_plot:
-    localrule: True
-    input:
-        metrics="results/metrics.parquet",
-    output:
-        plot=report(
-            "results/plots/paper/elastic_aggregation_boosted.png",
-            caption="../workflow/report/boosted.rst",
-            category="Paper figures",
-            labels={"figure": "Elastic Aggregation: boosted parameters"},
-        ),
-    params:
-        cells=BOOSTED_CELLS,
-        code=paper_figures_code_version,
-    log:
-        "results/logs/boosted_plot.log",
-    script:
-        "../workflow/scripts/boosted_plot.py"
-
-
-# FedElasticNet's Figure 2 (histograms of the transmitted Δ of FedDyn, Alg. 2, Alg. 3), one per
-# experiment with `delta_histogram` (its cells write delta_histogram.parquet: rules/train.smk).
-HISTOGRAM_PLOTS = [f"results/plots/paper/{e}_delta_histogram.png" for e in HISTOGRAM_EXPERIMENTS]
-
-
-def histogram_cells(wildcards):
-    return list({(c["dataset"], c["partition"], c["algorithm"]): _cell_row(c)
-                 for c in CELLS if c["experiment"] == wildcards.experiment}.values())
-
-
-rule delta_histogram_plot:
-    localrule: True
-    input:
-        lambda wc: cell_paths("delta_histogram.parquet", experiment=wc.experiment),
-    output:
-        plot=report(
-            "results/plots/paper/{experiment}_delta_histogram.png",
-            caption="../workflow/report/delta_histogram.rst",
-            category="Paper figures",
-            labels={"figure": "FedElasticNet: Δ histograms", "experiment": "{experiment}"},
+            labels=lambda wc: {"figure": PAPER_FIGURES[wc.figure].label, "paper": PAPER_FIGURES[wc.figure].paper},
         ),
     wildcard_constraints:
-        experiment="|".join(_re.escape(e) for e in HISTOGRAM_EXPERIMENTS) or "no_histogram_experiment",
+        figure=_one_of_names(PAPER_FIGURES, "no_paper_figure"),
     params:
-        cells=histogram_cells,
-        code=paper_figures_code_version,
+        paper=lambda wc: PAPER_FIGURES[wc.figure].paper,
+        cells=lambda wc: PAPER_FIGURES[wc.figure].cells,
+        caption=lambda wc: PAPER_FIGURES[wc.figure].caption,
+        code=lambda wc: papers.code_version(PAPER_FIGURES[wc.figure].paper),
     log:
-        "results/logs/delta_histogram_plot/{experiment}.log",
+        "results/logs/paper_figure/{figure}.log",
     script:
-        "../workflow/scripts/delta_histogram_plot.py"
+        "../workflow/scripts/paper_figure.py"
 
 
-# Every paper figure the config asks for (rule all).
-PAPER_FIGURES = SWEEP_PLOTS + BOOSTED_PLOTS + HISTOGRAM_PLOTS
+# Every paper output the config asks for (rule all).
+PAPER_OUTPUTS = [f"results/tables/paper/{t}.{ext}" for t in PAPER_TABLES for ext in ("md", "csv")] + [
+    f"results/plots/paper/{f}.png" for f in PAPER_FIGURES
+]

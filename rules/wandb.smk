@@ -37,6 +37,12 @@ rule wandb_sync:
         "../workflow/scripts/wandb_sync.py"
 
 
+def wandb_report_cells(wildcards=None):
+    """What the report shows of the cells: one (experiment, dataset, partition, paper) each."""
+    keys = ("experiment", "dataset", "partition", "paper")
+    return [dict(zip(keys, row)) for row in dict.fromkeys(tuple(c.get(k) for k in keys) for c in CELLS)]
+
+
 rule wandb_report:
     localrule: True
     input:
@@ -45,6 +51,8 @@ rule wandb_report:
         tables=expand("results/tables/{experiment}.md", experiment=EXPERIMENTS),
     output:
         "results/wandb/report.json",
+    params:
+        cells=wandb_report_cells,
     log:
         "results/logs/wandb_report.log",
     script:

@@ -182,9 +182,17 @@ def test_report_sections_follow_the_config():
 
     import yaml
 
+    from fedbench.config import expand_cells
+
     cfg = yaml.safe_load((Path(__file__).resolve().parents[1] / "config" / "config.yaml").read_text())
     cfg["experiments"]["baselines"]["paper"] = "paper-000"
-    secs = report_sections(cfg, {"baselines": "| t |\n"})
+    secs = report_sections(expand_cells(cfg), {"baselines": "| t |\n"})
     assert [s["name"] for s in secs] == ["baselines"]
     assert secs[0]["panels"] == [("digits", "iid"), ("digits", "dir0.3"), ("synthetic_1_1", "natural")]
     assert secs[0]["paper"] == "paper-000" and secs[0]["table_md"] == "| t |\n"
+
+
+def test_report_sections_name_a_registered_paper():
+    cells = [{"experiment": "e", "dataset": "d", "partition": p, "paper": "fedelasticnet"} for p in ("iid", "iid", "x")]
+    (sec,) = report_sections(cells, {"e": "| t |\n"})
+    assert sec["panels"] == [("d", "iid"), ("d", "x")] and sec["paper"] == "FedElasticNet (Kim et al., 2022)"

@@ -7,8 +7,9 @@ turning W&B on or changing its project reruns no training. The workflow (rules/w
     :func:`log_cell` reads the cell's ``metrics.parquet`` and ``summary.json`` and writes one
     run: project from the config, group ``<experiment>/<dataset>/<partition>``, job_type = the
     algorithm label, name ``<algorithm>/seed=<seed>``, config = the resolved cell spec (plus
-    hparams_id, the algorithm's code version, the paper), tags = ``seed=<s>`` and the paper,
-    one history step per evaluated round (step = round), and the cell's final summary.
+    hparams_id, the algorithm's code version, the paper's registry key), tags = ``seed=<s>`` and
+    the paper's key, one history step per evaluated round (step = round), and the cell's final
+    summary.
     Offline runs go to ``results/wandb/wandb/offline-run-*``; the returned record (run id,
     directory, mode) is the rule's output.
 ``wandb_sync``
@@ -306,18 +307,25 @@ def _q(s: str) -> str:
     return "'" + str(s).replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def report_sections(config: Mapping, tables_md: Mapping[str, str]) -> list[dict]:
-    """The sections of :func:`report_blocks` for a workflow config: one per experiment, in
-    config order, with its (dataset, partition) pairs, its paper and its Markdown table
-    (``tables_md``: experiment -> the text of results/tables/<experiment>.md)."""
-    from fedbench.config import expand_cells
+def report_sections(cells: Iterable[Mapping], tables_md: Mapping[str, str]) -> list[dict]:
+    """The sections of :func:`report_blocks`: one per experiment of ``cells``, in their order, with
+    its (dataset, partition) pairs, its paper (the paper's name, :func:`fedbench.papers.display_name`,
+    for a registry key) and its Markdown table (``tables_md``: experiment -> the text of
+    results/tables/<experiment>.md).
 
-    cells = expand_cells(dict(config))
+    Args:
+        cells: the workflow's cells (:func:`fedbench.config.expand_cells`), or any dicts with
+            experiment, dataset, partition and (optional) paper.
+    """
+    from fedbench.papers import display_name
+
+    cells = list(cells)
     sections = []
     for exp in dict.fromkeys(c["experiment"] for c in cells):
-        panels = list(dict.fromkeys((c["dataset"], c["partition"]) for c in cells if c["experiment"] == exp))
+        mine = [c for c in cells if c["experiment"] == exp]
+        panels = list(dict.fromkeys((c["dataset"], c["partition"]) for c in mine))
         sections.append({"name": exp, "panels": panels, "table_md": tables_md[exp],
-                         "paper": (config["experiments"][exp] or {}).get("paper")})
+                         "paper": display_name(mine[0].get("paper"))})
     return sections
 
 

@@ -68,7 +68,8 @@ def test_dry_run_of_the_full_grid_plans_every_cell_and_the_paper_tables(tmp_path
     rules = [r for r, _ in jobs]
     # Figure 2's experiment (CIFAR-10, 10 %: 3 splits x 6 methods) also writes Δ histograms
     assert rules.count("train") == 162 and rules.count("train_delta_histogram") == 18
-    assert [w["experiment"] for r, w in jobs if r == "delta_histogram_plot"] == ["fedelasticnet_cifar10_p10"]
+    assert sorted(w["figure"] for r, w in jobs if r == "paper_figure") == [
+        "fedelasticnet_cifar10_p10_delta_histogram", "fedelasticnet_lambda1_sweep"]
     assert rules.count("prepare_dataset") == 5
     assert sorted(w["table"] for r, w in jobs if r == "paper_table") == [
         "fedelasticnet_table2", "fedelasticnet_table3", "fedelasticnet_table4"]
@@ -152,12 +153,16 @@ def test_quick_experiments_run_end_to_end_with_the_paper_tables(tmp_path):
 
 def test_dry_run_of_the_quick_files_plans_the_paper_tables_and_the_sweep_plot(tmp_path):
     proc = ok(snakemake(tmp_path, load("fedelasticnet_quick"), "-n"))
-    rules = [r for r, _ in planned_jobs(proc.stdout + proc.stderr)]
+    jobs = planned_jobs(proc.stdout + proc.stderr)
+    rules = [r for r, _ in jobs]
     assert rules.count("train") + rules.count("train_delta_histogram") == 52
     assert rules.count("train_delta_histogram") == 24  # fedelasticnet_quick_p10: 4 data settings x 6 methods
-    assert rules.count("paper_table") == 3 and rules.count("lambda1_sweep_plot") == 1
-    assert rules.count("delta_histogram_plot") == 1 and "boosted_plot" not in rules
+    assert rules.count("paper_table") == 3
+    assert sorted(w["figure"] for r, w in jobs if r == "paper_figure") == [
+        "fedelasticnet_lambda1_sweep", "fedelasticnet_quick_p10_delta_histogram"]  # no elastic_aggregation_boosted
     proc = ok(snakemake(tmp_path, load("elastic_aggregation_quick"), "-n"))
-    rules = [r for r, _ in planned_jobs(proc.stdout + proc.stderr)]
-    assert rules.count("train") == 24 and rules.count("paper_table") == 1 and "lambda1_sweep_plot" not in rules
-    assert rules.count("boosted_plot") == 1 and "train_delta_histogram" not in rules
+    jobs = planned_jobs(proc.stdout + proc.stderr)
+    rules = [r for r, _ in jobs]
+    assert rules.count("train") == 24 and rules.count("paper_table") == 1
+    assert [w["figure"] for r, w in jobs if r == "paper_figure"] == ["elastic_aggregation_boosted"]
+    assert "train_delta_histogram" not in rules

@@ -1,18 +1,19 @@
-"""Snakemake shim for rule paper_table: one of the papers' tables (Markdown in the paper's layout, long CSV)."""
+"""Snakemake shim for rule paper_table: one paper table (Markdown in the paper's layout, long CSV),
+written by its paper's module (fedbench.papers)."""
 
 import sys
 
 sys.stdout = sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: F821 (snakemake is injected)
 
-import polars as pl  # noqa: E402
+import polars as pl
 
-from fedbench.analysis.paper_tables import write_paper_table  # noqa: E402
+import fedbench.papers as papers
 
-write_paper_table(
+papers.get(snakemake.params.paper).write_table(  # noqa: F821
+    snakemake.wildcards.table,  # noqa: F821
     pl.read_parquet(snakemake.input.metrics),  # noqa: F821
     snakemake.input.reference,  # noqa: F821
     list(snakemake.params.cells),  # noqa: F821
-    snakemake.wildcards.table,  # noqa: F821
     snakemake.output.md,  # noqa: F821
     snakemake.output.csv,  # noqa: F821
 )

@@ -18,7 +18,7 @@ if entity is None:
 
     entity = wandb.Api().default_entity
 tables = {Path(p).stem: Path(p).read_text() for p in snakemake.input.tables}  # noqa: F821
-sections = report_sections(cfg, tables)
+sections = report_sections(snakemake.params.cells, tables)  # noqa: F821
 report = build_report(sections, entity=entity, project=settings["project"])
 report.save()
 Path(snakemake.output[0]).write_text(json.dumps({"url": report.url, "entity": entity,  # noqa: F821

@@ -1,40 +1,34 @@
-"""Tables in the layouts of the seed papers, with the paper's numbers beside ours.
+"""Tables in the layout of a paper, with the paper's numbers beside ours (no paper named here).
 
-Two papers, four tables (the numbers the papers report are in ``config/reference/*.csv``; their
-columns and the mapping from the papers' method names to our algorithm labels are in
-``config/reference/README.md``):
+A paper module (:mod:`fedbench.papers`) describes each of its tables by a spec (a dict):
 
-- FedElasticNet (Kim et al.), :data:`PAPERS` key ``fedelasticnet``:
-  Table 2, cumulative uplink non-zeros (unit 1e7), partial participation;
-  Table 3, cumulative uplink entropy (bits), partial participation;
-  Table 4, cumulative uplink entropy (bits), full participation.
-  Columns: FedProx, Alg. 1, SCAFFOLD, Alg. 2, FedDyn, Alg. 3 (labels ``fedprox``,
-  ``fedelasticnet_prox``, ``scaffold``, ``fedelasticnet_scaffold``, ``feddyn``,
-  ``fedelasticnet_feddyn``). The paper prints FedDyn's entropy as "θ (Δ)": the entropy when the
-  clients send their models θ_k, and in brackets when they send their updates Δ_k. Ours: θ from
-  ``uplink_entropy_bits`` (what our FedDyn sends), Δ from ``uplink_entropy_bits_delta`` (the same
-  messages with θ_k replaced by θ_k − θ^{t−1}); a cell file without that column (written before
-  it existed) shows "n/m" (not measured).
-- Elastic Aggregation (Chen et al.), key ``elastic_aggregation``: Table 1, final test accuracy and
-  train accuracy (of θ^T on all clients' training data, ``train_accuracy``) of naive aggregation /
-  elastic (average) / elastic (momentum) (labels ``fedavg``, ``elastic_fedavg_average``,
-  ``elastic_fedavg``), one layout row per metric as in the paper.
+- ``title``: the Markdown heading;
+- ``number``: the paper's table number (the ``table`` column of the reference CSV);
+- ``metrics``: our metric columns, the first the main one (e.g. ``uplink_entropy_bits`` and
+  ``uplink_entropy_bits_delta``); ``scale``: ours is divided by it (1e7 for a unit of 1e7, 0.01
+  for a fraction shown in %);
+- ``participation``: which cells it shows: ``"partial"`` (< 1), ``"full"`` (1) or ``"any"``;
+- ``columns``: (algorithm label, the paper's name) in the paper's order;
+- ``delta_columns``: the labels shown as "θ (Δ)": the main metric, and in brackets its
+  ``<metric>_delta`` (the same messages with θ_k replaced by the update Δ_k); a run written
+  before the Δ column existed shows "n/m" (not measured);
+- ``row_metrics`` (optional): (metric, row name) when the layout has one row per metric;
+- ``notes``: lines printed under the table.
 
-Which experiments feed which paper: the experiment's ``paper`` key (config), matched by
-:func:`paper_key` (a case-insensitive substring: "FedElasticNet", "Elastic Aggregation").
 Which of our rows match a paper row: the same dataset id, partition id, participation and
 algorithm label (a blank partition or participation in the reference matches any). The paper's
 rows that we did not run are kept (ours "—"), and our rows that the paper lacks are added
 (paper "—"), so the table always has the paper's layout.
 
-Our value of a cumulative metric is the value at the last round of each run (seed), averaged over
-the seeds that did not diverge; the ratio is ours / paper.
+Our value of a metric is its value at the last round of each run (seed), averaged over the seeds
+that did not diverge; the ratio is ours / paper.
 """
 
 from __future__ import annotations
 
 import math
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 import polars as pl
@@ -43,75 +37,14 @@ from fedbench.files import atomic_write
 
 NOT_MEASURED = "n/m"
 DASH = "—"
-
-FEDELASTICNET_COLUMNS = [
-    ("fedprox", "FedProx"), ("fedelasticnet_prox", "Alg. 1"), ("scaffold", "SCAFFOLD"),
-    ("fedelasticnet_scaffold", "Alg. 2"), ("feddyn", "FedDyn"), ("fedelasticnet_feddyn", "Alg. 3"),
-]
-ELASTIC_COLUMNS = [("fedavg", "naive"), ("elastic_fedavg_average", "elastic(average)"),
-                   ("elastic_fedavg", "elastic(momentum)")]
-
-#: paper key -> how to recognise its experiments and its tables.
-#: Each table: reference CSV (under config/reference/), our metric column, scale (ours is divided
-#: by it: 1e7 for Table 2's unit), which participation it shows ("partial" = < 1, "full" = 1),
-#: its columns (label, paper's name), the unit, and the secondary metric shown in brackets.
-PAPERS = {
-    "fedelasticnet": {
-        "match": "fedelasticnet",
-        "tables": {
-            "fedelasticnet_table2": {
-                "title": "FedElasticNet Table 2: cumulative number of non-zero uplink elements (unit 1e7)",
-                "reference": "fedelasticnet_table2.csv", "metric": "uplink_nonzeros", "scale": 1e7,
-                "participation": "partial", "columns": FEDELASTICNET_COLUMNS, "delta": False,
-            },
-            "fedelasticnet_table3": {
-                "title": "FedElasticNet Table 3: cumulative entropy of the uplink values (bits), partial participation",
-                "reference": "fedelasticnet_table3.csv", "metric": "uplink_entropy_bits", "scale": 1.0,
-                "participation": "partial", "columns": FEDELASTICNET_COLUMNS, "delta": True,
-            },
-            "fedelasticnet_table4": {
-                "title": "FedElasticNet Table 4: cumulative entropy of the uplink values (bits), full participation",
-                "reference": "fedelasticnet_table4.csv", "metric": "uplink_entropy_bits", "scale": 1.0,
-                "participation": "full", "columns": FEDELASTICNET_COLUMNS, "delta": True,
-            },
-        },
-    },
-    "elastic_aggregation": {
-        "match": "elastic aggregation",
-        "tables": {
-            "elastic_aggregation_table1": {
-                "title": "Elastic Aggregation Table 1: final test accuracy (%) by sensitivity estimator",
-                "reference": "elastic_aggregation_table1.csv", "metric": "test_accuracy", "scale": 0.01,
-                "participation": "any", "columns": ELASTIC_COLUMNS, "delta": False,
-            },
-        },
-    },
-}
-TABLES = {name: spec for p in PAPERS.values() for name, spec in p["tables"].items()}
 KEY = ["experiment", "dataset", "partition", "participation", "algorithm"]
 CSV_COLUMNS = ["table", "experiment", "dataset", "partition", "participation", "rounds", "algorithm",
                "paper_algorithm", "metric", "unit", "ours", "n_seeds", "paper", "ratio"]
 
 
-def paper_key(paper: str | None) -> str | None:
-    """The :data:`PAPERS` key of an experiment's ``paper`` string, or None."""
-    if not paper:
-        return None
-    low = paper.lower()
-    for key, spec in PAPERS.items():
-        if spec["match"] in low:
-            return key
-    return None
-
-
-def tables_for(papers: list[str | None]) -> list[str]:
-    """The paper tables to build for experiments with these ``paper`` strings."""
-    keys = {paper_key(p) for p in papers} - {None}
-    return [t for k in PAPERS if k in keys for t in PAPERS[k]["tables"]]
-
-
 def load_reference(path: str | os.PathLike) -> pl.DataFrame:
-    """A ``config/reference/*.csv`` file (every column as text, ``value`` as float)."""
+    """A reference CSV of a paper (``fedbench/papers/reference/*.csv``; every column as text,
+    ``value`` as float)."""
     ref = pl.read_csv(path, infer_schema=False)
     return ref.with_columns(pl.col("value").cast(pl.Float64))
 
@@ -138,7 +71,8 @@ def _participation_ok(p: float, which: str) -> bool:
     return which == "any" or (which == "full") == (p >= 1.0)
 
 
-def paper_table(df: pl.DataFrame, reference: pl.DataFrame, cells: list[dict], table: str) -> pl.DataFrame:
+def paper_table(df: pl.DataFrame, reference: pl.DataFrame, cells: list[dict], table: str,
+                spec: Mapping) -> pl.DataFrame:
     """The long table of one paper table: one row per (row of the layout, algorithm column, metric),
     columns :data:`CSV_COLUMNS`.
 
@@ -146,10 +80,10 @@ def paper_table(df: pl.DataFrame, reference: pl.DataFrame, cells: list[dict], ta
         df: collected metrics (``results/metrics.parquet`` rows), any experiments.
         reference: :func:`load_reference` of the table's CSV.
         cells: one dict per (experiment, dataset, partition, algorithm) with ``participation``
-            (the cells of the experiments whose ``paper`` maps to this table's paper).
-        table: a :data:`TABLES` key.
+            (the cells of the experiments whose ``paper`` is this table's paper).
+        table: the table's name (the ``table`` column of the result).
+        spec: the table's spec (see the module docstring).
     """
-    spec = TABLES[table]
     names = dict(spec["columns"])
     cells_df = pl.DataFrame(
         [{k: c[k] for k in ("experiment", "dataset", "partition", "algorithm")}
@@ -158,10 +92,8 @@ def paper_table(df: pl.DataFrame, reference: pl.DataFrame, cells: list[dict], ta
         schema={"experiment": pl.String, "dataset": pl.String, "partition": pl.String, "algorithm": pl.String,
                 "participation": pl.Float64},
     ).unique(maintain_order=True)
-    metrics = [spec["metric"]] + ([spec["metric"] + "_delta"] if spec["delta"] else [])
-    if table == "elastic_aggregation_table1":
-        metrics = ["test_accuracy", "train_accuracy"]
-    ref_t = reference.filter(pl.col("table") == table.rsplit("table", 1)[1])
+    metrics = list(spec["metrics"])
+    ref_t = reference.filter(pl.col("table") == str(spec["number"]))
     unit = ref_t.get_column("unit")[0] if ref_t.height else ""
 
     rows = []
@@ -170,7 +102,7 @@ def paper_table(df: pl.DataFrame, reference: pl.DataFrame, cells: list[dict], ta
             ours = _ours(df if cells_df.height else df.head(0), cells_df, metric, spec["scale"])
             if metric == metrics[0]:
                 main_ours = ours
-        else:  # not measured (FedDyn Δ entropy, train accuracy): our rows, with no value
+        else:  # a metric our runs did not record (e.g. a Δ entropy, train accuracy): our rows, no value
             ours = main_ours.with_columns(ours=pl.lit(None, pl.Float64), n_seeds=pl.lit(0, pl.Int64))
         ref_m = ref_t.filter(pl.col("metric") == metric)
         for r in ours.iter_rows(named=True):
@@ -233,15 +165,11 @@ def _split_label(p: str | None) -> str:
     return p if p else "(any)"
 
 
-ROW_METRICS = {"elastic_aggregation_table1": [("test_accuracy", "test acc (%)"), ("train_accuracy", "train acc (%)")]}
-
-
-def markdown_paper_table(long: pl.DataFrame, table: str) -> str:
+def markdown_paper_table(long: pl.DataFrame, spec: Mapping) -> str:
     """The paper's layout: one row per (split, dataset, participation, experiment), one column per
-    method; each cell 'ours / paper (×ours/paper)'. Entropy tables show FedDyn as θ (Δ).
-    Elastic Aggregation's Table 1 has one row per metric (test, train accuracy), as the paper."""
-    spec = TABLES[table]
-    row_metrics = ROW_METRICS.get(table, [(spec["metric"], None)])
+    method; each cell 'ours / paper (×ours/paper)'. The ``delta_columns`` show θ (Δ); with
+    ``row_metrics``, one row per metric (e.g. test, train accuracy)."""
+    row_metrics = spec.get("row_metrics") or [(spec["metrics"][0], None)]
     main = row_metrics[0][0]
     delta = main + "_delta"
     rowkey = ["partition", "dataset", "participation", "experiment"]
@@ -265,7 +193,7 @@ def markdown_paper_table(long: pl.DataFrame, table: str) -> str:
                 continue
             r = m.row(0, named=True)
             text = _cell(r["ours"], r["paper"], r["ratio"])
-            if spec["delta"] and label == "feddyn":
+            if label in spec.get("delta_columns", ()):
                 d = sel.filter((pl.col("algorithm") == label) & (pl.col("metric") == delta))
                 dr = d.row(0, named=True) if d.height else {"ours": None, "paper": None, "ratio": None}
                 ours_d = NOT_MEASURED if dr["ours"] is None and r["ours"] is not None else _num(dr["ours"])
@@ -284,25 +212,15 @@ def markdown_paper_table(long: pl.DataFrame, table: str) -> str:
            *(fmt(r) for r in lines), ""]
     out.append("Each cell: ours / the paper's (×ours/paper). \"—\": no value (not run here, or not in the paper). "
                "Ours: the value at the last round, mean over the seeds that did not diverge.")
-    if spec["delta"]:
-        out.append("FedDyn: θ (Δ) = the entropy when clients send their models θ_k (Δ: their updates "
-                   "Δ_k = θ_k − θ^{t−1}); ours: θ is what our FedDyn sends, Δ the same messages with θ_k "
-                   "replaced by Δ_k (column uplink_entropy_bits_delta); the ratios are ours/paper for θ, then (Δ ×…) for Δ; "
-                   f"\"{NOT_MEASURED}\": a run written before the Δ column existed.")
-    if table == "elastic_aggregation_table1":
-        out.append("Train accuracy: ours is θ^T on every client's training data (the held-out sensitivity "
-                   "subsets included); the paper does not say how it measured its own (its train accuracy is "
-                   "below its test accuracy). The paper's row is CIFAR-10 (synthetic federated split; "
-                   "optimizer, α, τ and ρ not stated): it is matched to every partition of our dataset cifar10.")
-    out.append("Paper values: config/reference/ (README.md there maps the paper's names to our labels).")
+    out.extend(spec.get("notes", ()))
     return "\n".join(out) + "\n"
 
 
 def write_paper_table(df: pl.DataFrame, reference_path: str | os.PathLike, cells: list[dict], table: str,
-                      md_path: str | os.PathLike, csv_path: str | os.PathLike) -> pl.DataFrame:
+                      spec: Mapping, md_path: str | os.PathLike, csv_path: str | os.PathLike) -> pl.DataFrame:
     """Write one paper table as Markdown (the paper's layout) and CSV (long: :data:`CSV_COLUMNS`)."""
-    long = paper_table(df, load_reference(reference_path), cells, table)
-    for path, text in ((Path(md_path), markdown_paper_table(long, table)), (Path(csv_path), None)):
+    long = paper_table(df, load_reference(reference_path), cells, table, spec)
+    for path, text in ((Path(md_path), markdown_paper_table(long, spec)), (Path(csv_path), None)):
         with atomic_write(path) as tmp:
             if text is None:
                 long.write_csv(tmp)

@@ -1,60 +1,38 @@
-"""The papers' tables (fedbench.analysis.paper_tables): hand-made metrics frames -> our value, the
-paper's value and the ratio; a missing paper value is "—"; the reference CSVs hold the papers'
-numbers; the dense non-zeros of Table 2 follow from the sampler alone (d × Σ_t |P_t|)."""
+"""FedElasticNet (fedbench.papers.fedelasticnet): Tables 2-4 from hand-made metrics frames -> our
+value, the paper's value and the ratio (a missing paper value is "—"); the dense non-zeros of
+Table 2 follow from the sampler alone (d × Σ_t |P_t|); the λ1 sweep (Figures 3-5) and the Δ
+histograms (Figure 2) are computed from the right rows and written headless."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
+import numpy as np
 import polars as pl
+import pyarrow.parquet as pq
 import pytest
+import torch
 
-from fedbench.analysis.paper_tables import (
-    PAPERS,
-    TABLES,
+from fedbench.analysis.paper_figures import read_histograms
+from fedbench.engine.sampling import sample_clients
+from fedbench.metrics.communication import flatten
+from fedbench.metrics.histogram import DeltaHistogram
+from fedbench.papers.base import REFERENCE_DIR as REF
+from fedbench.papers.fedelasticnet import (
+    histogram_panels,
     load_reference,
     markdown_paper_table,
-    paper_key,
     paper_table,
-    tables_for,
-    write_paper_table,
+    plot_delta_histograms,
+    plot_lambda1_sweep,
+    sweep_cells,
+    sweep_frame,
 )
-from fedbench.engine.sampling import sample_clients
 
-REF = Path(__file__).resolve().parents[2] / "config" / "reference"
+from ..analysis.test_plots import png_size
 
 
 def cells(experiment, dataset, partition, participation, algorithms):
     return [{"experiment": experiment, "dataset": dataset, "partition": partition, "algorithm": a,
              "participation": participation} for a in algorithms]
-
-
-def test_paper_key_and_tables():
-    assert paper_key("FedElasticNet (Kim et al.)") == "fedelasticnet"
-    assert paper_key("Elastic Aggregation (Chen et al.)") == "elastic_aggregation"
-    assert paper_key("FedProx (Li et al. 2020)") is None and paper_key(None) is None
-    assert tables_for(["FedElasticNet (Kim et al.)", None]) == [
-        "fedelasticnet_table2", "fedelasticnet_table3", "fedelasticnet_table4"]
-    assert tables_for(["Elastic Aggregation (Chen et al.)"]) == ["elastic_aggregation_table1"]
-
-
-def test_reference_csvs_hold_the_papers_numbers():
-    t2 = load_reference(REF / "fedelasticnet_table2.csv")
-    assert t2.height == 14 * 6
-    one = t2.filter((pl.col("dataset") == "mnist") & (pl.col("partition") == "iid") & (pl.col("algorithm") == "fedprox"))
-    assert one.get_column("value").to_list() == [20.3]
-    assert set(t2.get_column("unit")) == {"1e7"} and set(t2.get_column("participation")) == {"0.1"}
-    t3 = load_reference(REF / "fedelasticnet_table3.csv")
-    dyn = t3.filter((pl.col("dataset") == "cifar10") & (pl.col("partition") == "iid") & (pl.col("algorithm") == "feddyn"))
-    assert dict(zip(dyn["metric"], dyn["value"])) == {"uplink_entropy_bits": 639.59, "uplink_entropy_bits_delta": 221.64}
-    t4 = load_reference(REF / "fedelasticnet_table4.csv")
-    assert set(t4.get_column("participation")) == {"1.0"}
-    sc = t4.filter((pl.col("dataset") == "mnist") & (pl.col("partition") == "dir0.6") & (pl.col("algorithm") == "scaffold"))
-    assert sc.get_column("value").to_list() == [530.72]
-    t1 = load_reference(REF / "elastic_aggregation_table1.csv")
-    acc = t1.filter(pl.col("metric") == "test_accuracy")
-    assert dict(zip(acc["algorithm"], acc["value"])) == {"fedavg": 61.22, "elastic_fedavg_average": 61.11,
-                                                          "elastic_fedavg": 61.45}
 
 
 def test_table2_ours_beside_the_paper_with_ratio(mr):
@@ -125,51 +103,12 @@ def test_feddyn_entropy_shows_theta_and_measured_delta_with_the_ratio(mr):
         r["uplink_entropy_bits_delta"] = r["uplink_entropy_bits"] / 4  # Δ: a quarter of θ's entropy
     long = paper_table(mr.frame(rows), load_reference(REF / "fedelasticnet_table3.csv"),
                        cells("x", "mnist", "dir0.3", 0.1, ["feddyn"]), "fedelasticnet_table3")
-    d = long.filter((pl.col("experiment") == "x") & (pl.col("metric") == "uplink_entropy_bits_delta")).row(0, named=True)
+    d = long.filter((pl.col("experiment") == "x") & (pl.col("metric") == "uplink_entropy_bits_delta")
+                    ).row(0, named=True)
     assert d["ours"] == 0.75 and d["paper"] == 26.71 and d["ratio"] == pytest.approx(0.75 / 26.71)
     md = markdown_paper_table(long, "fedelasticnet_table3")
     line = next(x for x in md.splitlines() if "| dir0.3" in x and "| x " in x)
     assert "3 (0.75) / 300.76 (26.71) (×0.010; Δ ×0.028)" in line and "n/m" not in line
-
-
-def test_elastic_table1_matches_any_partition_of_cifar10(tmp_path, mr):
-    rows = []
-    for alg, acc in (("fedavg", 0.6122), ("elastic_fedavg_average", 0.5), ("elastic_fedavg", 0.6145)):
-        rows += mr.run_rows([0.1, acc], experiment="ea", dataset="cifar10", partition="dir0.3", algorithm=alg)
-    c = cells("ea", "cifar10", "dir0.3", 0.1, ["fedavg", "elastic_fedavg_average", "elastic_fedavg"])
-    long = write_paper_table(mr.frame(rows), REF / "elastic_aggregation_table1.csv", c,
-                             "elastic_aggregation_table1", tmp_path / "t1.md", tmp_path / "t1.csv")
-    acc = long.filter((pl.col("metric") == "test_accuracy") & (pl.col("experiment") == "ea"))
-    got = {r["algorithm"]: (r["ours"], r["paper"], r["ratio"]) for r in acc.iter_rows(named=True)}
-    assert got["fedavg"][0] == pytest.approx(61.22) and got["fedavg"][1] == 61.22
-    assert got["fedavg"][2] == pytest.approx(1.0)
-    assert got["elastic_fedavg_average"][2] == pytest.approx(50 / 61.11)
-    assert long.filter(pl.col("experiment").is_null() & (pl.col("metric") == "test_accuracy")).height == 0
-    md = (tmp_path / "t1.md").read_text()
-    assert "61.22 / 61.22 (×1.000)" in md and "train acc" in md
-    # train accuracy: its own row of the layout, ours beside the paper's (run_rows: no value -> n/m-free "—")
-    train_line = next(x for x in md.splitlines() if "| ea " in x and "train acc" in x)
-    assert "— / 55.39" in train_line
-    assert pl.read_csv(tmp_path / "t1.csv").columns[:3] == ["table", "experiment", "dataset"]
-
-
-def test_elastic_table1_shows_our_train_accuracy(tmp_path, mr):
-    rows = []
-    for alg, acc in (("fedavg", 0.5539), ("elastic_fedavg_average", 0.5), ("elastic_fedavg", 0.6)):
-        rr = mr.run_rows([0.1, 0.6], experiment="ea", dataset="cifar10", partition="iid", algorithm=alg)
-        for r in rr:
-            r["train_accuracy"] = acc
-        rows += rr
-    c = cells("ea", "cifar10", "iid", 0.1, ["fedavg", "elastic_fedavg_average", "elastic_fedavg"])
-    long = paper_table(mr.frame(rows), load_reference(REF / "elastic_aggregation_table1.csv"), c,
-                       "elastic_aggregation_table1")
-    tr = long.filter((pl.col("metric") == "train_accuracy") & (pl.col("experiment") == "ea"))
-    got = {r["algorithm"]: (r["ours"], r["paper"], r["ratio"]) for r in tr.iter_rows(named=True)}
-    assert got["fedavg"][0] == pytest.approx(55.39) and got["fedavg"][2] == pytest.approx(1.0)
-    assert got["elastic_fedavg"] == (pytest.approx(60.0), 58.74, pytest.approx(60 / 58.74))
-    md = markdown_paper_table(long, "elastic_aggregation_table1")
-    line = next(x for x in md.splitlines() if "| ea " in x and "train acc" in x)
-    assert "55.39 / 55.39 (×1.000)" in line and "60 / 58.74" in line
 
 
 def test_dense_nonzeros_equal_d_times_sampled_clients_table2():
@@ -190,15 +129,7 @@ def test_dense_nonzeros_equal_d_times_sampled_clients_table2():
         assert round(dd * n / 1e7, decimals) == paper
 
 
-def test_every_table_has_a_reference_file():
-    for name, spec in TABLES.items():
-        assert (REF / spec["reference"]).is_file(), name
-    assert set(PAPERS) == {"fedelasticnet", "elastic_aggregation"}
-
-
 def test_lambda1_sweep_points_and_plot(tmp_path, mr):
-    from fedbench.analysis.sweep_plots import plot_lambda1_sweep, sweep_cells, sweep_frame
-
     cells, rows = [], []
     for i, l1 in enumerate((1e-2, 1e-4, 1e-6)):
         label = f"alg3_{l1:g}"
@@ -216,3 +147,46 @@ def test_lambda1_sweep_points_and_plot(tmp_path, mr):
     assert data.get_column("nonzeros_1e7").to_list() == pytest.approx([6.0, 4.0, 2.0])
     out = plot_lambda1_sweep(mr.frame(rows), cells, tmp_path / "sweep.png")
     assert out.stat().st_size > 1000
+
+
+def _hist_file(path, algorithm, scale, seed=0, dist="normal"):
+    rng = np.random.default_rng(seed)
+    h = DeltaHistogram([1])
+    n_values = 0
+    for t in (1, 2):
+        draw = getattr(rng, dist)
+        msgs = [{"delta": {"w": torch.as_tensor(draw(scale=scale, size=500))}} for _ in range(3)]
+        n_values += 1500
+        h.add_round(t, msgs, flatten)
+    ident = {"experiment": "e", "dataset": "d", "partition": "p", "algorithm": algorithm, "seed": seed}
+    pq.write_table(h.to_table(ident), path)
+    return n_values
+
+
+def test_delta_histogram_figure_sums_seeds_and_writes_a_png(tmp_path):
+    paths, n = [], {}
+    for alg, scale, dist in (("dyn", 0.05, "normal"), ("alg2", 0.02, "laplace"), ("alg3", 0.01, "laplace"),
+                             ("prox", 0.05, "normal")):
+        for seed in (0, 1):
+            p = tmp_path / f"{alg}_{seed}.parquet"
+            n[alg] = n.get(alg, 0) + _hist_file(p, alg, scale, seed, dist)
+            paths.append(p)
+    cells = [{"experiment": "e", "dataset": "d", "partition": "p", "algorithm": a, "algorithm_name": m}
+             for a, m in (("dyn", "feddyn"), ("alg2", "fedelasticnet_scaffold"), ("alg3", "fedelasticnet_feddyn"),
+                          ("prox", "fedprox"))]
+    panels = histogram_panels(read_histograms(paths), cells)
+    assert set(panels) == {("d", "p", "feddyn"), ("d", "p", "fedelasticnet_scaffold"),
+                           ("d", "p", "fedelasticnet_feddyn")}
+    assert panels[("d", "p", "feddyn")][1].sum() == n["dyn"]  # cumulative, both seeds: every value
+    out = plot_delta_histograms(paths, cells, tmp_path / "plots" / "e_delta_histogram.png", title="e")
+    assert out.exists() and out.stat().st_size > 10_000
+    w, h = png_size(out)
+    assert w > 900  # three method columns
+
+
+def test_read_histograms_checks_the_schema(tmp_path):
+    import polars as pl
+
+    pl.DataFrame({"round": [0], "bin": [1.5]}).write_parquet(tmp_path / "bad.parquet")
+    with pytest.raises(ValueError, match="DELTA_HISTOGRAM_SCHEMA"):
+        read_histograms([tmp_path / "bad.parquet"])

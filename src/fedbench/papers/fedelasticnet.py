@@ -1,0 +1,331 @@
+"""FedElasticNet: Seonhyeong Kim, Jiheon Woo, Daewon Seo, Yongjune Kim, "Communication-Efficient
+and Drift-Robust Federated Learning via Elastic Net", arXiv:2210.02940, 2022.
+
+Registry key ``fedelasticnet`` (``paper: fedelasticnet`` in an experiment file): the cells of
+those experiments feed the outputs below. Algorithm labels = the paper's methods: ``fedprox``,
+``fedelasticnet_prox`` (Algorithm 1), ``scaffold``, ``fedelasticnet_scaffold`` (Algorithm 2),
+``feddyn``, ``fedelasticnet_feddyn`` (Algorithm 3).
+
+Tables (``results/tables/paper/<name>.{md,csv}``, the paper's numbers in
+``reference/fedelasticnet_table{2,3,4}.csv`` beside ours; :mod:`fedbench.analysis.paper_tables`):
+
+- ``fedelasticnet_table2``: Table 2, cumulative number of non-zero uplink elements (unit 1e7),
+  partial participation;
+- ``fedelasticnet_table3``: Table 3, cumulative entropy of the uplink values (bits), partial
+  participation;
+- ``fedelasticnet_table4``: Table 4, the same at full participation.
+
+  The paper prints FedDyn's entropy as "θ (Δ)": the entropy when the clients send their models
+  θ_k, and in brackets when they send their updates Δ_k. Ours: θ from ``uplink_entropy_bits``
+  (what our FedDyn sends), Δ from ``uplink_entropy_bits_delta`` (the same messages with θ_k
+  replaced by θ_k − θ^{t−1}); a cell file without that column (written before it existed) shows
+  "n/m" (not measured).
+
+Figures (``results/plots/paper/<name>.png``):
+
+- ``<experiment>_delta_histogram``: Figure 2 (histogram of the transmitted Δ_k^t of FedDyn,
+  Algorithm 2 and Algorithm 3; the paper's: CIFAR-10, 10 % participation, Dirichlet(0.3)), one per
+  experiment whose cells record ``delta_histogram``: :func:`plot_delta_histograms`, from the
+  cells' ``delta_histogram.parquet`` (:mod:`fedbench.metrics.histogram`): the cumulative
+  histogram (round 0: every round's transmitted Δ, pooled over clients and seeds) of the
+  ``delta`` entry, as the fraction of values per 0.01 bin on a log axis (a Gaussian is a
+  parabola there, a Laplacian a tent), one column per method in the paper's order, one row per
+  (dataset, partition). Each panel states the entropy of its histogram (bits per value).
+- ``fedelasticnet_lambda1_sweep``: Figures 3–5 (accuracy and sparsity against λ1, Algorithms 1,
+  2, 3), when an experiment runs a FedElasticNet algorithm at two or more values of λ1:
+  :func:`plot_lambda1_sweep`, final test accuracy and cumulative uplink non-zeros (unit 1e7)
+  against λ1, one line per algorithm and (experiment, dataset, partition).
+
+Our values: at the last round of each run, mean over the seeds that did not diverge.
+Headless (Agg canvas, no pyplot), like :mod:`fedbench.analysis.plots`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from fedbench.analysis import paper_tables as _tables
+from fedbench.analysis.paper_figures import read_histograms, save_figure
+from fedbench.analysis.paper_tables import NOT_MEASURED, load_reference
+from fedbench.files import atomic_write
+from fedbench.papers.base import REFERENCE_DIR, REFERENCE_NOTE, PaperFigure, Table, unique_rows
+
+__all__ = ["KEY", "NAME", "TABLES", "tables", "figures", "write_table", "write_figure", "load_reference",
+           "paper_table", "markdown_paper_table", "write_paper_table", "sweep_cells", "sweep_frame",
+           "plot_lambda1_sweep", "HISTOGRAM_METHODS", "histogram_panels", "plot_delta_histograms"]
+
+#: The registry key: the value of ``paper`` in the experiment files.
+KEY = "fedelasticnet"
+#: How the paper is named in reports.
+NAME = "FedElasticNet (Kim et al., 2022)"
+
+COLUMNS = [
+    ("fedprox", "FedProx"), ("fedelasticnet_prox", "Alg. 1"), ("scaffold", "SCAFFOLD"),
+    ("fedelasticnet_scaffold", "Alg. 2"), ("feddyn", "FedDyn"), ("fedelasticnet_feddyn", "Alg. 3"),
+]
+_DELTA_NOTE = ("FedDyn: θ (Δ) = the entropy when clients send their models θ_k (Δ: their updates "
+               "Δ_k = θ_k − θ^{t−1}); ours: θ is what our FedDyn sends, Δ the same messages with θ_k "
+               "replaced by Δ_k (column uplink_entropy_bits_delta); the ratios are ours/paper for θ, "
+               "then (Δ ×…) for Δ; "
+               f"\"{NOT_MEASURED}\": a run written before the Δ column existed.")
+_ENTROPY = {"metrics": ["uplink_entropy_bits", "uplink_entropy_bits_delta"], "scale": 1.0, "columns": COLUMNS,
+            "delta_columns": ("feddyn",), "notes": [_DELTA_NOTE, REFERENCE_NOTE]}
+
+#: table name -> spec (:mod:`fedbench.analysis.paper_tables`) + ``reference`` (its CSV file).
+TABLES = {
+    "fedelasticnet_table2": {
+        "title": "FedElasticNet Table 2: cumulative number of non-zero uplink elements (unit 1e7)",
+        "number": 2, "reference": "fedelasticnet_table2.csv", "metrics": ["uplink_nonzeros"], "scale": 1e7,
+        "participation": "partial", "columns": COLUMNS, "notes": [REFERENCE_NOTE],
+    },
+    "fedelasticnet_table3": {
+        **_ENTROPY, "number": 3, "reference": "fedelasticnet_table3.csv", "participation": "partial",
+        "title": "FedElasticNet Table 3: cumulative entropy of the uplink values (bits), partial participation",
+    },
+    "fedelasticnet_table4": {
+        **_ENTROPY, "number": 4, "reference": "fedelasticnet_table4.csv", "participation": "full",
+        "title": "FedElasticNet Table 4: cumulative entropy of the uplink values (bits), full participation",
+    },
+}
+
+#: Figure 2's columns: algorithm module -> the paper's name.
+HISTOGRAM_METHODS = {"feddyn": "FedDyn", "fedelasticnet_scaffold": "Alg. 2 (SCAFFOLD + ℓ1)",
+                     "fedelasticnet_feddyn": "Alg. 3 (FedDyn + EN)"}
+#: Figures 3-5: the FedElasticNet algorithm modules -> their names.
+NAMES = {"fedelasticnet_prox": "Alg. 1 (FedProx + EN)", "fedelasticnet_scaffold": "Alg. 2 (SCAFFOLD + ℓ1)",
+         "fedelasticnet_feddyn": "Alg. 3 (FedDyn + EN)"}
+
+SWEEP_FIGURE = "fedelasticnet_lambda1_sweep"
+HISTOGRAM_SUFFIX = "_delta_histogram"
+_SWEEP_CAPTION = (
+    "FedElasticNet's λ1 sweep (the paper's Figures 3–5): final test accuracy (left) and cumulative "
+    "uplink non-zeros in units of 1e7 (right) against λ1 (log axis), one line per FedElasticNet "
+    "algorithm and (experiment, dataset, partition); values at the last round, mean over the seeds "
+    "that did not diverge.")
+_HISTOGRAM_CAPTION = (
+    "FedElasticNet's Figure 2 for experiment **{experiment}**: histograms of the transmitted updates "
+    "Δ_k^t of FedDyn (its θ_k converted to Δ_k = θ_k − θ^{{t−1}}), Algorithm 2 (SCAFFOLD + ℓ1; the Δ "
+    "entry only, not Δc) and Algorithm 3 (FedDyn + elastic net), pooled over every round, client and "
+    "seed, at the entropy's bin width 0.01, as the fraction of values per bin on a log axis (a "
+    "Gaussian is a parabola there, a Laplacian a tent). One row per (dataset, partition); each panel "
+    "gives the entropy of its histogram in bits per value. From the cells' ``delta_histogram.parquet`` "
+    "(counts only; raw Δ are never stored).")
+
+
+# ----------------------------------------------------------------------------------------------
+# What the paper declares, given its cells (the cells whose ``paper`` is KEY)
+
+
+def tables(cells: Sequence[Mapping]) -> list[Table]:
+    """Tables 2-4, over all the cells of the paper (each table picks its participation)."""
+    rows = unique_rows(({**c, "participation": c["sampling"]["participation"]} for c in cells),
+                            ("experiment", "dataset", "partition", "algorithm", "participation"))
+    return [Table(name, KEY, rows, REFERENCE_DIR / spec["reference"], spec["title"])
+            for name, spec in TABLES.items()] if cells else []
+
+
+def figures(cells: Sequence[Mapping]) -> list[PaperFigure]:
+    """Figures 3-5 (when some experiment sweeps λ1) and Figure 2 (per experiment with
+    ``delta_histogram``)."""
+    out = []
+    sweep = sweep_cells(cells)
+    if sweep:
+        out.append(PaperFigure(SWEEP_FIGURE, KEY, sweep, "FedElasticNet λ1 sweep", _SWEEP_CAPTION))
+    for exp in dict.fromkeys(c["experiment"] for c in cells if c.get("delta_histogram")):
+        mine = [c for c in cells if c["experiment"] == exp]
+        out.append(PaperFigure(
+            exp + HISTOGRAM_SUFFIX, KEY,
+            unique_rows(mine, ("experiment", "dataset", "partition", "algorithm", "algorithm_name"),
+                             by=("dataset", "partition", "algorithm")),
+            f"FedElasticNet: Δ histograms ({exp})", _HISTOGRAM_CAPTION.format(experiment=exp),
+            cell_file="delta_histogram.parquet",
+            file_cells=[{k: c[k] for k in ("experiment", "dataset", "partition", "algorithm", "seed")} for c in mine],
+        ))
+    return out
+
+
+def write_table(name: str, df: pl.DataFrame, reference: str | os.PathLike, cells: list[dict],
+                md_path: str | os.PathLike, csv_path: str | os.PathLike) -> pl.DataFrame:
+    """Write one of :data:`TABLES` (Markdown in the paper's layout, long CSV)."""
+    return write_paper_table(df, reference, cells, name, md_path, csv_path)
+
+
+def write_figure(name: str, cells: list[dict], path: str | os.PathLike, metrics: str | os.PathLike | None = None,
+                 files: Sequence[str | os.PathLike] = ()) -> Path:
+    """Write one of the figures that :func:`figures` declares."""
+    if name == SWEEP_FIGURE:
+        flat = [{**c, "hparams": {"lambda1": c["lambda1"]}} for c in cells]
+        return plot_lambda1_sweep(pl.read_parquet(metrics), flat, path)
+    if name.endswith(HISTOGRAM_SUFFIX):
+        return plot_delta_histograms(list(files), cells, path, title=name.removesuffix(HISTOGRAM_SUFFIX))
+    raise KeyError(f"{name!r} is not a figure of {KEY}")
+
+
+# ----------------------------------------------------------------------------------------------
+# Tables 2-4
+
+
+def paper_table(df: pl.DataFrame, reference: pl.DataFrame, cells: list[dict], table: str) -> pl.DataFrame:
+    """The long form of one of :data:`TABLES` (:func:`fedbench.analysis.paper_tables.paper_table`)."""
+    return _tables.paper_table(df, reference, cells, table, TABLES[table])
+
+
+def markdown_paper_table(long: pl.DataFrame, table: str) -> str:
+    """One of :data:`TABLES` in the paper's layout (:func:`fedbench.analysis.paper_tables.markdown_paper_table`)."""
+    return _tables.markdown_paper_table(long, TABLES[table])
+
+
+def write_paper_table(df: pl.DataFrame, reference_path: str | os.PathLike, cells: list[dict], table: str,
+                      md_path: str | os.PathLike, csv_path: str | os.PathLike) -> pl.DataFrame:
+    """Write one of :data:`TABLES` as Markdown and CSV."""
+    return _tables.write_paper_table(df, reference_path, cells, table, TABLES[table], md_path, csv_path)
+
+
+# ----------------------------------------------------------------------------------------------
+# Figures 3-5: the λ1 sweep
+
+
+def sweep_cells(cells: list[dict]) -> list[dict]:
+    """The cells (dicts with experiment, dataset, partition, algorithm, algorithm_name, hparams)
+    that belong to a λ1 sweep: a FedElasticNet algorithm run at >= 2 values of λ1 within one
+    (experiment, dataset, partition). Returned flat: the keys above with ``lambda1``."""
+    groups: dict[tuple, set] = {}
+    for c in cells:
+        if c["algorithm_name"] in NAMES:
+            groups.setdefault((c["experiment"], c["dataset"], c["partition"], c["algorithm_name"]), set()).add(
+                float(c["hparams"]["lambda1"]))
+    out, seen = [], set()
+    for c in cells:
+        g = (c["experiment"], c["dataset"], c["partition"], c["algorithm_name"])
+        if c["algorithm_name"] in NAMES and len(groups[g]) >= 2:
+            row = (*g[:3], c["algorithm"], c["algorithm_name"], float(c["hparams"]["lambda1"]))
+            if row not in seen:
+                seen.add(row)
+                out.append(dict(zip(("experiment", "dataset", "partition", "algorithm", "algorithm_name", "lambda1"),
+                                    row)))
+    return out
+
+
+def sweep_frame(df: pl.DataFrame, cells: list[dict]) -> pl.DataFrame:
+    """One row per sweep point: experiment, dataset, partition, algorithm_name, lambda1,
+    final_accuracy, nonzeros_1e7 (means over the non-diverged seeds), sorted by λ1."""
+    sc = pl.DataFrame(sweep_cells(cells), schema={"experiment": pl.String, "dataset": pl.String,
+                                                  "partition": pl.String, "algorithm": pl.String,
+                                                  "algorithm_name": pl.String, "lambda1": pl.Float64})
+    last = (df.sort("round").group_by(["experiment", "dataset", "partition", "algorithm", "seed"])
+            .agg(acc=pl.col("test_accuracy").last(), nnz=pl.col("uplink_nonzeros").last(),
+                 diverged=(pl.col("status") == "diverged").any()))
+    j = last.join(sc, on=["experiment", "dataset", "partition", "algorithm"], how="inner").filter(~pl.col("diverged"))
+    return (j.group_by(["experiment", "dataset", "partition", "algorithm_name", "lambda1"])
+            .agg(final_accuracy=pl.col("acc").mean(), nonzeros_1e7=(pl.col("nnz").cast(pl.Float64) / 1e7).mean())
+            .sort(["experiment", "dataset", "partition", "algorithm_name", "lambda1"]))
+
+
+def plot_lambda1_sweep(df: pl.DataFrame, cells: list[dict], path: str | os.PathLike, dpi: int = 120) -> Path:
+    """Save the sweep figure (two panels: final accuracy in %, cumulative non-zeros in 1e7, against
+    λ1 on a log axis). With no sweep in ``cells`` the figure says so."""
+    data = sweep_frame(df, cells)
+    fig = Figure(figsize=(10, 4))
+    FigureCanvasAgg(fig)
+    ax_acc, ax_nnz = fig.subplots(1, 2)
+    for key, part in data.group_by(["experiment", "dataset", "partition", "algorithm_name"], maintain_order=True):
+        exp, ds, pid, name = key
+        label = f"{NAMES[name]}: {ds}/{pid} ({exp})"
+        ax_acc.plot(part["lambda1"], 100 * part["final_accuracy"], marker="o", label=label)
+        ax_nnz.plot(part["lambda1"], part["nonzeros_1e7"], marker="o", label=label)
+    for ax, ylabel in ((ax_acc, "final test accuracy (%)"), (ax_nnz, "cumulative uplink non-zeros (1e7)")):
+        ax.set_xscale("log")
+        ax.set_xlabel("λ1")
+        ax.set_ylabel(ylabel)
+        ax.grid(True, alpha=0.3)
+    if data.height:
+        ax_acc.legend(fontsize=7)
+    else:
+        ax_acc.text(0.5, 0.5, "no λ1 sweep in this config", ha="center", va="center", transform=ax_acc.transAxes)
+    fig.suptitle("FedElasticNet: λ1 sweep (paper Figures 3–5)")
+    fig.tight_layout()
+    path = Path(path)
+    with atomic_write(path) as tmp:
+        fig.savefig(tmp, dpi=dpi)
+    return path
+
+
+# ----------------------------------------------------------------------------------------------
+# Figure 2: histograms of the transmitted Δ
+
+
+def histogram_panels(hist: pl.DataFrame, cells: Sequence[dict], entry: str = "delta", round: int = 0
+                     ) -> dict[tuple[str, str, str], tuple[np.ndarray, np.ndarray]]:
+    """{(dataset, partition, algorithm_name): (bins, counts)} of ``entry`` at ``round`` (0 =
+    cumulative), summed over the seeds and over the cells with that algorithm module, for the
+    methods of :data:`HISTOGRAM_METHODS`."""
+    name_of = {c["algorithm"]: c["algorithm_name"] for c in cells}
+    h = hist.filter((pl.col("entry") == entry) & (pl.col("round") == round))
+    h = h.with_columns(pl.col("algorithm").replace_strict(name_of, default=None).alias("algorithm_name"))
+    h = h.filter(pl.col("algorithm_name").is_in(list(HISTOGRAM_METHODS)))
+    out = {}
+    for key, part in h.group_by(["dataset", "partition", "algorithm_name"], maintain_order=True):
+        agg = part.group_by("bin").agg(pl.col("count").sum()).sort("bin")
+        out[tuple(key)] = (agg["bin"].to_numpy(), agg["count"].to_numpy())
+    return out
+
+
+def plot_delta_histograms(paths: Sequence[str | os.PathLike], cells: Sequence[dict], path: str | os.PathLike,
+                          title: str = "", dpi: int = 120) -> Path:
+    """Save FedElasticNet's Figure 2 for one experiment (see the module docstring).
+
+    Args:
+        paths: the experiment's cells' ``delta_histogram.parquet`` files.
+        cells: dicts with experiment, dataset, partition, algorithm (label) and algorithm_name.
+        path: output PNG.
+        title: the experiment, for the figure title.
+    """
+    from fedbench.metrics.communication import ENTROPY_BIN_WIDTH, entropy_from_counts  # imports torch
+
+    panels = histogram_panels(read_histograms(paths), cells)
+    settings = list(dict.fromkeys((ds, pid) for ds, pid, _ in panels))
+    methods = [m for m in HISTOGRAM_METHODS if any(k[2] == m for k in panels)] or list(HISTOGRAM_METHODS)
+    fig = Figure(figsize=(4.2 * len(methods) + 0.8, 2.9 * max(1, len(settings)) + 0.6), layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(max(1, len(settings)), len(methods), squeeze=False)
+    if not settings:
+        axes[0, 0].text(0.5, 0.5, "no FedDyn / Alg. 2 / Alg. 3 histogram", ha="center", va="center",
+                        transform=axes[0, 0].transAxes)
+    w = ENTROPY_BIN_WIDTH
+    for i, (ds, pid) in enumerate(settings):
+        # one x range per row, so that the methods compare: the central 99.8 % of all their values
+        lo_hi = []
+        for m in methods:
+            if (ds, pid, m) in panels:
+                bins, counts = panels[(ds, pid, m)]
+                cdf = np.cumsum(counts) / counts.sum()
+                lo_hi.append((bins[np.searchsorted(cdf, 0.001)], bins[min(len(bins) - 1, np.searchsorted(cdf, 0.999))]))
+        lo = min(a for a, _ in lo_hi) if lo_hi else -5
+        hi = max(b for _, b in lo_hi) if lo_hi else 5
+        lo, hi = min(lo, -5), max(hi, 5)
+        for j, m in enumerate(methods):
+            ax = axes[i, j]
+            if (ds, pid, m) not in panels:
+                ax.text(0.5, 0.5, "not run", ha="center", va="center", transform=ax.transAxes)
+                continue
+            bins, counts = panels[(ds, pid, m)]
+            frac = counts / counts.sum()
+            ax.stairs(frac, np.append(bins, bins[-1] + 1) * w, fill=True, alpha=0.75)
+            ax.set_yscale("log")
+            ax.set_xlim((lo - 1) * w, (hi + 2) * w)
+            ax.set_title(f"{HISTOGRAM_METHODS[m]}: {ds} / {pid}", fontsize=9)
+            ax.text(0.98, 0.96, f"H = {entropy_from_counts(counts):.2f} bits/value\n{int(counts.sum()):,} values",
+                    ha="right", va="top", fontsize=8, transform=ax.transAxes)
+            ax.set_xlabel("transmitted Δ (bins of 0.01)")
+            if j == 0:
+                ax.set_ylabel("fraction of values")
+            ax.grid(alpha=0.3)
+    fig.suptitle(f"FedElasticNet Figure 2: histograms of the transmitted Δ, all rounds{f' ({title})' if title else ''}")
+    return save_figure(fig, path, dpi)
