@@ -84,8 +84,8 @@ def test_collect_rejects_duplicate_cells_and_empty_input(tmp_path, write, mr):
 def test_collect_fills_columns_added_later_with_nulls(tmp_path, write, mr):
     from fedbench.metrics.schema import ADDED_COLUMNS
 
-    new = write(tmp_path / "new.parquet", [{**r, "boosted_pct": 12.5, "train_accuracy": 0.5,
-                                           "uplink_entropy_bits_delta": 0.5} for r in mr.run_rows([0.1], algorithm="n")])
+    extra = {"boosted_pct": 12.5, "train_accuracy": 0.5, "uplink_entropy_bits_delta": 0.5}
+    new = write(tmp_path / "new.parquet", [{**r, **extra} for r in mr.run_rows([0.1], algorithm="n")])
     old_table = mr.table(mr.run_rows([0.2, 0.3], algorithm="o")).drop(list(ADDED_COLUMNS))  # an older cell file
     old = tmp_path / "old.parquet"
     pq.write_table(old_table, old)

@@ -61,7 +61,8 @@ class Workflow:
                "--configfile", str(cfg), "--cores", "2", *args]
         env = {k: v for k, v in {**self.env, **(env or {})}.items() if v is not None}  # None: unset
         proc = subprocess.run(cmd, cwd=self.work, env=env, capture_output=True, text=True, timeout=300)
-        assert proc.returncode == 0, f"snakemake failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
+        assert proc.returncode == 0, (f"snakemake failed ({proc.returncode}):\n"
+                                      f"{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}")
         return proc
 
     def planned(self, config: dict) -> list[tuple[str, dict]]:
@@ -141,7 +142,8 @@ def test_table_formatting_reruns_only_aggregation(wf):
     fmt = copy.deepcopy(TINY)
     fmt["tables"] = {"decimals": 3}
     assert rules(wf.planned(fmt)) == ["aggregate", "all"]
-    with wf.edited("src/fedbench/analysis/tables.py", lambda s: s.replace("Uplink floats: total", "Uplink floats, total")):
+    edit = lambda s: s.replace("Uplink floats: total", "Uplink floats, total")  # noqa: E731
+    with wf.edited("src/fedbench/analysis/tables.py", edit):
         assert rules(wf.planned(TINY)) == ["aggregate", "all"]
     with wf.edited("workflow/scripts/aggregate.py", lambda s: s + "\n# edited\n"):  # the script's mtime
         assert rules(wf.planned(TINY)) == ["aggregate", "all"]

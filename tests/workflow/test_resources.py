@@ -24,7 +24,8 @@ def _experiment(resources: dict | None) -> dict:
         "seeds": [0],
         "rounds": 2,
         "local": {"epochs": 1, "batch_size": 32, "lr": 0.1},
-        "datasets": {"digits": {"model": {"name": "logreg"}, "partitions": {"iid": {"scheme": "iid", "num_clients": 4}}}},
+        "datasets": {"digits": {"model": {"name": "logreg"},
+                                "partitions": {"iid": {"scheme": "iid", "num_clients": 4}}}},
         "algorithms": {"fedavg": {}},
     }
     if resources:

@@ -6,8 +6,8 @@ installed, this module starts it itself (set FEDBENCH_SLURM_AUTOSTART=0 to forbi
 Otherwise the tests skip, saying why.
 
 A small experiment (digits, logreg, 2 algorithms, 1 seed, 3 rounds) and a stacked one (1
-algorithm, 2 seeds in one job: `stack_seeds`) run twice: through Slurm and locally. Every train cell must have run inside its own Slurm job, with the time
-limit, memory and CPUs of the config's `resources`, the light rules on the submitting node, and
+algorithm, 2 seeds in one job: `stack_seeds`) run twice: through Slurm and locally. Every train
+cell must have run inside its own Slurm job, with the time limit, memory and CPUs of the config's `resources`, the light rules on the submitting node, and
 results/metrics.parquet must equal the local run's (wall_seconds aside).
 """
 
@@ -160,8 +160,8 @@ def test_slurm_run_matches_local_run(slurm, tmp_path):
         assert local_summary["job"]["slurm"] is None
     assert len(job_ids) == len(CELLS)
     # The stacked cell: both seeds trained in one Slurm job, with one log.
-    stacked_jobs = {json.loads((on_slurm / "results/runs" / cell / "summary.json").read_text())["job"]["slurm"]["job_id"]
-                    for cell in STACKED}
+    summaries = [json.loads((on_slurm / "results/runs" / cell / "summary.json").read_text()) for cell in STACKED]
+    stacked_jobs = {s["job"]["slurm"]["job_id"] for s in summaries}
     assert len(stacked_jobs) == 1 and not stacked_jobs & job_ids
     log = (on_slurm / "results/logs/train/stacked/digits/iid/fedavg/seeds=0-1.log").read_text()
     assert f"Slurm job {next(iter(stacked_jobs))}" in log and "seeds=0,1" in log

@@ -79,7 +79,8 @@ def plot_class_counts(counts_table, path: str | os.PathLike, title: str | None =
     )
     # at most ~60 client labels, evenly spaced (seaborn's "auto" thinning is slow for large grids)
     rows = np.arange(0, num_clients, max(1, int(np.ceil(num_clients / 60))))
-    ax.set_yticks(rows + 0.5, [str(int(client_ids[r])) for r in rows], rotation=0, fontsize=7 if num_clients > 30 else 9)
+    ax.set_yticks(rows + 0.5, [str(int(client_ids[r])) for r in rows], rotation=0,
+                  fontsize=7 if num_clients > 30 else 9)
     ax.set_xlabel("class")
     ax.set_ylabel("client")
     total = int(counts.sum())
