@@ -7,8 +7,9 @@ Otherwise the tests skip, saying why.
 
 A small experiment (digits, logreg, 2 algorithms, 1 seed, 3 rounds) and a stacked one (1
 algorithm, 2 seeds in one job: `stack_seeds`) run twice: through Slurm and locally. Every train
-cell must have run inside its own Slurm job, with the time limit, memory and CPUs of the config's `resources`, the light rules on the submitting node, and
-results/metrics.parquet must equal the local run's (wall_seconds aside).
+cell must have run inside its own Slurm job, with the time limit, memory and CPUs of the
+config's `resources`, the light rules on the submitting node, and results/metrics.parquet must
+equal the local run's (wall_seconds aside).
 """
 
 from __future__ import annotations
