@@ -570,3 +570,41 @@ def test_stack_seeds_is_runtime_only_and_checked():
     assert stacked_seeds(cfg) == {}  # one seed: nothing to stack
     cfg["experiments"]["e"]["stack_seeds"] = "yes"
     rejects(cfg, "experiments.e.stack_seeds", "true or false", "'yes'")
+
+
+# ------------------------------------------------------------------------------ spec ids stay put
+
+# spec_id (the hparams_id of a cell's results) of some cells, computed before the config refactor
+# of issue "A house ready for three more papers": refactoring the config must not change them.
+PINNED_SPEC_IDS = {
+    "config/config.yaml": {
+        "baselines/digits/iid/fedavg/0": "c1fc7b0282ac",
+        "baselines/digits/iid/fedavgm/0": "fb39606ef844",
+        "baselines/digits/iid/fedprox/0": "7640e903ba9b",
+        "baselines/digits/iid/scaffold/0": "a302579ad7f2",
+        "baselines/digits/dir0.3/feddyn/0": "3fdcc387b792",
+        "baselines/synthetic_1_1/natural/fedavg/0": "7b64fc1f8f9b",
+        "baselines/synthetic_1_1/natural/feddyn/0": "1f85f8879a91",
+    },
+    "config/experiments/fedelasticnet_quick.yaml": {
+        "fedelasticnet_quick_p10/digits/iid/fedelasticnet_prox/0": "f5dfa9ca7cdb",
+        "fedelasticnet_quick_p10/digits/iid/fedelasticnet_scaffold/0": "4decfdf56d81",
+        "fedelasticnet_quick_p100/digits/iid/fedelasticnet_feddyn/0": "0c5b184e0019",
+    },
+    "config/experiments/elastic_aggregation_quick.yaml": {
+        "elastic_aggregation_quick/digits/iid/elastic_fedavg_average/0": "9303bc04b2cb",
+        "elastic_aggregation_quick/digits/iid/elastic_fedavgm/0": "c16a20f7ac04",
+        "elastic_aggregation_quick/digits/iid/elastic_fedprox/0": "390376abfc6c",
+        "elastic_aggregation_quick/digits/iid/fedadam/0": "cdbf3930a605",
+    },
+}
+
+
+@pytest.mark.parametrize("path", sorted(PINNED_SPEC_IDS))
+def test_spec_ids_of_known_cells_are_unchanged(path):
+    from fedbench.engine.loop import spec_id
+
+    cells = expand_cells(yaml.safe_load((REPO / path).read_text()))
+    ids = {"/".join(str(c[k]) for k in ("experiment", "dataset", "partition", "algorithm", "seed")):
+           spec_id({k: v for k, v in c.items() if k not in ("target_accuracy", "paper")}) for c in cells}
+    assert {k: ids.get(k) for k in PINNED_SPEC_IDS[path]} == PINNED_SPEC_IDS[path]
