@@ -24,8 +24,9 @@ from fedbench.algorithms.elastic_fedavg import (
 from fedbench.tree import Tree
 
 HPARAMS: dict = {**fedavgm.HPARAMS, "dampening": 0.9, **elastic.HPARAMS}
+BOUNDS: dict[str, str] = {**fedavgm.BOUNDS, **elastic.BOUNDS}
 
-__all__ = ["HPARAMS", "broadcast", "client_final", "client_holdout_step", "client_init", "client_step",
+__all__ = ["BOUNDS", "HPARAMS", "broadcast", "client_final", "client_holdout_step", "client_init", "client_step",
            "holdout_fraction", "server_init", "server_update"]
 
 

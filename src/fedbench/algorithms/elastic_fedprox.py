@@ -18,8 +18,9 @@ from fedbench.algorithms.elastic_fedavg import server_init, server_update
 from fedbench.algorithms.fedavg import broadcast
 
 HPARAMS: dict = {**fedprox.HPARAMS, **elastic.HPARAMS}
+BOUNDS: dict[str, str] = {**fedprox.BOUNDS, **elastic.BOUNDS}
 
-__all__ = ["HPARAMS", "broadcast", "client_final", "client_holdout_step", "client_init", "client_step",
+__all__ = ["BOUNDS", "HPARAMS", "broadcast", "client_final", "client_holdout_step", "client_init", "client_step",
            "holdout_fraction", "server_init", "server_update"]
 
 holdout_fraction = elastic.holdout_fraction

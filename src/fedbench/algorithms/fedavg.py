@@ -26,6 +26,7 @@ from fedbench.algorithms.local import advance, init_step_state, sgd_step
 from fedbench.tree import Tree, tree_add, tree_sub, tree_weighted_mean
 
 HPARAMS: dict[str, float] = {}
+BOUNDS: dict[str, str] = {}
 
 
 def server_init(params: Tree, hparams: dict, num_clients: int) -> dict:

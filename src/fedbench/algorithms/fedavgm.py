@@ -25,15 +25,14 @@ Departures and options:
 from __future__ import annotations
 
 from fedbench.algorithms.fedavg import broadcast, client_final, client_init, client_step, weighted_delta
+from fedbench.algorithms.hparams import hparam
 from fedbench.tree import Tree, tree_axpy, tree_scale, tree_zeros_like
 
 HPARAMS: dict[str, float] = {"server_lr": 1.0, "momentum": 0.9, "dampening": 0.0, "nesterov": False}
+BOUNDS: dict[str, str] = {"server_lr": "(0, inf)", "momentum": "[0, 1)", "dampening": "[0, 1]"}
 
-__all__ = ["HPARAMS", "broadcast", "client_final", "client_init", "client_step", "server_init", "server_update"]
-
-
-def _hp(hparams: dict, key: str):
-    return hparams.get(key, HPARAMS[key])
+__all__ = ["BOUNDS", "HPARAMS", "broadcast", "client_final", "client_init", "client_step", "server_init",
+           "server_update"]
 
 
 def server_init(params: Tree, hparams: dict, num_clients: int) -> dict:
@@ -48,8 +47,8 @@ def server_update(server_state: dict, messages: list[dict], weights, hparams: di
 
 def momentum_step(server_state: dict, delta: Tree, hparams: dict) -> dict:
     """The server step on a given aggregate Δ̄ (shared with Elastic Aggregation's FedAvgM)."""
-    beta, eta_s = float(_hp(hparams, "momentum")), float(_hp(hparams, "server_lr"))
-    dampening = float(_hp(hparams, "dampening"))
+    beta, eta_s = float(hparam(hparams, HPARAMS, "momentum")), float(hparam(hparams, HPARAMS, "server_lr"))
+    dampening = float(hparam(hparams, HPARAMS, "dampening"))
     v = tree_axpy(beta, server_state["momentum"], tree_scale(delta, 1.0 - dampening) if dampening else delta)
-    step = tree_axpy(beta, v, delta) if _hp(hparams, "nesterov") else v
+    step = tree_axpy(beta, v, delta) if hparam(hparams, HPARAMS, "nesterov") else v
     return {**server_state, "params": tree_axpy(eta_s, step, server_state["params"]), "momentum": v}

@@ -38,14 +38,16 @@ Departures and choices:
 
 from __future__ import annotations
 
+from fedbench.algorithms.hparams import hparam
 from fedbench.algorithms.local import advance, init_step_state, sgd_step
 from fedbench.tree import Tree, tree_add, tree_axpy, tree_mean, tree_scale, tree_sub, tree_sum, tree_zeros_like
 
 HPARAMS: dict[str, float] = {"alpha": 0.01}
+BOUNDS: dict[str, str] = {"alpha": "(0, inf)"}  # the server step divides by α
 
 
 def _alpha(hparams: dict) -> float:
-    alpha = float(hparams.get("alpha", HPARAMS["alpha"]))
+    alpha = float(hparam(hparams, HPARAMS, "alpha"))
     if not alpha > 0:
         raise ValueError(f"feddyn: alpha must be > 0 (got {alpha}); the server step divides by it")
     return alpha

@@ -37,16 +37,15 @@ from __future__ import annotations
 
 from fedbench.algorithms.fedavg import broadcast, server_update
 from fedbench.algorithms.fedprox import client_init, server_init
+from fedbench.algorithms.hparams import hparam
 from fedbench.algorithms.local import advance, elastic_net_direction, sgd_step
 from fedbench.tree import tree_sub, tree_threshold
 
 HPARAMS: dict[str, float] = {"lambda1": 1e-6, "lambda2": 1e-4, "epsilon": 1e-3}
+BOUNDS: dict[str, str] = {"lambda1": "[0, inf)", "lambda2": "[0, inf)", "epsilon": "[0, inf)"}
 
-__all__ = ["HPARAMS", "broadcast", "client_final", "client_init", "client_step", "server_init", "server_update"]
-
-
-def _hp(hparams: dict, key: str) -> float:
-    return float(hparams.get(key, HPARAMS[key]))
+__all__ = ["BOUNDS", "HPARAMS", "broadcast", "client_final", "client_init", "client_step", "server_init",
+           "server_update"]
 
 
 def client_step(step_state: dict, batch, hparams: dict, grad_fn) -> dict:
@@ -54,12 +53,12 @@ def client_step(step_state: dict, batch, hparams: dict, grad_fn) -> dict:
     x, y = batch
     params = step_state["params"]
     grads, loss = grad_fn(params, x, y)
-    direction = elastic_net_direction(grads, params, step_state["global_params"],
-                                      _hp(hparams, "lambda1"), _hp(hparams, "lambda2"))
+    lambda1, lambda2 = (float(hparam(hparams, HPARAMS, k)) for k in ("lambda1", "lambda2"))
+    direction = elastic_net_direction(grads, params, step_state["global_params"], lambda1, lambda2)
     return advance(step_state, sgd_step(params, direction, hparams), loss)
 
 
 def client_final(server_state: dict, step_state: dict, hparams: dict) -> tuple[dict, None]:
     """Message ``{"delta": Δ_k}`` with |Δ_k(i)| ≤ ε set to 0; no client state."""
     delta = tree_sub(step_state["params"], server_state["params"])
-    return {"delta": tree_threshold(delta, _hp(hparams, "epsilon"))}, None
+    return {"delta": tree_threshold(delta, float(hparam(hparams, HPARAMS, "epsilon")))}, None

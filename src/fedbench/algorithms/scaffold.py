@@ -36,10 +36,12 @@ from __future__ import annotations
 
 import torch
 
+from fedbench.algorithms.hparams import hparam
 from fedbench.algorithms.local import advance, init_step_state, sgd_step
 from fedbench.tree import Tree, tree_add, tree_axpy, tree_mean, tree_scale, tree_sub, tree_sum, tree_zeros_like
 
 HPARAMS: dict[str, float] = {"server_lr": 1.0}
+BOUNDS: dict[str, str] = {"server_lr": "(0, inf)"}
 
 
 def server_init(params: Tree, hparams: dict, num_clients: int) -> dict:
@@ -100,7 +102,7 @@ def client_final(server_state: dict, step_state: dict, hparams: dict) -> tuple[d
 
 def server_update(server_state: dict, messages: list[dict], weights, hparams: dict) -> dict:
     """θ ← θ + η_g mean_k Δ_k (unweighted; ``weights`` unused);  c ← c + (1/m) Σ_k Δc_k."""
-    eta_g = float(hparams.get("server_lr", HPARAMS["server_lr"]))
+    eta_g = float(hparam(hparams, HPARAMS, "server_lr"))
     mean_delta = tree_mean([msg["delta"] for msg in messages])
     sum_dc = tree_sum([msg["delta_c"] for msg in messages])
     return {
