@@ -1,5 +1,5 @@
-"""Elastic Aggregation (Chen et al., "Elastic Aggregation for Federated Optimization", CVPR 2023;
-supplement = summary-seed-000 §2.1-§2.5): the pieces shared by ``elastic_fedavg``,
+"""Elastic Aggregation (Chen, Hu, Tan, Wei and Wu, "Elastic Aggregation for Federated Optimization",
+CVPR 2023, and its supplement: Algorithms 1-2, eq. (1)): the pieces shared by ``elastic_fedavg``,
 ``elastic_fedavgm`` and ``elastic_fedprox``. Not an algorithm itself.
 
 Client side, parameter sensitivity Ω_k, exactly the supplement's estimator (§2.1): a held-out
@@ -32,7 +32,7 @@ Hyperparameters shared by the three modules (:data:`HPARAMS`): ``tau`` τ, ``rho
 ``sensitivity`` ∈ {"momentum", "average", "none"} and ``sensitivity_fraction`` (|B_k| / n_k,
 in (0, 1)). "none" is naive aggregation (ζ ≡ 1, nothing held out, no Ω sent): exactly the base
 optimizer with the same data, the "naive" column of the paper's Table 1. τ = 0.5 and ρ = 0.95
-are FL-bench's defaults: the supplement gives no values (summary-seed-000 §6), so they are
+are FL-bench's defaults: the supplement gives no values, so they are
 assumed; the fraction 10 % is the supplement's (§4, its "μ").
 
 Decisions where the supplement is silent:

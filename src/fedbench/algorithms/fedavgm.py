@@ -15,11 +15,13 @@ With β = 0 and η_s = 1 this is exactly FedAvg.
 Departures and options:
 
 - ``dampening`` τ (default 0, Reddi et al.'s form). τ = β gives the EMA form
-  ``m ← μ m + (1 − μ) Δ`` printed in Elastic Aggregation's Algorithm 1 (summary-seed-000 §2.6
-  note 4); the two differ only by rescaling η_s by 1/(1 − β). Unlike ``torch.optim.SGD`` the
-  dampening is also applied in the first round (the buffer starts at 0 rather than at Δ̄).
-- ``nesterov`` (default False): the Nesterov variant of the local-update-methods paper
-  (summary-seed-004 §2.8), ``torch.optim.SGD(nesterov=True)`` form.
+  ``m ← μ m + (1 − μ) Δ`` printed in Algorithm 1 of the supplement of Chen et al., "Elastic
+  Aggregation for Federated Optimization", CVPR 2023; the two differ only by rescaling η_s by
+  1/(1 − β). Unlike ``torch.optim.SGD`` the dampening is also applied in the first round (the
+  buffer starts at 0 rather than at Δ̄).
+- ``nesterov`` (default False): the Nesterov server optimizer of Charles and Konečný,
+  "Convergence and Accuracy Trade-Offs in Federated Learning and Meta-Learning", AISTATS 2021
+  (Theorem 3, Table 2), ``torch.optim.SGD(nesterov=True)`` form.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """FedElasticNet for FedDyn (Kim et al., "Communication-Efficient and Drift-Robust Federated
-Learning via Elastic Net", Algorithm 3, eqs. (10)-(12), Lemma B.2; summary-seed-003 §2.7, §2.8,
-§2.9). The paper's best method.
+Learning via Elastic Net", Algorithm 3, eqs. (10)-(12), Lemma B.2; arXiv 2022). The paper's best
+method.
 
 Client state g_k (g_k⁰ = 0); server state θ and h (h⁰ = 0); λ2 is FedDyn's α. Client k ∈ P_t:
 
@@ -21,7 +21,7 @@ server here receives Δ_k, FedDyn's receives θ_k).
 Hyperparameters: ``lambda1`` (1e-4), ``lambda2`` (= FedDyn α, 1e-2, must be > 0), ``epsilon``
 (5e-3): Table 5's CIFAR-10 row.
 
-Decisions on the paper's open points (summary-seed-003 §2.9):
+Decisions on the points the paper leaves open:
 
 1. sign(0) = 0 (``torch.sign``), in the local step and in (11) and h: a coordinate the client did
    not send (Δ̂ = 0) contributes no sign term.

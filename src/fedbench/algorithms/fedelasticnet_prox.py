@@ -1,5 +1,5 @@
 """FedElasticNet for FedAvg / FedProx (Kim et al., "Communication-Efficient and Drift-Robust
-Federated Learning via Elastic Net", Algorithm 1, eq. (4); summary-seed-003 §2.1, §2.4, §2.9).
+Federated Learning via Elastic Net", Algorithm 1, eq. (4); arXiv 2022).
 
 Client k ∈ P_t approximately solves, by local SGD from θ^{t−1},
 
@@ -16,7 +16,7 @@ With λ1 = 0 and ε = 0 this is exactly FedProx with μ = λ2 (bitwise; and FedA
 Hyperparameters: ``lambda1`` (λ1), ``lambda2`` (λ2, FedProx's μ), ``epsilon`` (ε). Defaults are
 Table 5's CIFAR-10 row (1e-6, 1e-4, 1e-3).
 
-Decisions on the paper's open points (summary-seed-003 §2.9):
+Decisions on the points the paper leaves open:
 
 1. sign(0) = 0 (``torch.sign``): the first local step starts at θ = θ^{t−1}, where the ℓ1
    subgradient is taken as 0. Plain subgradient SGD rarely lands on exact zeros; ε does that.
@@ -25,7 +25,7 @@ Decisions on the paper's open points (summary-seed-003 §2.9):
 3. (SCAFFOLD's Δc: not applicable here.)
 4. Aggregation is normalised by Σ_{k∈P_t} n_k over the *sampled* clients, not the total n printed
    in Algorithm 1 (which would shrink the server step by ≈ |P_t|/m); the FedDyn code, whose numbers
-   the paper reports, does this (summary-seed-003 §2.4). Reused from :mod:`.fedavg`.
+   the paper reports, does this. Reused from :mod:`.fedavg`.
 5. Client sampling is the engine's (``sampling.scheme: bernoulli`` is the FedDyn code's sampler).
 6. λ1 and ε are plain hyperparameters; the paper's selection procedure is a config grid.
 

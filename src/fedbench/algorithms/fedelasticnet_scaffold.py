@@ -1,5 +1,5 @@
 """FedElasticNet for SCAFFOLD (Kim et al., "Communication-Efficient and Drift-Robust Federated
-Learning via Elastic Net", Algorithm 2, eqs. (5)-(7); summary-seed-003 §2.5, §2.6, §2.9).
+Learning via Elastic Net", Algorithm 2, eqs. (5)-(7); arXiv 2022).
 
 SCAFFOLD (:mod:`.scaffold`) with the elastic-net terms in the local step,
 
@@ -17,7 +17,7 @@ Hyperparameters: ``server_lr`` (η_g, 1), ``lambda1`` (λ1, 1e-4), ``lambda2`` (
 remove the ℓ2-norm regularizer", Table 5 uses 0 everywhere although Algorithm 2's header says
 λ2 > 0), ``epsilon`` (ε, 1e-4). Defaults are Table 5's CIFAR-10 row.
 
-Decisions on the paper's open points (summary-seed-003 §2.9):
+Decisions on the points the paper leaves open:
 
 1. sign(0) = 0 (``torch.sign``).
 2. c_k^t is computed from the client's actual local model θ_k (eq. (6) as printed), not from the

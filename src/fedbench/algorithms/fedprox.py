@@ -1,5 +1,5 @@
-"""FedProx (Li et al. 2020, "Federated Optimization in Heterogeneous Networks", Algorithm 2;
-summary-seed-003 §2.3).
+"""FedProx (Li et al. 2020, "Federated Optimization in Heterogeneous Networks", MLSys 2020,
+Algorithm 2).
 
 Client k approximately solves
 
