@@ -28,7 +28,8 @@ def tiny() -> dict:
                 "seeds": [0, 1],
                 "rounds": 3,
                 "local": {"epochs": 1, "batch_size": 16, "lr": 0.05},
-                "datasets": {"digits": {"model": {"name": "logreg"}, "partitions": {"iid": {"scheme": "iid", "num_clients": 5}}}},
+                "datasets": {"digits": {"model": {"name": "logreg"},
+                                        "partitions": {"iid": {"scheme": "iid", "num_clients": 5}}}},
                 "algorithms": {"fedavg": {}, "fedprox": {"mu": 0.1}},
             }
         },
@@ -53,7 +54,8 @@ def test_default_config_passes_and_has_45_cells():
     cells = expand_cells(copy.deepcopy(DEFAULT))
     # 3 dataset/partition settings × 5 algorithms × 3 seeds
     assert len(cells) == 45
-    assert {(c["dataset"], c["partition"]) for c in cells} == {("digits", "iid"), ("digits", "dir0.3"), ("synthetic_1_1", "natural")}
+    assert {(c["dataset"], c["partition"]) for c in cells} == {("digits", "iid"), ("digits", "dir0.3"),
+                                                               ("synthetic_1_1", "natural")}
     assert {c["algorithm"] for c in cells} == {"fedavg", "fedavgm", "fedprox", "scaffold", "feddyn"}
     assert {c["seed"] for c in cells} == {0, 1, 2}
     assert all(set(c) == SPEC_KEYS for c in cells)
@@ -76,7 +78,8 @@ def test_schema_fills_defaults():
     assert cfg["dtype"] == "float32"
     assert cfg["experiments"]["e"]["eval_every"] == 1
     assert cfg["experiments"]["e"]["target_accuracy"] is None
-    assert cfg["data"] == {"mirror": None, "trust_mirror_checksums": False} and cfg["engine"] is None and cfg["chunk_size"] is None
+    assert cfg["data"] == {"mirror": None, "trust_mirror_checksums": False}
+    assert cfg["engine"] is None and cfg["chunk_size"] is None
     check_config(cfg)
 
 
@@ -93,7 +96,8 @@ def test_cell_spec_is_fully_resolved():
         "rounds": 3, "eval_every": 1, "target_accuracy": None, "paper": None, "dtype": "float32",
     }
     # order: experiment, dataset, partition, algorithm, seed
-    assert [(c["algorithm"], c["seed"]) for c in cells] == [("fedavg", 0), ("fedavg", 1), ("fedprox", 0), ("fedprox", 1)]
+    assert [(c["algorithm"], c["seed"]) for c in cells] == [("fedavg", 0), ("fedavg", 1),
+                                                             ("fedprox", 0), ("fedprox", 1)]
 
 
 def test_hparam_and_model_defaults_are_filled():
@@ -414,7 +418,8 @@ def test_wandb_and_tables_blocks():
     cells = expand_cells(cfg)
     assert [c.pop("paper") for c in cells] == ["FedAc (Yuan & Ma 2020)"] * len(cells)
     assert cells == [{k: v for k, v in c.items() if k != "paper"} for c in expand_cells(tiny())]
-    for key, value, fragment in (("wandb", {"mode": "shared"}, "wandb.mode"), ("wandb", {"enable": True}, "wandb.enable"),
+    for key, value, fragment in (("wandb", {"mode": "shared"}, "wandb.mode"),
+                                 ("wandb", {"enable": True}, "wandb.enable"),
                                  ("tables", {"decimals": 9}, "tables.decimals: must be <= 6")):
         bad = tiny()
         bad[key] = value
@@ -608,3 +613,45 @@ def test_spec_ids_of_known_cells_are_unchanged(path):
     ids = {"/".join(str(c[k]) for k in ("experiment", "dataset", "partition", "algorithm", "seed")):
            spec_id({k: v for k, v in c.items() if k not in ("target_accuracy", "paper")}) for c in cells}
     assert {k: ids.get(k) for k in PINNED_SPEC_IDS[path]} == PINNED_SPEC_IDS[path]
+
+
+def test_training_spec_is_the_cell_less_its_report_keys():
+    from fedbench.config import REPORT_KEYS, training_spec
+
+    for c in expand_cells(copy.deepcopy(DEFAULT)):
+        spec = training_spec(c)
+        assert set(spec) == set(c) - set(REPORT_KEYS) and all(spec[k] == c[k] for k in spec)
+        assert list(spec) == [k for k in c if k not in REPORT_KEYS]  # the cell's key order
+
+
+def test_every_algorithm_states_its_bounds_next_to_its_defaults():
+    from fedbench.algorithms import ALGORITHMS, get_algorithm
+
+    for name in ALGORITHMS:
+        module = get_algorithm(name)
+        assert set(module.BOUNDS) <= set(module.HPARAMS), name
+        assert all(re.fullmatch(r"[\[(](-?[\d.e-]+|-inf), ([\d.e-]+|inf)[\])]", b) for b in module.BOUNDS.values())
+
+
+def test_the_same_hyperparameter_name_may_have_different_bounds_per_algorithm():
+    cfg = tiny()
+    cfg["experiments"]["e"]["algorithms"]["elastic_fedavg"] = {"tau": 0.0}  # Elastic Aggregation's offset τ ≥ 0
+    check_config(cfg)
+    cfg["experiments"]["e"]["algorithms"]["fedadam"] = {"tau": 0.0}  # FedAdam's adaptivity τ > 0
+    rejects(cfg, "experiments.e.algorithms.fedadam.tau: must be > 0 (got 0)")
+
+
+def test_schema_errors_name_the_key_path_and_what_is_allowed():
+    cfg = tiny()
+    cfg["foo"] = 1
+    rejects(cfg, "foo: unknown key; allowed keys here:", "experiments")
+    cfg = tiny()
+    del cfg["experiments"]["e"]["rounds"]
+    rejects(cfg, "experiments.e.rounds: missing")
+    cfg = tiny()
+    cfg["chunk_size"] = "big"
+    rejects(cfg, "chunk_size: must be an integer >= 1, 'auto' or null (got 'big')")
+    cfg = tiny()
+    del cfg["datasets"]["digits"]["source"]
+    rejects(cfg, "datasets.digits.source: missing", "digits, synthetic")
+    assert check_config(validated_copy := copy.deepcopy(tiny())) is None and validated_copy == tiny()  # not modified
