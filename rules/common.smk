@@ -1,17 +1,15 @@
 # Config validation, the cell list, wildcard constraints and helpers. No rules here.
 #
-# The config is checked twice before any job is scheduled: its structure by the JSON schema
-# (which also fills defaults), then its meaning by fedbench.config.check_config (registries,
-# hyperparameters, ranges, cross-references). Both raise with the offending key path.
+# fedbench.config checks the config before any job is scheduled: its structure against the JSON
+# schema workflow/schemas/config.schema.yaml (whose defaults it fills in, once, here), then its
+# meaning (registries, hyperparameters, cross-references). Errors name the offending key path.
 from snakemake.exceptions import WorkflowError
-from snakemake.utils import validate
 
 from fedbench.algorithms import code_version as algorithm_code_version
 from fedbench.codeversion import code_version
 from fedbench.config import (
     ID_PATTERN,
     ConfigError,
-    check_config,
     datasets as config_datasets,
     expand_cells,
     job_resources,
@@ -19,21 +17,14 @@ from fedbench.config import (
     stacked_seeds,
     table_settings,
     train_resources,
+    training_spec,
+    validated,
     wandb_settings,
 )
 
 try:
-    validate(config, schema="../workflow/schemas/config.schema.yaml")
-except WorkflowError as schema_error:
-    # Prefer check_config's message (full key path + the fix) when it sees the problem too.
-    try:
-        check_config(config)
-    except ConfigError as e:
-        raise WorkflowError(f"Invalid config: {e}") from None
-    raise schema_error
-try:
-    check_config(config)
-    CELLS = expand_cells(config)
+    config.update(validated(config))  # the schema's defaults, for the scripts that read the config
+    CELLS = expand_cells(config)  # every check (fedbench.config.check_config)
     DATASETS = config_datasets(config)
     PARTITIONS = config_partitions(config)
     TRAIN_RESOURCES = train_resources(config)
@@ -81,16 +72,13 @@ def partition_params(wildcards):
 
 
 def cell_spec(wildcards):
-    """The resolved spec of one training cell: everything that changes its result, nothing else.
-
-    target_accuracy and paper are left out: only the tables and paper outputs use them, so
-    changing them re-aggregates without retraining."""
+    """The training spec of one cell (fedbench.config.training_spec): everything that changes its
+    result, nothing else (not the target accuracy or paper: changing them re-aggregates only)."""
     key = (wildcards.experiment, wildcards.dataset, wildcards.partition, wildcards.algorithm, wildcards.seed)
     try:
-        spec = CELL_INDEX[key]
+        return training_spec(CELL_INDEX[key])
     except KeyError:
         raise WorkflowError(f"no cell {'/'.join(key)} in the config")
-    return {k: v for k, v in spec.items() if k not in ("target_accuracy", "paper")}
 
 
 def cell_code_version(wildcards):

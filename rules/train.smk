@@ -1,7 +1,8 @@
 # Train one cell = experiment x dataset x partition x algorithm x seed.
 #
-# params holds what changes the cell's result and nothing else: its resolved spec and the code
-# version of its algorithm (fedbench.algorithms.code_version). A changed hyperparameter reruns
+# params holds what changes the cell's result and nothing else: its training spec (cell_spec:
+# fedbench.config.training_spec of the cell) and the code version of its algorithm
+# (fedbench.algorithms.code_version). A changed hyperparameter reruns
 # exactly the cells whose spec changed; a new seed or algorithm only adds cells; editing an
 # algorithm module reruns the cells that use it. The device (config `device`), engine, threads,
 # resources, W&B and logging are read at run time and are deliberately not params.

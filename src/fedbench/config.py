@@ -1,10 +1,12 @@
 """Check a workflow config and expand it into fully resolved training cells.
 
-The config shape is documented key by key in ``config/README.md``; the JSON schema
-``workflow/schemas/config.schema.yaml`` checks its structure inside Snakemake. This module adds
-the checks a schema cannot make (names that must exist in the library's registries, the
-algorithms' own hyperparameters, cross-references, consistency of shared partition ids) and is
-usable without Snakemake::
+The config shape is documented key by key in ``config/README.md``. Its structure (keys, types,
+ranges, defaults) is owned by one JSON schema, ``workflow/schemas/config.schema.yaml``;
+:func:`validated` checks a config against it (the first error becomes a :class:`ConfigError`
+naming the key path and what is allowed) and fills its defaults. This module then adds only what
+a schema cannot check: names that must exist in the library's registries, the algorithms' own
+hyperparameters and their ranges (each algorithm module's ``HPARAMS`` and ``BOUNDS``),
+cross-references and the consistency of shared partition ids. Usable without Snakemake::
 
     from fedbench.config import check_config, expand_cells
     check_config(cfg)            # raises ConfigError naming the key path and the fix
@@ -12,94 +14,87 @@ usable without Snakemake::
 
 Precedence of per-cell settings (later wins): the experiment's ``rounds``, ``eval_every``,
 ``target_accuracy``, ``sampling``, ``local``; the same keys under ``experiments.<e>.datasets.<d>``;
-``local`` under ``experiments.<e>.algorithms.<label>``. ``augment`` (image datasets): the dataset's
-own ``augment`` < ``experiments.<e>.augment`` < ``experiments.<e>.datasets.<d>.augment``. Mappings (``local``, ``sampling``) are merged
-key by key. In ``local``, a level that sets ``epochs`` clears an inherited ``steps`` and vice versa;
-one mapping may not set both.
+``local`` under ``experiments.<e>.algorithms.<label>``. ``augment`` (image datasets): the
+dataset's own ``augment`` < ``experiments.<e>.augment`` < ``experiments.<e>.datasets.<d>.augment``.
+Mappings (``local``, ``sampling``) are merged key by key. In ``local``, a level that sets
+``epochs`` clears an inherited ``steps`` and vice versa; one mapping may not set both.
 
-Runtime-only blocks are checked here too but never enter a cell spec, so changing them reruns no
-training: :func:`train_resources` (per experiment and dataset ``resources``: what a train job
-asks the scheduler for; :func:`job_resources` turns them into Snakemake resources per attempt),
-:func:`wandb_settings` (``wandb``) and :func:`table_settings` (``tables``, aggregation only).
+Runtime-only blocks never enter a cell spec, so changing them reruns no training:
+:func:`train_resources` (per experiment and dataset ``resources``: what a train job asks the
+scheduler for; :func:`job_resources` turns them into Snakemake resources per attempt),
+:func:`wandb_settings` (``wandb``), :func:`table_settings` (``tables``, aggregation only) and
+:func:`stacked_seeds` (``stack_seeds``).
 
-A cell spec (see :func:`expand_cells`) is built in a fixed key order with canonical types
-(floats as float, counts as int), so that reordering or reformatting the YAML does not change
-its ``repr``: Snakemake's params trigger then reruns exactly the cells whose values changed.
+A cell (see :func:`expand_cells`) is built in a fixed key order with canonical types (floats as
+float, counts as int), so that reordering or reformatting the YAML does not change its ``repr``:
+Snakemake's params trigger then reruns exactly the cells whose values changed.
+:func:`training_spec` is the part of a cell that training sees.
 """
 
 from __future__ import annotations
 
+import copy
 import math
-import re
+from functools import cache
+from pathlib import Path
 from typing import Any
 
+import yaml
+
 __all__ = [
-    "ConfigError", "check_config", "expand_cells", "datasets", "partitions", "train_resources", "job_resources",
-    "wandb_settings", "table_settings", "ID_PATTERN", "RESOURCE_DEFAULTS", "WANDB_DEFAULTS", "TABLE_DEFAULTS",
+    "ConfigError", "validated", "check_config", "expand_cells", "training_spec", "datasets", "partitions",
+    "train_resources", "job_resources", "stacked_seeds", "wandb_settings", "table_settings", "SCHEMA_PATH",
+    "ID_PATTERN", "RESOURCE_DEFAULTS", "WANDB_DEFAULTS", "TABLE_DEFAULTS", "REPORT_KEYS",
 ]
 
+#: The JSON schema of the config (structure, types, ranges, defaults).
+SCHEMA_PATH = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
+
+
+@cache
+def schema() -> dict:
+    """The parsed config schema (:data:`SCHEMA_PATH`)."""
+    return yaml.safe_load(SCHEMA_PATH.read_text())
+
+
+_PROPS = schema()["properties"]
 # Ids become path components and Snakemake wildcard values (see rules/common.smk).
-ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_.\-]*"
-_ID_RE = re.compile(rf"^{ID_PATTERN}$")
-
-DEVICES = ("auto", "cpu", "cuda")
-DTYPES = ("float32", "float64")
-SAMPLING_SCHEMES = ("uniform", "bernoulli")
-
-TOP_KEYS = {"datasets", "data", "device", "dtype", "engine", "chunk_size", "checkpoint_every", "experiments", "wandb", "tables"}
-ENGINES = ("vectorized", "sequential")
-EXPERIMENT_KEYS = {"seeds", "rounds", "eval_every", "target_accuracy", "sampling", "local", "datasets", "algorithms",
-                   "resources", "paper", "augment", "delta_histogram", "stack_seeds"}
-EXPERIMENT_DATASET_KEYS = {"model", "partitions", "rounds", "eval_every", "target_accuracy", "sampling", "local",
-                           "resources", "augment"}
+ID_PATTERN = schema()["$defs"]["id"]["pattern"].removeprefix("^").removesuffix("$")
+#: Weights & Biases logging (runtime only), as the schema's defaults.
+WANDB_DEFAULTS = {k: p["default"] for k, p in _PROPS["wandb"]["properties"].items()}
+#: Formatting of the Markdown tables (aggregate rule only), as the schema's defaults.
+TABLE_DEFAULTS = {k: p["default"] for k, p in _PROPS["tables"]["properties"].items()}
 #: What one train job asks the scheduler for (runtime only: never part of a cell spec).
 #: runtime in minutes, mem_mb in MB (both multiplied by the attempt number on retries), cpus per
 #: job, gpus per job (0 = none), gres (a Slurm gres string such as "shard:1" to share a GPU;
-#: null = none), slurm_partition (null = the profile's / cluster's default).
+#: null = none), slurm_partition (null = the profile's / cluster's default). Not schema defaults:
+#: an unset key is inherited from the outer level.
 RESOURCE_DEFAULTS = {"runtime": 30, "mem_mb": 2000, "cpus": 1, "gpus": 0, "gres": None, "slurm_partition": None}
-#: Weights & Biases logging (runtime only). mode: offline (runs written under results/wandb/,
-#: uploaded by the `wandb_sync` target) or online (falls back to offline without an API key).
-WANDB_DEFAULTS = {"enabled": False, "project": "fedbench", "entity": None, "mode": "offline"}
-WANDB_MODES = ("offline", "online")
-#: Formatting of the Markdown tables (aggregate rule only: changing it re-aggregates, no retraining).
-TABLE_DEFAULTS = {"decimals": 2}
-_GRES_RE = re.compile(r"^[a-zA-Z0-9_]+(:[a-zA-Z0-9_.]+)?(:\d+[TGM]?)?$")
-LOCAL_KEYS = ("epochs", "steps", "batch_size", "lr", "lr_decay", "weight_decay", "clip_norm")
+# Defaults of the mappings merged across levels (experiment < dataset < algorithm): the schema
+# cannot state them, since a default would shadow the outer level's value.
 SAMPLING_DEFAULTS = {"scheme": "uniform", "participation": 1.0}
-EXPERIMENT_DEFAULTS = {"eval_every": 1, "target_accuracy": None}
+LOCAL_DEFAULTS = {"lr_decay": 1.0, "weight_decay": 0.0, "clip_norm": None}
+LOCAL_KEYS = tuple(schema()["$defs"]["local"]["properties"])
+#: Keys of a cell that only the tables, paper outputs and reports read: not part of the training
+#: spec (:func:`training_spec`), so changing them re-aggregates without retraining.
+REPORT_KEYS = ("target_accuracy", "paper")
 
-# Range checks for registry parameters that the registries themselves do not state, by name.
-# (lo, lo_inclusive, hi, hi_inclusive); None = unbounded.
-_HPARAM_BOUNDS = {
-    "mu": (0.0, True, None, False),
-    "momentum": (0.0, True, 1.0, False),
-    "server_lr": (0.0, False, None, False),
-    "alpha": (0.0, False, None, False),  # FedDyn α (the server step divides by it)
-    "beta": (0.0, True, None, False),
-    "lambda1": (0.0, True, None, False),
-    "lambda2": (0.0, True, None, False),
-    "epsilon": (0.0, True, None, False),  # FedElasticNet's threshold ε on |Δ|
-    "dampening": (0.0, True, 1.0, True),
-    "tau": (0.0, True, None, False),  # Elastic Aggregation's offset τ; FedAdam/Yogi/Adagrad's adaptivity τ
-    "rho": (0.0, True, 1.0, False),  # Elastic Aggregation's sensitivity EMA ρ
-    "beta1": (0.0, True, 1.0, False),  # FedAdam/Yogi/Adagrad moment decays
-    "beta2": (0.0, True, 1.0, False),
-}
+# Ranges of registry parameters that the data registries do not state, by parameter name (the
+# algorithms state theirs: ``BOUNDS`` in each module). Intervals as in mathematics.
 _PARTITION_BOUNDS = {
-    "alpha": (0.0, False, None, False),  # Dirichlet α
-    "num_clients": (1, True, None, False),
-    "shards_per_client": (1, True, None, False),
-    "classes_per_client": (1, True, None, False),
-    "min_size": (0, True, None, False),
+    "alpha": "(0, inf)",  # Dirichlet α
+    "num_clients": "[1, inf)",
+    "shards_per_client": "[1, inf)",
+    "classes_per_client": "[1, inf)",
+    "min_size": "[0, inf)",
 }
 _DATASET_BOUNDS = {
-    "alpha": (0.0, True, None, False),  # Synthetic(α, β): 0 is the standard "no heterogeneity" setting
-    "beta": (0.0, True, None, False),
-    "num_clients": (1, True, None, False),
-    "dim": (1, True, None, False),
-    "num_classes": (2, True, None, False),
+    "alpha": "[0, inf)",  # Synthetic(α, β): 0 is the standard "no heterogeneity" setting
+    "beta": "[0, inf)",
+    "num_clients": "[1, inf)",
+    "dim": "[1, inf)",
+    "num_classes": "[2, inf)",
 }
-_MODEL_BOUNDS = {}
 
 
 class ConfigError(ValueError):
@@ -107,7 +102,7 @@ class ConfigError(ValueError):
 
 
 # --------------------------------------------------------------------------------------------
-# Registries (imported lazily: they live in modules written alongside this one)
+# Registries (imported lazily: importing them pulls in torch)
 
 
 def _sources() -> dict:
@@ -128,58 +123,30 @@ def _models() -> dict:
     return MODELS
 
 
-def _algorithms() -> tuple:
-    import fedbench.algorithms as algorithms
-
-    return tuple(algorithms.ALGORITHMS)
-
-
-def _hparams(name: str) -> dict:
-    import fedbench.algorithms as algorithms
-
-    return dict(algorithms.get_algorithm(name).HPARAMS)
+# What a missing registry key may name (listed in the "missing" message).
+_REGISTRY_OF_KEY = {"source": _sources, "scheme": _schemes, "name": _models}
 
 
 # --------------------------------------------------------------------------------------------
-# Small checkers
+# Formatting
 
 
 def _fmt(value: Any) -> str:
-    return repr(value) if isinstance(value, str) else str(value)
+    if _is_number(value):
+        return _n(value)
+    return repr(value) if isinstance(value, str) else "null" if value is None else str(value)
 
 
 def _known(options) -> str:
-    return ", ".join(str(o) for o in options) if options else "(none)"
+    return ", ".join("null" if o is None else str(o) for o in options) if options else "(none)"
+
+
+def _either(words: list[str]) -> str:
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
 
 
 def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
-def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _mapping(value: Any, path: str, what: str = "a mapping") -> dict:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise ConfigError(f"{path}: must be {what} (got {_fmt(value)})")
-    return value
-
-
-def _check_id(key: Any, path: str) -> None:
-    if not isinstance(key, str) or not _ID_RE.match(key):
-        raise ConfigError(
-            f"{path}: id {key!r} is not allowed; ids become paths and must match {ID_PATTERN} "
-            f"(letters, digits, '_', '.', '-'; no '/' or '=')"
-        )
-
-
-def _unknown_keys(d: dict, allowed, path: str) -> None:
-    for k in d:
-        if k not in allowed:
-            raise ConfigError(f"{path}.{k}: unknown key; allowed keys here: {_known(sorted(allowed))}")
 
 
 def _n(x: Any) -> str:
@@ -187,26 +154,148 @@ def _n(x: Any) -> str:
     return f"{x:g}" if isinstance(x, float) else str(x)
 
 
-def _number(v: Any, path: str, *, lo=None, lo_incl=True, hi=None, hi_incl=True, integer=False) -> float | int:
-    if integer:
-        if not _is_int(v):
-            raise ConfigError(f"{path}: must be an integer (got {_fmt(v)})")
-    elif not _is_number(v):
-        raise ConfigError(f"{path}: must be a number (got {_fmt(v)})")
-    if not math.isfinite(v):
-        raise ConfigError(f"{path}: must be finite (got {v})")
+def _interval(text: str) -> tuple:
+    """``"[0, 1)"`` -> (0.0, True, 1.0, False); an infinite end is None."""
+    lo, hi = (x.strip() for x in text[1:-1].split(","))
+    return (None if lo == "-inf" else float(lo), text[0] == "[", None if hi == "inf" else float(hi), text[-1] == "]")
+
+
+def _check_range(v: Any, path: str, interval: str | None) -> None:
+    if interval is None or not _is_number(v):
+        return
+    lo, lo_incl, hi, hi_incl = _interval(interval)
     if lo is not None and (v < lo or (v == lo and not lo_incl)):
         raise ConfigError(f"{path}: must be {'>=' if lo_incl else '>'} {_n(lo)} (got {_n(v)})")
     if hi is not None and (v > hi or (v == hi and not hi_incl)):
         raise ConfigError(f"{path}: must be {'<=' if hi_incl else '<'} {_n(hi)} (got {_n(v)})")
-    return int(v) if integer else float(v)
 
 
-def _bounded(v: Any, path: str, bounds) -> None:
-    if bounds is None or not _is_number(v):
-        return
-    lo, lo_incl, hi, hi_incl = bounds
-    _number(v, path, lo=lo, lo_incl=lo_incl, hi=hi, hi_incl=hi_incl)
+def _finite(v: Any, path: str) -> float:
+    if not math.isfinite(v):
+        raise ConfigError(f"{path}: must be finite (got {v})")
+    return float(v)
+
+
+# --------------------------------------------------------------------------------------------
+# The schema: structure, types, ranges, defaults
+
+_TYPE_WORDS = {"boolean": ["true", "false"], "null": ["null"], "integer": ["an integer"], "number": ["a number"],
+               "string": ["a string"], "object": ["a mapping"], "array": ["a list"]}
+_COMPARISONS = {"minimum": ">=", "exclusiveMinimum": ">", "maximum": "<=", "exclusiveMaximum": "<"}
+
+
+@cache
+def _validator():
+    """A validator of :func:`schema` that also fills the ``default:`` values it passes (as
+    snakemake.utils.validate does)."""
+    import jsonschema
+
+    base = jsonschema.validators.validator_for(schema())
+    check_properties = base.VALIDATORS["properties"]
+
+    def properties_with_defaults(validator, properties, instance, subschema):
+        if isinstance(instance, dict):
+            for key, sub in properties.items():
+                if isinstance(sub, dict) and "default" in sub:
+                    instance.setdefault(key, copy.deepcopy(sub["default"]))
+        yield from check_properties(validator, properties, instance, subschema)
+
+    return jsonschema.validators.extend(base, {"properties": properties_with_defaults})(schema())
+
+
+def _key_path(error) -> str:
+    out = ""
+    for part in error.absolute_path:
+        out += f"[{part}]" if isinstance(part, int) else f".{part}" if out else str(part)
+    return out or "config"
+
+
+def _child(path: str, key: Any) -> str:
+    return str(key) if path == "config" else f"{path}.{key}"
+
+
+def _fitting_branch_error(error):
+    """Of an anyOf error, the deepest error of the only alternative whose type fits the value
+    (None when no or several alternatives fit)."""
+    branches: dict[int, list] = {}
+    for sub in error.context:
+        branches.setdefault(sub.relative_schema_path[0], []).append(sub)
+    fitting = [errs for errs in branches.values()
+               if not any(e.validator in ("type", "const", "enum") and not e.relative_path for e in errs)]
+    return max(fitting[0], key=lambda e: len(e.absolute_path)) if len(fitting) == 1 else None
+
+
+def _describe(sub: dict) -> str:
+    """What a (sub)schema allows, in words: 'an integer >= 1', "'last'", 'null'."""
+    if "$ref" in sub:
+        sub = schema()["$defs"][sub["$ref"].rsplit("/", 1)[-1]]
+    if "const" in sub:
+        return _fmt(sub["const"])
+    if "enum" in sub:
+        return "one of " + _known(sub["enum"])
+    types = sub.get("type", [])
+    words = _either(sum((_TYPE_WORDS[t] for t in ([types] if isinstance(types, str) else types)), [])) or "a value"
+    limits = [f"{op} {_n(sub[k])}" for k, op in _COMPARISONS.items() if k in sub]
+    return " ".join([words, " and ".join(limits)]) if limits else words
+
+
+def _schema_message(error) -> str:
+    """The message of one schema error: the dotted key path, then what is allowed there."""
+    path, v, s, kind = _key_path(error), error.instance, error.schema, error.validator
+    got = f" (got {_fmt(v)})"
+    if kind in ("anyOf", "oneOf"):
+        inner = _fitting_branch_error(error)
+        if inner is not None:
+            return _schema_message(inner)
+        return f"{path}: must be {_either([_describe(b) for b in error.validator_value])}{got}"
+    if kind == "additionalProperties":
+        allowed = s.get("properties", {})
+        extra = next(k for k in v if k not in allowed)
+        return f"{_child(path, extra)}: unknown key; allowed keys here: {_known(sorted(allowed))}"
+    if kind == "required":
+        missing = next(k for k in error.validator_value if k not in v)
+        hint = (f"; one of: {_known(list(_REGISTRY_OF_KEY[missing]()))}" if missing in _REGISTRY_OF_KEY
+                else "; see config/README.md")
+        return f"{_child(path, missing)}: missing (required here: {_known(error.validator_value)}){hint}"
+    if kind == "pattern" and "propertyNames" in error.absolute_schema_path:
+        return (f"{_child(path, v)}: id {v!r} is not allowed; ids become paths and must match {ID_PATTERN} "
+                f"(letters, digits, '_', '.', '-'; no '/' or '=')")
+    if kind == "pattern":
+        return f"{path}: must look like {s.get('title', s['pattern'])}{got}"
+    if kind == "type":
+        types = [error.validator_value] if isinstance(error.validator_value, str) else error.validator_value
+        return f"{path}: must be {_either(sum((_TYPE_WORDS[t] for t in types), []))}{got}"
+    if kind == "enum":
+        return f"{path}: must be one of {_known(error.validator_value)}{got}"
+    if kind == "const":
+        return f"{path}: must be {_fmt(error.validator_value)}{got}"
+    if kind in _COMPARISONS:
+        return f"{path}: must be {_COMPARISONS[kind]} {_n(error.validator_value)}{got}"
+    if kind == "minItems":
+        return f"{path}: must be a non-empty list{got}"
+    if kind == "uniqueItems":
+        return f"{path}: items must be distinct{got}"
+    if kind == "minProperties":
+        return f"{path}: must not be empty; give at least one entry ({_child(path, '<id>')}: ...)"
+    if kind == "minLength":
+        return f"{path}: must be a non-empty string{got}"
+    return f"{path}: {error.message}"
+
+
+def validated(config: Any) -> dict:
+    """A copy of ``config`` checked against the schema (:data:`SCHEMA_PATH`), with the schema's
+    ``default:`` values filled in. Raises :class:`ConfigError` for the deepest first error."""
+    if not isinstance(config, dict):
+        raise ConfigError(f"config: must be a mapping (the parsed YAML) (got {_fmt(config)})")
+    config = copy.deepcopy(dict(config))
+    errors = list(_validator().iter_errors(config))
+    if errors:
+        raise ConfigError(_schema_message(max(errors, key=lambda e: len(e.absolute_path))))
+    return config
+
+
+# --------------------------------------------------------------------------------------------
+# Registry entries: a name that must exist, parameters with the registry's defaults
 
 
 def _coerce_like(v: Any, default: Any, path: str) -> Any:
@@ -218,15 +307,13 @@ def _coerce_like(v: Any, default: Any, path: str) -> Any:
             raise ConfigError(f"{path}: must be true or false (got {_fmt(v)})")
         return v
     if isinstance(default, int):
-        if not _is_int(v):
+        if not (isinstance(v, int) and not isinstance(v, bool)):
             raise ConfigError(f"{path}: must be an integer (got {_fmt(v)})")
         return v
     if isinstance(default, float):
         if not _is_number(v):
             raise ConfigError(f"{path}: must be a number (got {_fmt(v)})")
-        if not math.isfinite(v):
-            raise ConfigError(f"{path}: must be finite (got {v})")
-        return float(v)
+        return _finite(v, path)
     if isinstance(default, str):
         if not isinstance(v, str):
             raise ConfigError(f"{path}: must be a string (got {_fmt(v)})")
@@ -238,41 +325,38 @@ def _coerce_like(v: Any, default: Any, path: str) -> Any:
     return v
 
 
-def _resolve_params(given: dict, registry: dict, path: str, what: str, bounds: dict) -> dict:
-    """Registry defaults overridden by ``given`` (unknown names rejected), in registry order."""
+def _resolve_params(given: dict, defaults: dict, bounds: dict, path: str, unknown: str) -> dict:
+    """``defaults`` overridden by ``given``, in the defaults' order; ``unknown`` ends the message
+    for a name not in ``defaults``."""
+    for k in given:
+        if k not in defaults:
+            raise ConfigError(f"{path}.{k}: {unknown}; known: {_known(list(defaults))}")
     out = {}
-    for k, v in given.items():
-        if k not in registry:
-            raise ConfigError(f"{path}.{k}: unknown parameter for {what}; known: {_known(list(registry))}")
-    for k, default in registry.items():
+    for k, default in defaults.items():
         v = given.get(k, default)
         if v is not None:
             v = _coerce_like(v, default, f"{path}.{k}")
-            _bounded(v, f"{path}.{k}", bounds.get(k))
+            _check_range(v, f"{path}.{k}", bounds.get(k))
         out[k] = v
     return out
 
 
-# --------------------------------------------------------------------------------------------
-# Resolution of the pieces
+def _entry(cfg: dict, key: str, registry: dict, path: str, what: str) -> str:
+    """``cfg[key]``, which must name an entry of ``registry``."""
+    if cfg[key] not in registry:
+        raise ConfigError(f"{path}.{key}: unknown {what} {_fmt(cfg[key])}; known {what}s: {_known(list(registry))}")
+    return cfg[key]
 
 
-def _resolve_dataset(dataset_id: str, cfg: Any) -> dict:
+def _resolve_dataset(dataset_id: str, cfg: dict) -> dict:
     path = f"datasets.{dataset_id}"
-    cfg = _mapping(cfg, path)
-    if "source" not in cfg:
-        raise ConfigError(f"{path}.source: missing; give the data source, one of: {_known(list(_sources()))}")
-    source = cfg["source"]
-    sources = _sources()
-    if source not in sources:
-        raise ConfigError(f"{path}.source: unknown dataset source {_fmt(source)}; known sources: {_known(list(sources))}")
+    source = _entry(cfg, "source", _sources(), path, "dataset source")
     params = {k: v for k, v in cfg.items() if k != "source"}
-    resolved = _resolve_params(params, dict(sources[source]), path, f"source {source!r}", _DATASET_BOUNDS)
-    try:  # value checks of downloaded sources, made before anything is fetched
-        from fedbench.data.registry import REMOTE, check_remote_params
-    except ImportError:
-        return {"source": source, **resolved}
-    if source in REMOTE:
+    resolved = _resolve_params(params, dict(_sources()[source]), _DATASET_BOUNDS, path,
+                               f"unknown parameter for source {source!r}")
+    from fedbench.data.registry import REMOTE, check_remote_params
+
+    if source in REMOTE:  # value checks of downloaded sources, made before anything is fetched
         try:
             check_remote_params(source, resolved)
         except ValueError as e:
@@ -280,48 +364,54 @@ def _resolve_dataset(dataset_id: str, cfg: Any) -> dict:
     return {"source": source, **resolved}
 
 
-def _resolve_partition(path: str, cfg: Any) -> dict:
-    cfg = _mapping(cfg, path)
-    schemes = _schemes()
-    if "scheme" not in cfg:
-        raise ConfigError(f"{path}.scheme: missing; give the partition scheme, one of: {_known(list(schemes))}")
-    scheme = cfg["scheme"]
-    if scheme not in schemes:
-        raise ConfigError(f"{path}.scheme: unknown partition scheme {_fmt(scheme)}; known schemes: {_known(list(schemes))}")
+def _resolve_partition(path: str, cfg: dict) -> dict:
+    scheme = _entry(cfg, "scheme", _schemes(), path, "partition scheme")
     params = {k: v for k, v in cfg.items() if k != "scheme"}
-    resolved = _resolve_params(params, dict(schemes[scheme]), path, f"scheme {scheme!r}", _PARTITION_BOUNDS)
+    resolved = _resolve_params(params, dict(_schemes()[scheme]), _PARTITION_BOUNDS, path,
+                               f"unknown parameter for scheme {scheme!r}")
+    from fedbench.data.partition import resolve_partition_params
+
     try:  # the partitioner's own value checks (Dirichlet form, ...)
-        from fedbench.data.partition import resolve_partition_params
-    except ImportError:
-        return {"scheme": scheme, **resolved}
-    try:
-        resolved = resolve_partition_params({"scheme": scheme, **resolved})
+        return {"scheme": scheme, **resolve_partition_params({"scheme": scheme, **resolved})}
     except ValueError as e:
         raise ConfigError(f"{path}: {e}") from None
-    return {"scheme": scheme, **resolved}
 
 
 def _resolve_model(path: str, cfg: Any) -> dict:
-    if isinstance(cfg, str):
-        cfg = {"name": cfg}
-    cfg = _mapping(cfg, path)
-    models = _models()
-    if "name" not in cfg:
-        raise ConfigError(f"{path}.name: missing; give the model, one of: {_known(list(models))}")
-    name = cfg["name"]
-    if name not in models:
-        raise ConfigError(f"{path}.name: unknown model {_fmt(name)}; known models: {_known(list(models))}")
+    cfg = {"name": cfg} if isinstance(cfg, str) else cfg
+    name = _entry(cfg, "name", _models(), path, "model")
     options = {k: v for k, v in cfg.items() if k != "name"}
-    resolved = {"name": name, **_resolve_params(options, dict(models[name]), path, f"model {name!r}", _MODEL_BOUNDS)}
+    resolved = {"name": name, **_resolve_params(options, dict(_models()[name]), {}, path,
+                                                f"unknown parameter for model {name!r}")}
+    from fedbench.models import model_options
+
     try:  # the model registry's own value checks (list lengths, paddings, ...)
-        from fedbench.models import model_options
-    except ImportError:
-        return resolved
-    try:
         name, opts = model_options(resolved)
     except ValueError as e:
         raise ConfigError(f"{path}: {e}") from None
     return {"name": name, **opts}
+
+
+def _resolve_algorithm(label: str, cfg: dict | None, path: str) -> tuple[str, dict, dict]:
+    """(algorithm module name, resolved hparams, local overrides) of one algorithm label: the
+    module's ``HPARAMS`` overridden by the config, each within the module's ``BOUNDS``."""
+    import fedbench.algorithms as algorithms
+
+    cfg = cfg or {}
+    name = cfg.get("algorithm", label)
+    if name not in algorithms.ALGORITHMS:
+        where = f"{path}.algorithm" if "algorithm" in cfg else path
+        raise ConfigError(f"{where}: unknown algorithm {_fmt(name)}; known algorithms: {_known(algorithms.ALGORITHMS)} "
+                          f"(a label other than a module name needs `algorithm: <name>`)")
+    module = algorithms.get_algorithm(name)
+    given = {k: v for k, v in cfg.items() if k not in ("algorithm", "local")}
+    for k in given:
+        if k in LOCAL_KEYS and k not in module.HPARAMS:
+            raise ConfigError(f"{path}.{k}: unknown hyperparameter for algorithm {name!r}; known: "
+                              f"{_known(list(module.HPARAMS))}; local optimizer settings go under `local:`")
+    hparams = _resolve_params(given, dict(module.HPARAMS), module.BOUNDS, path,
+                              f"unknown hyperparameter for algorithm {name!r}")
+    return name, hparams, cfg.get("local") or {}
 
 
 def _check_fits(dpath: str, source: str, model: str, parts: dict) -> None:
@@ -335,144 +425,242 @@ def _check_fits(dpath: str, source: str, model: str, parts: dict) -> None:
         raise ConfigError(f"{dpath}.model: {e}") from None
     for pid, pcfg in parts.items():
         try:
-            check_fits(source, scheme=pcfg.get("scheme") if isinstance(pcfg, dict) else None)
+            check_fits(source, scheme=pcfg["scheme"])
         except ValueError as e:
             raise ConfigError(f"{dpath}.partitions.{pid}: {e}") from None
 
 
-def _merge_local(base: dict, over: Any, path: str) -> dict:
-    over = _mapping(over, path)
-    _unknown_keys(over, LOCAL_KEYS, path)
+# --------------------------------------------------------------------------------------------
+# Settings merged across levels
+
+
+def _merge_local(base: dict, over: dict | None, path: str) -> dict:
+    over = over or {}
     if over.get("epochs") is not None and over.get("steps") is not None:
-        raise ConfigError(
-            f"{path}: give exactly one of epochs or steps (got epochs={over['epochs']}, steps={over['steps']}); "
-            f"delete one of them"
-        )
+        raise ConfigError(f"{path}: give exactly one of epochs or steps (got epochs={over['epochs']}, "
+                          f"steps={over['steps']}); delete one of them")
     out = dict(base)
-    if "epochs" in over and over["epochs"] is not None:
+    if over.get("epochs") is not None:
         out["steps"] = None
-    if "steps" in over and over["steps"] is not None:
+    if over.get("steps") is not None:
         out["epochs"] = None
-    out.update(over)
-    return out
+    return {**out, **over}
 
 
 def _finish_local(local: dict, path: str) -> dict:
+    """The merged ``local`` in canonical form (fixed key order; counts int, rates float)."""
+    local = {**LOCAL_DEFAULTS, **local}
     epochs, steps = local.get("epochs"), local.get("steps")
     if (epochs is None) == (steps is None):
-        raise ConfigError(
-            f"{path}: give exactly one of local.epochs or local.steps "
-            f"(got {'both' if epochs is not None else 'neither'})"
-        )
+        raise ConfigError(f"{path}: give exactly one of local.epochs or local.steps "
+                          f"(got {'both' if epochs is not None else 'neither'})")
     for key in ("batch_size", "lr"):
         if local.get(key) is None:
             raise ConfigError(f"{path}.{key}: missing; set local.{key} in the experiment (or per dataset/algorithm)")
-    out = {
-        "epochs": None if epochs is None else _number(epochs, f"{path}.epochs", lo=1, integer=True),
-        "steps": None if steps is None else _number(steps, f"{path}.steps", lo=1, integer=True),
-        "batch_size": _number(local["batch_size"], f"{path}.batch_size", lo=1, integer=True),
-        "lr": _number(local["lr"], f"{path}.lr", lo=0.0, lo_incl=False),
-        "lr_decay": _number(local.get("lr_decay", 1.0), f"{path}.lr_decay", lo=0.0, lo_incl=False),
-        "weight_decay": _number(local.get("weight_decay", 0.0), f"{path}.weight_decay", lo=0.0),
-        "clip_norm": None,
+    return {
+        "epochs": None if epochs is None else int(epochs),
+        "steps": None if steps is None else int(steps),
+        "batch_size": int(local["batch_size"]),
+        "lr": _finite(local["lr"], f"{path}.lr"),
+        "lr_decay": _finite(local["lr_decay"], f"{path}.lr_decay"),
+        "weight_decay": _finite(local["weight_decay"], f"{path}.weight_decay"),
+        "clip_norm": None if local["clip_norm"] is None else _finite(local["clip_norm"], f"{path}.clip_norm"),
     }
-    if local.get("clip_norm") is not None:
-        out["clip_norm"] = _number(local["clip_norm"], f"{path}.clip_norm", lo=0.0, lo_incl=False)
+
+
+def _augmentation(dataset_id: str, dataset: dict, ecfg: dict, dcfg: dict, dpath: str) -> tuple[bool, Any]:
+    """(applies, record) of a cell's training augmentation.
+
+    ``applies`` is False for sources without augmentation (no ``augment`` parameter: the spec then
+    has no ``augmentation`` key). Otherwise the record (:func:`fedbench.data.images.augmentation_record`;
+    None = off) follows ``experiments.<e>.datasets.<d>.augment``, else ``experiments.<e>.augment``,
+    else the dataset's own ``augment``. ``augment: true`` given for one dataset of an
+    experiment whose source cannot augment is an error; at the experiment level it applies to the
+    datasets that can.
+    """
+    if "augment" not in dataset:
+        if dcfg.get("augment"):
+            able = [s for s, p in _sources().items() if "augment" in p]
+            raise ConfigError(
+                f"{dpath}.augment: dataset {dataset_id!r} (source {dataset['source']!r}) has no training "
+                f"augmentation; it exists for the image sources {_known(able)}; remove the key")
+        return False, None
+    on = next((v for v in (dcfg.get("augment"), ecfg.get("augment"), dataset["augment"]) if v is not None), None)
+    from fedbench.data.images import augmentation_record
+
+    return True, augmentation_record(on)
+
+
+def _histogram_rounds(v: Any, rounds: int, epath: str, rpath: str, ds: str) -> list[int] | None:
+    """An experiment's ``delta_histogram`` for a dataset of ``rounds`` rounds: null/false = off
+    (None); true = rounds [1, "last"]; ``{rounds: [...]}``; sorted, "last" resolved."""
+    if v is None or v is False:
+        return None
+    hist = sorted({rounds if r == "last" else int(r) for r in ([1, "last"] if v is True else v["rounds"])})
+    if hist[-1] > rounds:
+        raise ConfigError(f"{epath}.delta_histogram.rounds: round {hist[-1]} is beyond the {rounds} "
+                          f"rounds of dataset {ds} ({rpath}); use \"last\" for the final round")
+    return hist
+
+
+# --------------------------------------------------------------------------------------------
+# Cells: experiment -> its datasets -> partitions x algorithms x seeds
+
+
+def _datasets(cfg: dict) -> dict[str, dict]:
+    return {dataset_id: _resolve_dataset(dataset_id, dcfg) for dataset_id, dcfg in cfg["datasets"].items()}
+
+
+def _partitions(cfg: dict) -> dict[tuple[str, str], dict]:
+    out: dict[tuple[str, str], dict] = {}
+    where: dict[tuple[str, str], str] = {}
+    for exp, ecfg in cfg["experiments"].items():
+        for ds, dcfg in ecfg["datasets"].items():
+            for pid, pcfg in dcfg["partitions"].items():
+                ppath = f"experiments.{exp}.datasets.{ds}.partitions.{pid}"
+                resolved, key = _resolve_partition(ppath, pcfg), (ds, pid)
+                if key in out and out[key] != resolved:
+                    raise ConfigError(
+                        f"{ppath}: partition id {pid!r} of dataset {ds!r} is already defined at {where[key]} "
+                        f"with different parameters ({out[key]} vs {resolved}); partitions are shared across "
+                        f"experiments by id, so give this one a different id")
+                out.setdefault(key, resolved)
+                where.setdefault(key, ppath)
     return out
 
 
-def _merge_sampling(base: dict, over: Any, path: str) -> dict:
-    over = _mapping(over, path)
-    _unknown_keys(over, ("scheme", "participation"), path)
-    return {**base, **over}
-
-
-def _finish_sampling(s: dict, path: str) -> dict:
-    if s.get("scheme") not in SAMPLING_SCHEMES:
-        raise ConfigError(f"{path}.scheme: must be one of {_known(SAMPLING_SCHEMES)} (got {_fmt(s.get('scheme'))})")
-    p = s.get("participation")
+def _experiment_settings(exp: str, ecfg: dict) -> dict:
+    """What every dataset of experiment ``exp`` starts from, its algorithms resolved."""
+    epath = f"experiments.{exp}"
     return {
-        "scheme": s["scheme"],
-        "participation": _number(p, f"{path}.participation", lo=0.0, lo_incl=False, hi=1.0),
+        "experiment": exp,
+        "path": epath,
+        "seeds": [int(s) for s in ecfg["seeds"]],
+        "local": _merge_local({}, ecfg["local"], f"{epath}.local"),
+        "sampling": {**SAMPLING_DEFAULTS, **(ecfg.get("sampling") or {})},
+        "algorithms": {label: _resolve_algorithm(label, acfg, f"{epath}.algorithms.{label}")
+                       for label, acfg in ecfg["algorithms"].items()},
+        "paper": ecfg.get("paper"),
     }
 
 
-def _target(v: Any, path: str) -> float | None:
-    if v is None:
-        return None
-    return _number(v, path, lo=0.0, lo_incl=False, hi=1.0)
+def _dataset_settings(exp: dict, ecfg: dict, ds: str, dcfg: dict, known: dict, dtype: str) -> dict:
+    """The settings shared by all cells of one dataset of an experiment (a cell without its
+    partition, algorithm and seed), and the local settings its algorithms start from."""
+    epath, dpath = exp["path"], f"{exp['path']}.datasets.{ds}"
+    if ds not in known:
+        raise ConfigError(f"{dpath}: unknown dataset id {ds!r}; define it under the top-level `datasets:` "
+                          f"(known: {_known(list(known))})")
+    model = _resolve_model(f"{dpath}.model", dcfg["model"])
+    _check_fits(dpath, known[ds]["source"], model["name"], dcfg["partitions"])
+
+    def inherited(key):  # the dataset's value, else the experiment's (schema defaults filled)
+        return dcfg[key] if key in dcfg else ecfg[key]
+
+    rounds = int(inherited("rounds"))
+    target = inherited("target_accuracy")
+    sampling = {**exp["sampling"], **(dcfg.get("sampling") or {})}
+    shared = {
+        "model": model,
+        "sampling": {"scheme": sampling["scheme"], "participation": float(sampling["participation"])},
+        "rounds": rounds,
+        "eval_every": int(inherited("eval_every")),
+        "target_accuracy": None if target is None else float(target),
+        "paper": exp["paper"],
+        "dtype": dtype,
+    }
+    has_aug, record = _augmentation(ds, known[ds], ecfg, dcfg, dpath)
+    if has_aug:
+        shared["augmentation"] = record
+    rpath = f"{dpath}.rounds" if "rounds" in dcfg else f"{epath}.rounds"
+    hist = _histogram_rounds(ecfg.get("delta_histogram"), rounds, epath, rpath, ds)
+    if hist is not None:
+        shared["delta_histogram"] = {"rounds": hist}
+    local_path = f"{dpath}.local" if dcfg.get("local") else f"{epath}.local"
+    return {"dataset": ds, "partitions": list(dcfg["partitions"]), "shared": shared,
+            "local": _merge_local(exp["local"], dcfg.get("local"), f"{dpath}.local"), "local_path": local_path}
 
 
-def _resolve_algorithm(label: str, cfg: Any, path: str) -> tuple[str, dict, dict]:
-    """(algorithm module name, resolved hparams, local overrides) of one algorithm label."""
-    cfg = _mapping(cfg, path)
-    name = cfg.get("algorithm", label)
-    known = _algorithms()
-    if name not in known:
-        where = f"{path}.algorithm" if "algorithm" in cfg else path
-        raise ConfigError(
-            f"{where}: unknown algorithm {_fmt(name)}; known algorithms: {_known(known)} "
-            f"(a label other than a module name needs `algorithm: <name>`)"
-        )
-    defaults = _hparams(name)
-    given = {k: v for k, v in cfg.items() if k not in ("algorithm", "local")}
-    for k in given:
-        if k not in defaults:
-            raise ConfigError(
-                f"{path}.{k}: unknown hyperparameter for algorithm {name!r}; known: {_known(list(defaults))}"
-                + ("; local optimizer settings go under `local:`" if k in LOCAL_KEYS else "")
-            )
-    hparams = {}
-    for k, default in defaults.items():
-        v = given.get(k, default)
-        if v is not None:
-            v = _coerce_like(v, default, f"{path}.{k}")
-            if _is_number(v) and not math.isfinite(v):
-                raise ConfigError(f"{path}.{k}: must be finite (got {v})")
-            _bounded(v, f"{path}.{k}", _HPARAM_BOUNDS.get(k))
-        hparams[k] = v
-    return name, hparams, _mapping(cfg.get("local"), f"{path}.local")
+def _cells(exp: dict, dset: dict) -> list[dict]:
+    """The cells of one dataset of an experiment: partitions × algorithms × seeds."""
+    after_local = {k: v for k, v in dset["shared"].items() if k != "model"}
+    cells = []
+    for pid in dset["partitions"]:
+        for label, (name, hparams, local_over) in exp["algorithms"].items():
+            apath = f"{exp['path']}.algorithms.{label}.local"
+            local = _finish_local(_merge_local(dset["local"], local_over, apath),
+                                  apath if local_over else dset["local_path"])
+            for seed in exp["seeds"]:
+                cells.append({
+                    "experiment": exp["experiment"], "dataset": dset["dataset"], "partition": pid,
+                    "algorithm": label, "seed": seed, "algorithm_name": name, "hparams": dict(hparams),
+                    "model": copy.deepcopy(dset["shared"]["model"]), "local": dict(local),
+                    **copy.deepcopy(after_local),
+                })
+    return cells
 
 
-def _check_runtime(config: dict) -> None:
-    """Runtime-only keys (how and where jobs run; never part of a cell spec)."""
-    data = _mapping(config.get("data"), "data")
-    _unknown_keys(data, ("mirror", "trust_mirror_checksums"), "data")
-    if data.get("mirror") is not None and not isinstance(data["mirror"], str):
-        raise ConfigError(f"data.mirror: must be a directory, file:// or http(s):// prefix, or null (got {_fmt(data['mirror'])})")
-    trust = data.get("trust_mirror_checksums", False)
-    if not isinstance(trust, bool):
-        raise ConfigError(f"data.trust_mirror_checksums: must be true or false (got {_fmt(trust)})")
-    if trust and data.get("mirror") is None:
+# --------------------------------------------------------------------------------------------
+# Public API
+
+
+def expand_cells(config: dict) -> list[dict]:
+    """One fully resolved cell per (experiment, dataset, partition, algorithm, seed), in config
+    order. Runs every check of :func:`check_config`.
+
+    Each cell has exactly the keys: experiment, dataset, partition, algorithm (the config label),
+    seed, algorithm_name, hparams, model, local, sampling, rounds, eval_every, target_accuracy,
+    paper (the experiment's ``paper``, or None), dtype; and, for image datasets that can augment
+    (a source with an ``augment`` parameter), ``augmentation``: the training augmentation record
+    or None (see :func:`_augmentation`); and, for experiments with ``delta_histogram``,
+    ``delta_histogram: {"rounds": [sorted ints]}`` ("last" resolved to the cell's rounds; a round
+    beyond them is an error). ``device`` is deliberately absent: it changes where a cell runs, not
+    its result. :data:`REPORT_KEYS` are for the tables and reports only (see :func:`training_spec`).
+    """
+    cfg = validated(config)
+    _check_runtime(cfg)
+    known = _datasets(cfg)
+    _partitions(cfg)  # cross-experiment consistency of partition ids
+    cells = []
+    for exp, ecfg in cfg["experiments"].items():
+        settings = _experiment_settings(exp, ecfg)
+        for ds, dcfg in ecfg["datasets"].items():
+            cells += _cells(settings, _dataset_settings(settings, ecfg, ds, dcfg, known, cfg["dtype"]))
+    return cells
+
+
+def training_spec(cell: dict) -> dict:
+    """The spec a cell is trained with: everything in it that changes its result (the cell less
+    :data:`REPORT_KEYS`). Its :func:`fedbench.engine.loop.spec_id` names the cell's results."""
+    return {k: v for k, v in cell.items() if k not in REPORT_KEYS}
+
+
+def check_config(config: dict) -> None:
+    """Check ``config``: its structure against the schema, then its meaning. Raises
+    :class:`ConfigError` naming the key path and the fix."""
+    expand_cells(config)
+
+
+def _check_runtime(cfg: dict) -> None:
+    """Runtime-only keys the schema cannot check together."""
+    if cfg["data"]["trust_mirror_checksums"] and cfg["data"]["mirror"] is None:
         raise ConfigError("data.trust_mirror_checksums: true needs a local data.mirror holding a SHA256SUMS file; "
                           "set data.mirror or remove trust_mirror_checksums")
-    engine = config.get("engine")
-    if engine is not None and engine not in ENGINES:
-        raise ConfigError(f"engine: must be one of {_known(ENGINES)} or null for the default (got {_fmt(engine)})")
-    chunk = config.get("chunk_size")
-    if chunk is not None and chunk != "auto":
-        _number(chunk, "chunk_size", lo=1, integer=True)
-    if config.get("checkpoint_every") is not None:
-        _number(config["checkpoint_every"], "checkpoint_every", lo=0, integer=True)
-    wandb_settings(config)
-    table_settings(config)
 
 
-def _merge_resources(base: dict, over: Any, path: str) -> dict:
-    over = _mapping(over, path)
-    _unknown_keys(over, RESOURCE_DEFAULTS, path)
-    out = dict(base)
-    for k, v in over.items():
-        p = f"{path}.{k}"
-        if k in ("gres", "slurm_partition"):
-            if v is not None and (not isinstance(v, str) or not v):
-                raise ConfigError(f"{p}: must be a non-empty string or null (got {_fmt(v)})")
-            if k == "gres" and v is not None and not _GRES_RE.match(v):
-                raise ConfigError(f"{p}: must look like name[:type][:count], e.g. gpu:1, gpu:a100:2, shard:1 (got {v!r})")
-        else:
-            v = _number(v, p, lo=0 if k == "gpus" else 1, integer=True)
-        out[k] = v
-    return out
+def datasets(config: dict) -> dict[str, dict]:
+    """``{dataset_id: {"source": ..., **params with defaults}}`` for every dataset in ``datasets:``."""
+    return _datasets(validated(config))
+
+
+def partitions(config: dict) -> dict[tuple[str, str], dict]:
+    """``{(dataset_id, partition_id): {"scheme": ..., **params with defaults}}`` over all experiments.
+
+    Raises:
+        ConfigError: the same partition id is given different parameters for the same dataset
+            (they would share one ``results/partitions/<dataset>/<partition>/`` directory).
+    """
+    return _partitions(validated(config))
 
 
 def train_resources(config: dict) -> dict[tuple[str, str], dict]:
@@ -481,33 +669,16 @@ def train_resources(config: dict) -> dict[tuple[str, str], dict]:
     ``experiments.<e>.resources`` and then ``experiments.<e>.datasets.<d>.resources`` (key by key).
 
     Runtime only: these never enter a cell spec, so changing them reruns nothing."""
-    out = {}
-    for exp, ecfg in _experiments(config).items():
-        epath = f"experiments.{exp}"
-        ecfg = _mapping(ecfg, epath)
-        base = _merge_resources(RESOURCE_DEFAULTS, ecfg.get("resources"), f"{epath}.resources")
-        for ds, dcfg in _mapping(ecfg.get("datasets"), f"{epath}.datasets").items():
-            dcfg = _mapping(dcfg, f"{epath}.datasets.{ds}")
-            out[(exp, ds)] = _merge_resources(base, dcfg.get("resources"), f"{epath}.datasets.{ds}.resources")
-    return out
+    return {(exp, ds): {**RESOURCE_DEFAULTS, **(ecfg.get("resources") or {}), **(dcfg.get("resources") or {})}
+            for exp, ecfg in validated(config)["experiments"].items() for ds, dcfg in ecfg["datasets"].items()}
 
 
 def stacked_seeds(config: dict) -> dict[str, list[int]]:
     """``{experiment: seeds}`` of the experiments with ``stack_seeds: true`` and at least two seeds:
     their train jobs train all seeds of a cell at once (:func:`fedbench.engine.loop.run_cells`).
-
-    Runtime only: it never enters a cell spec. Raises :class:`ConfigError` when ``stack_seeds``
-    is not a boolean."""
-    out = {}
-    for exp, ecfg in _experiments(config).items():
-        ecfg = _mapping(ecfg, f"experiments.{exp}")
-        flag = ecfg.get("stack_seeds", False)
-        if not isinstance(flag, bool):
-            raise ConfigError(f"experiments.{exp}.stack_seeds: must be true or false (got {_fmt(flag)})")
-        seeds = _seeds(ecfg.get("seeds"), f"experiments.{exp}.seeds")
-        if flag and len(seeds) > 1:
-            out[exp] = seeds
-    return out
+    Runtime only: it never enters a cell spec."""
+    return {exp: [int(s) for s in ecfg["seeds"]] for exp, ecfg in validated(config)["experiments"].items()
+            if ecfg["stack_seeds"] and len(ecfg["seeds"]) > 1}
 
 
 def job_resources(resources: dict, attempt: int = 1) -> dict:
@@ -530,259 +701,10 @@ def job_resources(resources: dict, attempt: int = 1) -> dict:
 
 
 def wandb_settings(config: dict) -> dict:
-    """The ``wandb:`` block with defaults (:data:`WANDB_DEFAULTS`), checked. Runtime only."""
-    w = _mapping(config.get("wandb"), "wandb")
-    _unknown_keys(w, WANDB_DEFAULTS, "wandb")
-    out = {**WANDB_DEFAULTS, **w}
-    if not isinstance(out["enabled"], bool):
-        raise ConfigError(f"wandb.enabled: must be true or false (got {_fmt(out['enabled'])})")
-    if not isinstance(out["project"], str) or not out["project"]:
-        raise ConfigError(f"wandb.project: must be a non-empty string (got {_fmt(out['project'])})")
-    if out["entity"] is not None and (not isinstance(out["entity"], str) or not out["entity"]):
-        raise ConfigError(f"wandb.entity: must be a non-empty string or null (got {_fmt(out['entity'])})")
-    if out["mode"] not in WANDB_MODES:
-        raise ConfigError(f"wandb.mode: must be one of {_known(WANDB_MODES)} (got {_fmt(out['mode'])})")
-    return out
+    """The ``wandb:`` block with the schema's defaults (:data:`WANDB_DEFAULTS`). Runtime only."""
+    return validated(config)["wandb"]
 
 
 def table_settings(config: dict) -> dict:
-    """The ``tables:`` block with defaults (:data:`TABLE_DEFAULTS`), checked."""
-    t = _mapping(config.get("tables"), "tables")
-    _unknown_keys(t, TABLE_DEFAULTS, "tables")
-    out = {**TABLE_DEFAULTS, **t}
-    out["decimals"] = _number(out["decimals"], "tables.decimals", lo=0, hi=6, integer=True)
-    return out
-
-
-def _augmentation(dataset_id: str, dataset: dict, ecfg: dict, dcfg: dict, epath: str, dpath: str) -> tuple[bool, Any]:
-    """(applies, record) of a cell's training augmentation.
-
-    ``applies`` is False for sources without augmentation (no ``augment`` parameter: the spec then
-    has no ``augmentation`` key). Otherwise the record (:func:`fedbench.data.images.augmentation_record`;
-    None = off) follows ``experiments.<e>.datasets.<d>.augment``, else ``experiments.<e>.augment``,
-    else the dataset's own ``augment``. ``augment: true`` given for one dataset of an
-    experiment whose source cannot augment is an error; at the experiment level it applies to the
-    datasets that can.
-    """
-    for where, cfg in ((dpath, dcfg), (epath, ecfg)):
-        if cfg.get("augment") is not None and not isinstance(cfg["augment"], bool):
-            raise ConfigError(f"{where}.augment: must be true, false or null (got {_fmt(cfg['augment'])})")
-    if "augment" not in dataset:
-        if dcfg.get("augment"):
-            able = [s for s, p in _sources().items() if "augment" in p]
-            raise ConfigError(
-                f"{dpath}.augment: dataset {dataset_id!r} (source {dataset['source']!r}) has no training "
-                f"augmentation; it exists for the image sources {_known(able)}; remove the key")
-        return False, None
-    on = dcfg.get("augment")
-    if on is None:
-        on = ecfg.get("augment")
-    if on is None:
-        on = dataset["augment"]
-    from fedbench.data.images import augmentation_record
-
-    return True, augmentation_record(on)
-
-
-def _seeds(v: Any, path: str) -> list[int]:
-    if not isinstance(v, list) or not v:
-        raise ConfigError(f"{path}: must be a non-empty list of integers >= 0 (got {_fmt(v)})")
-    out = [_number(s, f"{path}[{i}]", lo=0, integer=True) for i, s in enumerate(v)]
-    if len(set(out)) != len(out):
-        raise ConfigError(f"{path}: seeds must be distinct (got {out})")
-    return out
-
-
-# --------------------------------------------------------------------------------------------
-# Public API
-
-
-def datasets(config: dict) -> dict[str, dict]:
-    """``{dataset_id: {"source": ..., **params with defaults}}`` for every dataset in ``datasets:``."""
-    top = _mapping(config.get("datasets"), "datasets")
-    out = {}
-    for dataset_id, cfg in top.items():
-        _check_id(dataset_id, f"datasets.{dataset_id}")
-        out[dataset_id] = _resolve_dataset(dataset_id, cfg)
-    return out
-
-
-def _experiments(config: dict) -> dict:
-    exps = _mapping(config.get("experiments"), "experiments")
-    if not exps:
-        raise ConfigError("experiments: must define at least one experiment (experiments.<name>: {...})")
-    return exps
-
-
-def partitions(config: dict) -> dict[tuple[str, str], dict]:
-    """``{(dataset_id, partition_id): {"scheme": ..., **params with defaults}}`` over all experiments.
-
-    Raises:
-        ConfigError: the same partition id is given different parameters for the same dataset
-            (they would share one ``results/partitions/<dataset>/<partition>/`` directory).
-    """
-    out: dict[tuple[str, str], dict] = {}
-    where: dict[tuple[str, str], str] = {}
-    for exp, ecfg in _experiments(config).items():
-        ecfg = _mapping(ecfg, f"experiments.{exp}")
-        for ds, dcfg in _mapping(ecfg.get("datasets"), f"experiments.{exp}.datasets").items():
-            dpath = f"experiments.{exp}.datasets.{ds}"
-            dcfg = _mapping(dcfg, dpath)
-            parts = _mapping(dcfg.get("partitions"), f"{dpath}.partitions")
-            for pid, pcfg in parts.items():
-                ppath = f"{dpath}.partitions.{pid}"
-                _check_id(pid, ppath)
-                resolved = _resolve_partition(ppath, pcfg)
-                key = (ds, pid)
-                if key in out and out[key] != resolved:
-                    raise ConfigError(
-                        f"{ppath}: partition id {pid!r} of dataset {ds!r} is already defined at {where[key]} "
-                        f"with different parameters ({out[key]} vs {resolved}); partitions are shared across "
-                        f"experiments by id, so give this one a different id"
-                    )
-                out.setdefault(key, resolved)
-                where.setdefault(key, ppath)
-    return out
-
-
-def _delta_histogram(v: Any, path: str) -> list | None:
-    """An experiment's ``delta_histogram``: null/false = off; true = rounds [1, "last"]; or
-    ``{rounds: [t ≥ 1 or "last", ...]}``. Returns the raw round list (None when off)."""
-    if v is None or v is False:
-        return None
-    if v is True:
-        return [1, "last"]
-    v = _mapping(v, path)
-    _unknown_keys(v, {"rounds"}, path)
-    rounds = v.get("rounds")
-    if not isinstance(rounds, list) or not rounds:
-        raise ConfigError(f"{path}.rounds: must be a non-empty list of rounds (integers >= 1 or \"last\"), "
-                          f"got {_fmt(rounds)}")
-    for i, r in enumerate(rounds):
-        if r != "last":
-            _number(r, f"{path}.rounds[{i}]", lo=1, integer=True)
-    return rounds
-
-
-def expand_cells(config: dict) -> list[dict]:
-    """One fully resolved spec per cell, in config order (experiment, dataset, partition,
-    algorithm, seed). Runs every check of :func:`check_config`.
-
-    Each spec has exactly the keys: experiment, dataset, partition, algorithm (the config label),
-    seed, algorithm_name, hparams, model, local, sampling, rounds, eval_every, target_accuracy,
-    paper (the experiment's ``paper``, or None), dtype; and, for image datasets that can augment (a source with an ``augment`` parameter),
-    ``augmentation``: the training augmentation record or None (see :func:`_augmentation`); and,
-    for experiments with ``delta_histogram``, ``delta_histogram: {"rounds": [sorted ints]}``
-    ("last" resolved to the cell's rounds; a round beyond them is an error).
-    ``device`` is deliberately absent: it changes where a cell runs, not its result.
-    """
-    config = _mapping(config, "config", "a mapping (the parsed YAML)")
-    _unknown_keys(config, TOP_KEYS, "config")
-    if config.get("device", "auto") not in DEVICES:
-        raise ConfigError(f"device: must be one of {_known(DEVICES)} (got {_fmt(config.get('device'))})")
-    _check_runtime(config)
-    dtype = config.get("dtype", "float32")
-    if dtype not in DTYPES:
-        raise ConfigError(f"dtype: must be one of {_known(DTYPES)} (got {_fmt(dtype)})")
-    known_datasets = datasets(config)
-    partitions(config)  # cross-experiment consistency of partition ids
-
-    cells: list[dict] = []
-    for exp, ecfg in _experiments(config).items():
-        epath = f"experiments.{exp}"
-        _check_id(exp, epath)
-        ecfg = _mapping(ecfg, epath)
-        _unknown_keys(ecfg, EXPERIMENT_KEYS, epath)
-        for key in ("seeds", "rounds", "datasets", "algorithms", "local"):
-            if ecfg.get(key) is None:
-                raise ConfigError(f"{epath}.{key}: missing; see config/README.md")
-        if ecfg.get("paper") is not None and not isinstance(ecfg["paper"], str):
-            raise ConfigError(f"{epath}.paper: must be a string (got {_fmt(ecfg['paper'])})")
-        base_resources = _merge_resources(RESOURCE_DEFAULTS, ecfg.get("resources"), f"{epath}.resources")
-        seeds = _seeds(ecfg["seeds"], f"{epath}.seeds")
-        base_local = _merge_local({}, ecfg["local"], f"{epath}.local")
-        base_sampling = _merge_sampling(SAMPLING_DEFAULTS, ecfg.get("sampling"), f"{epath}.sampling")
-        hist_rounds = _delta_histogram(ecfg.get("delta_histogram"), f"{epath}.delta_histogram")
-
-        algos = _mapping(ecfg["algorithms"], f"{epath}.algorithms")
-        if not algos:
-            raise ConfigError(f"{epath}.algorithms: must list at least one algorithm")
-        resolved_algos = {}
-        for label, acfg in algos.items():
-            apath = f"{epath}.algorithms.{label}"
-            _check_id(label, apath)
-            resolved_algos[label] = (apath, *_resolve_algorithm(label, acfg, apath))
-
-        exp_datasets = _mapping(ecfg["datasets"], f"{epath}.datasets")
-        if not exp_datasets:
-            raise ConfigError(f"{epath}.datasets: must list at least one dataset")
-        for ds, dcfg in exp_datasets.items():
-            dpath = f"{epath}.datasets.{ds}"
-            if ds not in known_datasets:
-                raise ConfigError(
-                    f"{dpath}: unknown dataset id {ds!r}; define it under the top-level `datasets:` "
-                    f"(known: {_known(list(known_datasets))})"
-                )
-            dcfg = _mapping(dcfg, dpath)
-            _unknown_keys(dcfg, EXPERIMENT_DATASET_KEYS, dpath)
-            _merge_resources(base_resources, dcfg.get("resources"), f"{dpath}.resources")
-            if dcfg.get("model") is None:
-                raise ConfigError(f"{dpath}.model: missing; give e.g. model: {{name: logreg}}")
-            model = _resolve_model(f"{dpath}.model", dcfg["model"])
-            rpath = f"{dpath}.rounds" if "rounds" in dcfg else f"{epath}.rounds"
-            rounds = _number(dcfg.get("rounds", ecfg["rounds"]), rpath, lo=1, integer=True)
-            eve = dcfg.get("eval_every", ecfg.get("eval_every", EXPERIMENT_DEFAULTS["eval_every"]))
-            eval_every = _number(eve, f"{dpath}.eval_every" if "eval_every" in dcfg else f"{epath}.eval_every",
-                                 lo=1, integer=True)
-            tgt = dcfg["target_accuracy"] if "target_accuracy" in dcfg else ecfg.get("target_accuracy")
-            target = _target(tgt, f"{dpath}.target_accuracy" if "target_accuracy" in dcfg else f"{epath}.target_accuracy")
-            ds_local = _merge_local(base_local, dcfg.get("local"), f"{dpath}.local")
-            spath = f"{dpath}.sampling" if "sampling" in dcfg else f"{epath}.sampling"
-            sampling = _finish_sampling(_merge_sampling(base_sampling, dcfg.get("sampling"), f"{dpath}.sampling"), spath)
-            has_aug, aug_record = _augmentation(ds, known_datasets[ds], ecfg, dcfg, epath, dpath)
-            hist = None
-            if hist_rounds is not None:
-                hist = sorted({rounds if r == "last" else int(r) for r in hist_rounds})
-                if hist[-1] > rounds:
-                    raise ConfigError(f"{epath}.delta_histogram.rounds: round {hist[-1]} is beyond the {rounds} "
-                                      f"rounds of dataset {ds} ({rpath}); use \"last\" for the final round")
-            parts = _mapping(dcfg.get("partitions"), f"{dpath}.partitions")
-            if not parts:
-                raise ConfigError(f"{dpath}.partitions: must define at least one partition, e.g. iid: {{scheme: iid}}")
-            _check_fits(dpath, known_datasets[ds]["source"], model["name"], parts)
-            for pid in parts:
-                for label, (apath, name, hparams, local_over) in resolved_algos.items():
-                    local = _finish_local(
-                        _merge_local(ds_local, local_over, f"{apath}.local"),
-                        f"{apath}.local" if local_over else f"{dpath}.local" if dcfg.get("local") else f"{epath}.local",
-                    )
-                    for seed in seeds:
-                        cell = {
-                            "experiment": exp,
-                            "dataset": ds,
-                            "partition": pid,
-                            "algorithm": label,
-                            "seed": seed,
-                            "algorithm_name": name,
-                            "hparams": dict(hparams),
-                            "model": dict(model),
-                            "local": dict(local),
-                            "sampling": dict(sampling),
-                            "rounds": rounds,
-                            "eval_every": eval_every,
-                            "target_accuracy": target,
-                            "paper": ecfg.get("paper"),
-                            "dtype": dtype,
-                        }
-                        if has_aug:
-                            cell["augmentation"] = aug_record
-                        if hist is not None:
-                            cell["delta_histogram"] = {"rounds": hist}
-                        cells.append(cell)
-    return cells
-
-
-def check_config(config: dict) -> None:
-    """Check ``config`` beyond its schema. Raises :class:`ConfigError` naming the key path and the fix."""
-    expand_cells(config)
-    stacked_seeds(config)
+    """The ``tables:`` block with the schema's defaults (:data:`TABLE_DEFAULTS`)."""
+    return validated(config)["tables"]

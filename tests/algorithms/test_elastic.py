@@ -1,4 +1,5 @@
-"""Elastic Aggregation (summary-seed-000 §2): ζ invariants, ζ ≡ 1 is the base optimizer, the
+"""Elastic Aggregation (Chen et al., "Elastic Aggregation for Federated Optimization", CVPR 2023,
+supplement Algorithms 1-2): ζ invariants, ζ ≡ 1 is the base optimizer, the
 sensitivity estimators on the held-out subset B_k (the paper's ∇‖F(θ; x)‖²₂ at θ^{t−1}), the
 boosted percentage and the message."""
 

@@ -13,7 +13,8 @@ from fedbench.tree import tree_add, tree_clone, tree_weighted_mean
 @pytest.mark.parametrize("dtype,atol", [(torch.float64, 1e-14), (torch.float32, 1e-6)])
 def test_one_client_one_step_is_one_sgd_step(dtype, atol):
     torch.manual_seed(0)
-    net = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(12, 7), torch.nn.ReLU(), torch.nn.Linear(7, 4)).to(dtype)
+    net = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(12, 7), torch.nn.ReLU(),
+                              torch.nn.Linear(7, 4)).to(dtype)
     sd = net.state_dict()
     params = {"fc1.weight": sd["1.weight"].clone(), "fc1.bias": sd["1.bias"].clone(),
               "fc2.weight": sd["3.weight"].clone(), "fc2.bias": sd["3.bias"].clone()}
@@ -33,7 +34,8 @@ def test_one_client_one_step_is_one_sgd_step(dtype, atol):
     server = fedavg.server_update(server, [msg], torch.tensor([9.0], dtype=torch.float64), hp)
     assert cstate is None and set(msg) == {"delta"} and np.isfinite(loss)
     ref = net.state_dict()
-    for ours, theirs in [("fc1.weight", "1.weight"), ("fc1.bias", "1.bias"), ("fc2.weight", "3.weight"), ("fc2.bias", "3.bias")]:
+    for ours, theirs in [("fc1.weight", "1.weight"), ("fc1.bias", "1.bias"),
+                         ("fc2.weight", "3.weight"), ("fc2.bias", "3.bias")]:
         torch.testing.assert_close(server["params"][ours], ref[theirs], rtol=0, atol=atol)
 
 
@@ -59,8 +61,12 @@ def test_training_reduces_loss_and_is_pure(params0, unequal_clients, grad_fn, mo
     server, cstates, _ = rounds_runner(fedavg, params0, unequal_clients, hp, grad_fn, rounds=5)
     assert all(torch.equal(params0[k], before[k]) for k in params0)  # inputs untouched
     assert cstates == {}
-    x = torch.cat([c[0] for c in unequal_clients]); y = torch.cat([c[1] for c in unequal_clients])
-    loss = lambda p: float(torch.nn.functional.cross_entropy(model.apply(p, x), y))
+    x = torch.cat([c[0] for c in unequal_clients])
+    y = torch.cat([c[1] for c in unequal_clients])
+
+    def loss(p):
+        return float(torch.nn.functional.cross_entropy(model.apply(p, x), y))
+
     assert loss(server["params"]) < loss(params0) - 0.05
 
 

@@ -58,7 +58,8 @@ def test_dampening_is_ema_form_and_nesterov():
     beta = 0.8
     s_ema = fedavgm.server_init(p0, {}, 1)
     s_nes = fedavgm.server_init(p0, {}, 1)
-    m, theta_ema, v, theta_nes = torch.zeros(4, dtype=torch.float64), p0["w"].clone(), torch.zeros(4, dtype=torch.float64), p0["w"].clone()
+    m, theta_ema = torch.zeros(4, dtype=torch.float64), p0["w"].clone()
+    v, theta_nes = torch.zeros(4, dtype=torch.float64), p0["w"].clone()
     for d in deltas:
         msg = [{"delta": {"w": d}}]
         s_ema = fedavgm.server_update(s_ema, msg, one, {"momentum": beta, "dampening": beta, "server_lr": 2.0})

@@ -1,4 +1,5 @@
-"""FedDyn: eqs. (8)-(9) of summary-seed-003, Lemma B.2 (h = mean g_k), and the reference code's step."""
+"""FedDyn: eqs. (8)-(9) of Kim et al. (FedElasticNet, arXiv 2022), Lemma B.2 (h = mean g_k), and the
+reference code's step."""
 
 import numpy as np
 import pytest
@@ -23,7 +24,8 @@ def test_converged_client_satisfies_first_order_condition(params0, unequal_clien
         for k in (0, 2):
             x, y = unequal_clients[k]
             g_prev = states[k]["g"] if k in states else tree_zeros_like(params0)
-            msg, states[k], _ = train_client(feddyn, server, states.get(k), x, y, [np.arange(len(y))] * steps, hp, grad_fn)
+            batches = [np.arange(len(y))] * steps
+            msg, states[k], _ = train_client(feddyn, server, states.get(k), x, y, batches, hp, grad_fn)
             theta_k = msg["params"]
             grad_k, _ = grad_fn(theta_k, x, y)
             # (9): ∇L_k(θ_k^t) − g_k^{t−1} + α(θ_k^t − θ^{t−1}) = 0 at the local optimum of (8) ...

@@ -20,7 +20,8 @@ def _module_and_params(dtype=torch.float64):
 
 def _module_params(net):
     sd = net.state_dict()
-    return {"fc1.weight": sd["0.weight"], "fc1.bias": sd["0.bias"], "fc2.weight": sd["2.weight"], "fc2.bias": sd["2.bias"]}
+    return {"fc1.weight": sd["0.weight"], "fc1.bias": sd["0.bias"],
+            "fc2.weight": sd["2.weight"], "fc2.bias": sd["2.bias"]}
 
 
 @pytest.mark.parametrize("clip_norm", [None, 0.05, 1e3])

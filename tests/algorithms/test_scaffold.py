@@ -1,4 +1,4 @@
-"""SCAFFOLD (option II): eqs. (5)-(6) of summary-seed-003 and the control-variate invariants."""
+"""SCAFFOLD (option II): eqs. (5)-(6) of Kim et al. (FedElasticNet, arXiv 2022) and the control-variate invariants."""
 
 import numpy as np
 import pytest

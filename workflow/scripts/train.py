@@ -43,10 +43,11 @@ try:
         per_cell(snakemake.input.partitions if stacked else snakemake.input.partition),  # noqa: F821
         per_cell(out.metrics),
         per_cell(out.summary),
-        device=snakemake.config.get("device", "auto"),  # noqa: F821
-        engine=snakemake.config.get("engine"),  # noqa: F821
-        chunk_size=snakemake.config.get("chunk_size"),  # noqa: F821
-        checkpoint_every=snakemake.config.get("checkpoint_every", 10),  # noqa: F821
+        # runtime settings: the config's, with the schema's defaults (filled in by rules/common.smk)
+        device=snakemake.config["device"],  # noqa: F821
+        engine=snakemake.config["engine"],  # noqa: F821
+        chunk_size=snakemake.config["chunk_size"],  # noqa: F821
+        checkpoint_every=snakemake.config["checkpoint_every"],  # noqa: F821
         delta_histogram_paths=None if hist is None else per_cell(hist),
         # Inside Slurm, the CPUs the job was given (Snakemake caps threads by its own --cores).
         num_threads=slurm_cpus() or snakemake.threads,  # noqa: F821

@@ -4,7 +4,14 @@ Every algorithm module ``fedbench.algorithms.<name>`` defines:
 
 ``HPARAMS: dict[str, float]``
     The algorithm's own hyperparameters and their defaults (for example FedProx ``{"mu": 0.01}``).
-    A config key not listed here is rejected by the config check.
+    A config key not listed here is rejected by the config check. The module reads a value with
+    :func:`fedbench.algorithms.hparams.hparam` (the config's value, else this default).
+
+``BOUNDS: dict[str, str]``
+    Next to the defaults: the interval each numeric hyperparameter must lie in, written as in
+    mathematics (FedProx ``{"mu": "[0, inf)"}``; ``"(0, 1]"`` excludes 0). The config check
+    (:mod:`fedbench.config`) rejects a value outside it, naming the key; a hyperparameter
+    without an entry is not range-checked.
 
 ``server_init(params, hparams, num_clients) -> ServerState``
     ``params`` is the initial model θ⁰ (a pytree, ``dict[str, Tensor]``); ``num_clients`` is m.

@@ -1,5 +1,5 @@
-"""Elastic Aggregation (Chen et al., "Elastic Aggregation for Federated Optimization", CVPR 2023;
-supplement = summary-seed-000 §2.1-§2.5): the pieces shared by ``elastic_fedavg``,
+"""Elastic Aggregation (Chen, Hu, Tan, Wei and Wu, "Elastic Aggregation for Federated Optimization",
+CVPR 2023, and its supplement: Algorithms 1-2, eq. (1)): the pieces shared by ``elastic_fedavg``,
 ``elastic_fedavgm`` and ``elastic_fedprox``. Not an algorithm itself.
 
 Client side, parameter sensitivity Ω_k, exactly the supplement's estimator (§2.1): a held-out
@@ -32,7 +32,7 @@ Hyperparameters shared by the three modules (:data:`HPARAMS`): ``tau`` τ, ``rho
 ``sensitivity`` ∈ {"momentum", "average", "none"} and ``sensitivity_fraction`` (|B_k| / n_k,
 in (0, 1)). "none" is naive aggregation (ζ ≡ 1, nothing held out, no Ω sent): exactly the base
 optimizer with the same data, the "naive" column of the paper's Table 1. τ = 0.5 and ρ = 0.95
-are FL-bench's defaults: the supplement gives no values (summary-seed-000 §6), so they are
+are FL-bench's defaults: the supplement gives no values, so they are
 assumed; the fraction 10 % is the supplement's (§4, its "μ").
 
 Decisions where the supplement is silent:
@@ -57,14 +57,12 @@ from __future__ import annotations
 
 import torch
 
+from fedbench.algorithms.hparams import hparam
 from fedbench.tree import Tree, tree_weighted_mean, tree_zeros_like
 
 HPARAMS: dict = {"tau": 0.5, "rho": 0.95, "sensitivity": "momentum", "sensitivity_fraction": 0.1}
+BOUNDS: dict[str, str] = {"tau": "[0, inf)", "rho": "[0, 1)"}
 SENSITIVITIES = ("momentum", "average", "none")
-
-
-def _hp(hparams: dict, key: str):
-    return hparams.get(key, HPARAMS[key])
 
 
 def sensitivity_mode(hparams: dict) -> str:
@@ -74,11 +72,11 @@ def sensitivity_mode(hparams: dict) -> str:
         ValueError: not one of :data:`SENSITIVITIES`, or a fraction outside (0, 1) while the
             sensitivity is not "none".
     """
-    mode = _hp(hparams, "sensitivity")
+    mode = hparam(hparams, HPARAMS, "sensitivity")
     if mode not in SENSITIVITIES:
         raise ValueError(f"elastic aggregation: sensitivity must be one of {SENSITIVITIES} (got {mode!r})")
     if mode != "none":
-        f = float(_hp(hparams, "sensitivity_fraction"))
+        f = float(hparam(hparams, HPARAMS, "sensitivity_fraction"))
         if not 0.0 < f < 1.0:
             raise ValueError(f"elastic aggregation: sensitivity_fraction must be in (0, 1) (got {f}); "
                              "use sensitivity: none for naive aggregation")
@@ -89,7 +87,7 @@ def holdout_fraction(hparams: dict) -> float:
     """Protocol hook: the fraction of each client's data held out as B_k (0 for "none")."""
     if sensitivity_mode(hparams) == "none":
         return 0.0
-    return float(_hp(hparams, "sensitivity_fraction"))
+    return float(hparam(hparams, HPARAMS, "sensitivity_fraction"))
 
 
 def init_omega(step_state: dict, hparams: dict) -> dict:
@@ -105,7 +103,7 @@ def accumulate(omega: Tree, grads: Tree, batches_before, hparams: dict) -> Tree:
     ``batches_before`` may be an int or a 0-d integer tensor (vectorized engine)."""
     mode = sensitivity_mode(hparams)
     if mode == "momentum":
-        rho = float(_hp(hparams, "rho"))
+        rho = float(hparam(hparams, HPARAMS, "rho"))
         return {k: rho * omega[k] + (1.0 - rho) * grads[k].abs() for k in omega}
     count = batches_before + 1
     return {k: omega[k] + (grads[k].abs() - omega[k]) / count for k in omega}
@@ -170,5 +168,5 @@ def elastic_delta(messages: list[dict], weights, hparams: dict) -> tuple[Tree, d
     if sensitivity_mode(hparams) == "none":
         return delta, init_metrics()
     omega = tree_weighted_mean([m["omega"] for m in messages], weights)
-    z = zeta(omega, float(_hp(hparams, "tau")))
+    z = zeta(omega, float(hparam(hparams, HPARAMS, "tau")))
     return {k: z[k] * delta[k] for k in delta}, {"boosted_pct": boosted_pct(z)}

@@ -1,4 +1,5 @@
-"""FedAvg + Elastic Aggregation (Chen et al., CVPR 2023; summary-seed-000 §2.1-§2.2): FedAvg's
+"""FedAvg + Elastic Aggregation (Chen et al., "Elastic Aggregation for Federated Optimization",
+CVPR 2023, supplement eq. (1) and Algorithms 1-2): FedAvg's
 clients (:mod:`.fedavg`) that also estimate a parameter sensitivity Ω_k on their held-out subset
 B_k (before local training, at θ^{t−1}) and send (Δ_k, Ω_k); the server rescales the n_k-weighted
 mean update element-wise by ζ = 1 + τ − Ω/max Ω:
@@ -18,8 +19,9 @@ from fedbench.algorithms.fedavg import broadcast
 from fedbench.tree import Tree, tree_add
 
 HPARAMS: dict = dict(elastic.HPARAMS)
+BOUNDS: dict[str, str] = dict(elastic.BOUNDS)
 
-__all__ = ["HPARAMS", "broadcast", "client_final", "client_holdout_step", "client_init", "client_step",
+__all__ = ["BOUNDS", "HPARAMS", "broadcast", "client_final", "client_holdout_step", "client_init", "client_step",
            "holdout_fraction", "server_init", "server_update"]
 
 holdout_fraction = elastic.holdout_fraction

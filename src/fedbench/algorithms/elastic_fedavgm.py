@@ -1,11 +1,11 @@
-"""FedAvgM + Elastic Aggregation (Chen et al., CVPR 2023, supplement Algorithm 1; summary-seed-000
-§2.3): FedAvg clients with sensitivity (as :mod:`.elastic_fedavg`), and the server's momentum step
+"""FedAvgM + Elastic Aggregation (Chen et al., CVPR 2023, supplement Algorithm 1):
+FedAvg clients with sensitivity (as :mod:`.elastic_fedavg`), and the server's momentum step
 (:mod:`.fedavgm`) taken on the elastic aggregate:
 
     Δ = ζ ⊙ Σ_{k∈P_t} n_k Δ_k / Σ n_k;   v ← β v + (1 − dampening) Δ;   θ ← θ + η_s v
 
 The printed Algorithm 1 uses the EMA form m ← μ m + (1 − μ) Δ, so the default ``dampening`` is
-the momentum (0.9), not FedAvgM's 0 (summary-seed-000 §2.5 note 4). Everything else:
+the momentum (0.9), not FedAvgM's 0 (Reddi et al.'s m ← μ m + Δ). Everything else:
 :mod:`.elastic`. With ``sensitivity: none`` (ζ ≡ 1) this is exactly FedAvgM with the same
 hyperparameters.
 """
@@ -24,8 +24,9 @@ from fedbench.algorithms.elastic_fedavg import (
 from fedbench.tree import Tree
 
 HPARAMS: dict = {**fedavgm.HPARAMS, "dampening": 0.9, **elastic.HPARAMS}
+BOUNDS: dict[str, str] = {**fedavgm.BOUNDS, **elastic.BOUNDS}
 
-__all__ = ["HPARAMS", "broadcast", "client_final", "client_holdout_step", "client_init", "client_step",
+__all__ = ["BOUNDS", "HPARAMS", "broadcast", "client_final", "client_holdout_step", "client_init", "client_step",
            "holdout_fraction", "server_init", "server_update"]
 
 

@@ -1,5 +1,5 @@
 """FedAvg: Federated Averaging (McMahan et al. 2017, "Communication-Efficient Learning of Deep
-Networks from Decentralized Data", Algorithm 1; summary-seed-003 §2.2 and §2.4).
+Networks from Decentralized Data", AISTATS 2017, Algorithm 1).
 
 Round t, for each sampled client k ∈ P_t, starting from θ_k = θ^{t−1}:
 
@@ -14,7 +14,7 @@ Departures and choices:
 
 - Aggregation is normalised over the *sampled* clients (Σ_{k∈P_t} n_k), as McMahan et al.'s
   experiments and the FedDyn code do, not by the total n of FedElasticNet's Algorithm 1 as printed
-  (which shrinks the step by ≈ |P_t|/m; summary-seed-003 §2.4).
+  (which shrinks the step by ≈ |P_t|/m).
 - The local step is the shared :func:`fedbench.algorithms.local.sgd_step`, so the optional gradient
   clipping and weight decay of the FedDyn code apply (both off by default in the config).
 - The client sends Δ_k rather than θ_k (the same information; Δ_k is what FedElasticNet counts).
@@ -26,6 +26,7 @@ from fedbench.algorithms.local import advance, init_step_state, sgd_step
 from fedbench.tree import Tree, tree_add, tree_sub, tree_weighted_mean
 
 HPARAMS: dict[str, float] = {}
+BOUNDS: dict[str, str] = {}
 
 
 def server_init(params: Tree, hparams: dict, num_clients: int) -> dict:

@@ -15,25 +15,26 @@ With β = 0 and η_s = 1 this is exactly FedAvg.
 Departures and options:
 
 - ``dampening`` τ (default 0, Reddi et al.'s form). τ = β gives the EMA form
-  ``m ← μ m + (1 − μ) Δ`` printed in Elastic Aggregation's Algorithm 1 (summary-seed-000 §2.6
-  note 4); the two differ only by rescaling η_s by 1/(1 − β). Unlike ``torch.optim.SGD`` the
-  dampening is also applied in the first round (the buffer starts at 0 rather than at Δ̄).
-- ``nesterov`` (default False): the Nesterov variant of the local-update-methods paper
-  (summary-seed-004 §2.8), ``torch.optim.SGD(nesterov=True)`` form.
+  ``m ← μ m + (1 − μ) Δ`` printed in Algorithm 1 of the supplement of Chen et al., "Elastic
+  Aggregation for Federated Optimization", CVPR 2023; the two differ only by rescaling η_s by
+  1/(1 − β). Unlike ``torch.optim.SGD`` the dampening is also applied in the first round (the
+  buffer starts at 0 rather than at Δ̄).
+- ``nesterov`` (default False): the Nesterov server optimizer of Charles and Konečný,
+  "Convergence and Accuracy Trade-Offs in Federated Learning and Meta-Learning", AISTATS 2021
+  (Theorem 3, Table 2), ``torch.optim.SGD(nesterov=True)`` form.
 """
 
 from __future__ import annotations
 
 from fedbench.algorithms.fedavg import broadcast, client_final, client_init, client_step, weighted_delta
+from fedbench.algorithms.hparams import hparam
 from fedbench.tree import Tree, tree_axpy, tree_scale, tree_zeros_like
 
 HPARAMS: dict[str, float] = {"server_lr": 1.0, "momentum": 0.9, "dampening": 0.0, "nesterov": False}
+BOUNDS: dict[str, str] = {"server_lr": "(0, inf)", "momentum": "[0, 1)", "dampening": "[0, 1]"}
 
-__all__ = ["HPARAMS", "broadcast", "client_final", "client_init", "client_step", "server_init", "server_update"]
-
-
-def _hp(hparams: dict, key: str):
-    return hparams.get(key, HPARAMS[key])
+__all__ = ["BOUNDS", "HPARAMS", "broadcast", "client_final", "client_init", "client_step", "server_init",
+           "server_update"]
 
 
 def server_init(params: Tree, hparams: dict, num_clients: int) -> dict:
@@ -48,8 +49,8 @@ def server_update(server_state: dict, messages: list[dict], weights, hparams: di
 
 def momentum_step(server_state: dict, delta: Tree, hparams: dict) -> dict:
     """The server step on a given aggregate Δ̄ (shared with Elastic Aggregation's FedAvgM)."""
-    beta, eta_s = float(_hp(hparams, "momentum")), float(_hp(hparams, "server_lr"))
-    dampening = float(_hp(hparams, "dampening"))
+    beta, eta_s = float(hparam(hparams, HPARAMS, "momentum")), float(hparam(hparams, HPARAMS, "server_lr"))
+    dampening = float(hparam(hparams, HPARAMS, "dampening"))
     v = tree_axpy(beta, server_state["momentum"], tree_scale(delta, 1.0 - dampening) if dampening else delta)
-    step = tree_axpy(beta, v, delta) if _hp(hparams, "nesterov") else v
+    step = tree_axpy(beta, v, delta) if hparam(hparams, HPARAMS, "nesterov") else v
     return {**server_state, "params": tree_axpy(eta_s, step, server_state["params"]), "momentum": v}

@@ -1,5 +1,6 @@
 """FedDyn: Federated Learning with Dynamic Regularization (Acar et al. 2021, "Federated Learning
-Based on Dynamic Regularization", Algorithm 1; summary-seed-003 §2.7, eqs. (8)-(9)).
+Based on Dynamic Regularization", ICLR 2021, Algorithm 1, as
+restated by Kim et al. (FedElasticNet, arXiv 2022) in eqs. (8)-(9)).
 
 Client state: g_k, the client's gradient state (g_k⁰ = 0). Server state: θ and h (h⁰ = 0).
 Round t, each sampled client k ∈ P_t approximately solves, by local SGD from θ^{t−1},
@@ -30,7 +31,7 @@ Departures and choices:
   identical to the rule above when ``clip_norm`` is None (up to float rounding), and identical
   to the reference code when clipping is on.
 - The reference code scales α per client, α_k = α / (m n_k / n), in the local problem and in (9)
-  (summary-seed-003 §2.8). That is not applied: every client uses the paper's α. (It would need
+  (alpemreacar/FedDyn, utils_methods.py). That is not applied: every client uses the paper's α. (It would need
   n_k/n on the client, which the algorithm protocol does not pass to ``client_init``.) With a
   balanced partition, n_k = n/m and the two coincide.
 - The server averages θ_k^t uniformly over P_t, as the paper and the reference code do.
@@ -38,14 +39,16 @@ Departures and choices:
 
 from __future__ import annotations
 
+from fedbench.algorithms.hparams import hparam
 from fedbench.algorithms.local import advance, init_step_state, sgd_step
 from fedbench.tree import Tree, tree_add, tree_axpy, tree_mean, tree_scale, tree_sub, tree_sum, tree_zeros_like
 
 HPARAMS: dict[str, float] = {"alpha": 0.01}
+BOUNDS: dict[str, str] = {"alpha": "(0, inf)"}  # the server step divides by α
 
 
 def _alpha(hparams: dict) -> float:
-    alpha = float(hparams.get("alpha", HPARAMS["alpha"]))
+    alpha = float(hparam(hparams, HPARAMS, "alpha"))
     if not alpha > 0:
         raise ValueError(f"feddyn: alpha must be > 0 (got {alpha}); the server step divides by it")
     return alpha

@@ -1,6 +1,6 @@
 """FedElasticNet for FedDyn (Kim et al., "Communication-Efficient and Drift-Robust Federated
-Learning via Elastic Net", Algorithm 3, eqs. (10)-(12), Lemma B.2; summary-seed-003 §2.7, §2.8,
-§2.9). The paper's best method.
+Learning via Elastic Net", Algorithm 3, eqs. (10)-(12), Lemma B.2; arXiv 2022). The paper's best
+method.
 
 Client state g_k (g_k⁰ = 0); server state θ and h (h⁰ = 0); λ2 is FedDyn's α. Client k ∈ P_t:
 
@@ -21,7 +21,7 @@ server here receives Δ_k, FedDyn's receives θ_k).
 Hyperparameters: ``lambda1`` (1e-4), ``lambda2`` (= FedDyn α, 1e-2, must be > 0), ``epsilon``
 (5e-3): Table 5's CIFAR-10 row.
 
-Decisions on the paper's open points (summary-seed-003 §2.9):
+Decisions on the points the paper leaves open:
 
 1. sign(0) = 0 (``torch.sign``), in the local step and in (11) and h: a coordinate the client did
    not send (Δ̂ = 0) contributes no sign term.
@@ -43,21 +43,20 @@ from __future__ import annotations
 
 from fedbench.algorithms import feddyn
 from fedbench.algorithms.feddyn import broadcast
+from fedbench.algorithms.hparams import hparam
 from fedbench.algorithms.local import elastic_net_direction
 from fedbench.tree import Tree, tree_add, tree_axpy, tree_mean, tree_sign, tree_sub, tree_sum, tree_threshold
 
 HPARAMS: dict[str, float] = {"lambda1": 1e-4, "lambda2": 1e-2, "epsilon": 5e-3}
+BOUNDS: dict[str, str] = {"lambda1": "[0, inf)", "lambda2": "[0, inf)", "epsilon": "[0, inf)"}
 
-__all__ = ["HPARAMS", "broadcast", "client_final", "client_init", "client_step", "server_init", "server_update"]
-
-
-def _hp(hparams: dict, key: str) -> float:
-    return float(hparams.get(key, HPARAMS[key]))
+__all__ = ["BOUNDS", "HPARAMS", "broadcast", "client_final", "client_init", "client_step", "server_init",
+           "server_update"]
 
 
 def _dyn(hparams: dict) -> dict:
     """hparams with FedDyn's name for λ2 (``alpha``), for the reused FedDyn helpers."""
-    return {**hparams, "alpha": _hp(hparams, "lambda2")}
+    return {**hparams, "alpha": float(hparam(hparams, HPARAMS, "lambda2"))}
 
 
 def server_init(params: Tree, hparams: dict, num_clients: int) -> dict:
@@ -77,21 +76,21 @@ def client_step(step_state: dict, batch, hparams: dict, grad_fn) -> dict:
     params = step_state["params"]
     grads, loss = grad_fn(params, x, y)
     direction = elastic_net_direction(tree_add(grads, step_state["linear"]), params, step_state["global_params"],
-                                      _hp(hparams, "lambda1"), 0.0)
+                                      float(hparam(hparams, HPARAMS, "lambda1")), 0.0)
     return feddyn.dyn_sgd(step_state, direction, loss, _dyn(hparams))
 
 
 def client_final(server_state: dict, step_state: dict, hparams: dict) -> tuple[dict, dict]:
     """Eq. (11) on the thresholded Δ̂_k. Message ``{"delta": Δ̂_k}``; client state ``{"g": g_k^t}``."""
-    delta = tree_threshold(tree_sub(step_state["params"], server_state["params"]), _hp(hparams, "epsilon"))
-    g_new = tree_axpy(-_hp(hparams, "lambda1"), tree_sign(delta),
-                      tree_axpy(-_hp(hparams, "lambda2"), delta, step_state["g"]))
+    lambda1, lambda2, epsilon = (float(hparam(hparams, HPARAMS, k)) for k in ("lambda1", "lambda2", "epsilon"))
+    delta = tree_threshold(tree_sub(step_state["params"], server_state["params"]), epsilon)
+    g_new = tree_axpy(-lambda1, tree_sign(delta), tree_axpy(-lambda2, delta, step_state["g"]))
     return {"delta": delta}, {"g": g_new}
 
 
 def server_update(server_state: dict, messages: list[dict], weights, hparams: dict) -> dict:
     """h ← h − (λ2/m) Σ Δ̂_k − (λ1/m) Σ sign(Δ̂_k);  θ ← mean_k (θ^{t−1} + Δ̂_k) − h/λ2."""
-    lambda1, lambda2 = _hp(hparams, "lambda1"), _hp(hparams, "lambda2")
+    lambda1, lambda2 = (float(hparam(hparams, HPARAMS, k)) for k in ("lambda1", "lambda2"))
     feddyn._alpha(_dyn(hparams))
     theta = server_state["params"]
     m = server_state["num_clients"]

@@ -1,5 +1,5 @@
 """FedElasticNet for SCAFFOLD (Kim et al., "Communication-Efficient and Drift-Robust Federated
-Learning via Elastic Net", Algorithm 2, eqs. (5)-(7); summary-seed-003 §2.5, §2.6, §2.9).
+Learning via Elastic Net", Algorithm 2, eqs. (5)-(7); arXiv 2022).
 
 SCAFFOLD (:mod:`.scaffold`) with the elastic-net terms in the local step,
 
@@ -17,7 +17,7 @@ Hyperparameters: ``server_lr`` (η_g, 1), ``lambda1`` (λ1, 1e-4), ``lambda2`` (
 remove the ℓ2-norm regularizer", Table 5 uses 0 everywhere although Algorithm 2's header says
 λ2 > 0), ``epsilon`` (ε, 1e-4). Defaults are Table 5's CIFAR-10 row.
 
-Decisions on the paper's open points (summary-seed-003 §2.9):
+Decisions on the points the paper leaves open:
 
 1. sign(0) = 0 (``torch.sign``).
 2. c_k^t is computed from the client's actual local model θ_k (eq. (6) as printed), not from the
@@ -33,17 +33,16 @@ Decisions on the paper's open points (summary-seed-003 §2.9):
 from __future__ import annotations
 
 from fedbench.algorithms import scaffold
+from fedbench.algorithms.hparams import hparam
 from fedbench.algorithms.local import advance, elastic_net_direction, sgd_step
 from fedbench.algorithms.scaffold import broadcast, server_init, server_update
 from fedbench.tree import tree_add, tree_threshold
 
 HPARAMS: dict[str, float] = {"server_lr": 1.0, "lambda1": 1e-4, "lambda2": 0.0, "epsilon": 1e-4}
+BOUNDS: dict[str, str] = {"server_lr": "(0, inf)", "lambda1": "[0, inf)", "lambda2": "[0, inf)", "epsilon": "[0, inf)"}
 
-__all__ = ["HPARAMS", "broadcast", "client_final", "client_init", "client_step", "server_init", "server_update"]
-
-
-def _hp(hparams: dict, key: str) -> float:
-    return float(hparams.get(key, HPARAMS[key]))
+__all__ = ["BOUNDS", "HPARAMS", "broadcast", "client_final", "client_init", "client_step", "server_init",
+           "server_update"]
 
 
 def client_init(server_state: dict, client_state: dict | None, hparams: dict) -> dict:
@@ -57,12 +56,14 @@ def client_step(step_state: dict, batch, hparams: dict, grad_fn) -> dict:
     x, y = batch
     params = step_state["params"]
     grads, loss = grad_fn(params, x, y)
+    lambda1, lambda2 = (float(hparam(hparams, HPARAMS, k)) for k in ("lambda1", "lambda2"))
     direction = elastic_net_direction(tree_add(grads, step_state["correction"]), params,
-                                      step_state["global_params"], _hp(hparams, "lambda1"), _hp(hparams, "lambda2"))
+                                      step_state["global_params"], lambda1, lambda2)
     return advance(step_state, sgd_step(params, direction, hparams), loss)
 
 
 def client_final(server_state: dict, step_state: dict, hparams: dict) -> tuple[dict, dict]:
     """SCAFFOLD's eq. (6); message ``{"delta": Δ_k thresholded at ε, "delta_c": Δc_k (dense)}``."""
     message, client_state = scaffold.client_final(server_state, step_state, hparams)
-    return {**message, "delta": tree_threshold(message["delta"], _hp(hparams, "epsilon"))}, client_state
+    epsilon = float(hparam(hparams, HPARAMS, "epsilon"))
+    return {**message, "delta": tree_threshold(message["delta"], epsilon)}, client_state

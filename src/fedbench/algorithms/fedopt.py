@@ -26,13 +26,10 @@ from __future__ import annotations
 import torch
 
 from fedbench.algorithms.fedavg import weighted_delta
+from fedbench.algorithms.hparams import hparam
 from fedbench.tree import Tree, tree_zeros_like
 
 RULES = ("adagrad", "yogi", "adam")
-
-
-def _hp(hparams: dict, defaults: dict, key: str) -> float:
-    return float(hparams.get(key, defaults[key]))
 
 
 def server_init(params: Tree, hparams: dict, defaults: dict) -> dict:
@@ -41,7 +38,7 @@ def server_init(params: Tree, hparams: dict, defaults: dict) -> dict:
     Raises:
         ValueError: τ ≤ 0.
     """
-    tau = _hp(hparams, defaults, "tau")
+    tau = float(hparam(hparams, defaults, "tau"))
     if not tau > 0:
         raise ValueError(f"adaptive server optimizer: tau must be > 0 (got {tau})")
     return {"params": params, "m": tree_zeros_like(params),
@@ -51,7 +48,7 @@ def server_init(params: Tree, hparams: dict, defaults: dict) -> dict:
 def server_update(server_state: dict, messages: list[dict], weights, hparams: dict, defaults: dict,
                   rule: str) -> dict:
     """One FedOpt server step with the second-moment ``rule`` ("adagrad", "yogi" or "adam")."""
-    eta, beta1, tau = (_hp(hparams, defaults, k) for k in ("server_lr", "beta1", "tau"))
+    eta, beta1, tau = (float(hparam(hparams, defaults, k)) for k in ("server_lr", "beta1", "tau"))
     delta = weighted_delta(messages, weights)
     m = {k: beta1 * server_state["m"][k] + (1.0 - beta1) * d for k, d in delta.items()}
     v_prev = server_state["v"]
@@ -59,10 +56,10 @@ def server_update(server_state: dict, messages: list[dict], weights, hparams: di
     if rule == "adagrad":
         v = {k: v_prev[k] + sq[k] for k in sq}
     elif rule == "yogi":
-        beta2 = _hp(hparams, defaults, "beta2")
+        beta2 = float(hparam(hparams, defaults, "beta2"))
         v = {k: v_prev[k] - (1.0 - beta2) * sq[k] * torch.sign(v_prev[k] - sq[k]) for k in sq}
     elif rule == "adam":
-        beta2 = _hp(hparams, defaults, "beta2")
+        beta2 = float(hparam(hparams, defaults, "beta2"))
         v = {k: beta2 * v_prev[k] + (1.0 - beta2) * sq[k] for k in sq}
     else:
         raise ValueError(f"unknown adaptive rule {rule!r}; known: {RULES}")

@@ -1,5 +1,5 @@
-"""FedProx (Li et al. 2020, "Federated Optimization in Heterogeneous Networks", Algorithm 2;
-summary-seed-003 §2.3).
+"""FedProx (Li et al. 2020, "Federated Optimization in Heterogeneous Networks", MLSys 2020,
+Algorithm 2).
 
 Client k approximately solves
 
@@ -26,12 +26,15 @@ Departures and choices:
 from __future__ import annotations
 
 from fedbench.algorithms.fedavg import broadcast, client_final, server_update
+from fedbench.algorithms.hparams import hparam
 from fedbench.algorithms.local import advance, init_step_state, sgd_step
 from fedbench.tree import Tree, tree_axpy, tree_sub
 
 HPARAMS: dict[str, float] = {"mu": 0.01}
+BOUNDS: dict[str, str] = {"mu": "[0, inf)"}
 
-__all__ = ["HPARAMS", "broadcast", "client_final", "client_init", "client_step", "server_init", "server_update"]
+__all__ = ["BOUNDS", "HPARAMS", "broadcast", "client_final", "client_init", "client_step", "server_init",
+           "server_update"]
 
 
 def server_init(params: Tree, hparams: dict, num_clients: int) -> dict:
@@ -51,7 +54,7 @@ def prox_direction(grads: Tree, params: Tree, anchor: Tree, mu: float) -> Tree:
 
 def client_step(step_state: dict, batch, hparams: dict, grad_fn) -> dict:
     """θ_k ← θ_k − η_l (∇L_k(θ_k; b) + μ (θ_k − θ^{t−1}))."""
-    mu = float(hparams.get("mu", HPARAMS["mu"]))
+    mu = float(hparam(hparams, HPARAMS, "mu"))
     x, y = batch
     params = step_state["params"]
     grads, loss = grad_fn(params, x, y)

@@ -10,8 +10,11 @@ from fedbench.algorithms.fedavg import broadcast, client_final, client_init, cli
 from fedbench.tree import Tree
 
 HPARAMS: dict[str, float] = {"server_lr": 0.01, "beta1": 0.9, "beta2": 0.99, "tau": 1e-3}
+# τ > 0: the second moment v starts at τ² (fedopt.server_init)
+BOUNDS: dict[str, str] = {"server_lr": "(0, inf)", "beta1": "[0, 1)", "beta2": "[0, 1)", "tau": "(0, inf)"}
 
-__all__ = ["HPARAMS", "broadcast", "client_final", "client_init", "client_step", "server_init", "server_update"]
+__all__ = ["BOUNDS", "HPARAMS", "broadcast", "client_final", "client_init", "client_step", "server_init",
+           "server_update"]
 
 
 def server_init(params: Tree, hparams: dict, num_clients: int) -> dict:

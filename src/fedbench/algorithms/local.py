@@ -79,7 +79,8 @@ def advance(step_state: dict, params: Tree, loss: torch.Tensor) -> dict:
 def elastic_net_direction(direction: Tree, params: Tree, anchor: Tree, lambda1: float, lambda2: float) -> Tree:
     """d + λ2 (θ − θ^{t−1}) + λ1 sign(θ − θ^{t−1}): FedElasticNet's (sub)gradient of
     (λ2/2)‖θ − θ^{t−1}‖²₂ + λ1‖θ − θ^{t−1}‖₁ added to an algorithm's local direction d
-    (Kim et al., eqs. (4), (7), (10); summary-seed-003 §2.1), with sign(0) = 0.
+    (Kim et al., "Communication-Efficient and Drift-Robust Federated Learning via Elastic Net",
+    arXiv 2022, eqs. (4), (7), (10)), with sign(0) = 0.
 
     Computed as ``λ1·s + (λ2·(θ − θ^{t−1}) + d)`` so that with λ2 = μ it is FedProx's direction
     ``μ·(θ − θ^{t−1}) + d`` plus the ℓ1 term, and with λ1 = λ2 = 0 it equals d exactly.

@@ -1,6 +1,6 @@
 """SCAFFOLD: Stochastic Controlled Averaging (Karimireddy et al. 2020, "SCAFFOLD: Stochastic
-Controlled Averaging for Federated Learning", Algorithm 1 with option II control variates;
-summary-seed-003 §2.5, eqs. (5)-(6)).
+Controlled Averaging for Federated Learning", Algorithm 1 with option II control variates,
+ICML 2020; as restated by Kim et al. (FedElasticNet, arXiv 2022) in eqs. (5)-(6)).
 
 Server state: θ and the server control variate c (c⁰ = 0). Client state: c_k (c_k⁰ = 0).
 Round t, the server sends (θ^{t−1}, c^{t−1}); each sampled client k ∈ P_t runs K local steps from
@@ -26,7 +26,7 @@ Departures and choices:
 - K is the number of local steps actually taken this round; η_l is this round's learning rate.
   A client with K = 0 leaves c_k unchanged and sends zeros (eq. (6) is undefined there).
 - The model update is the unweighted mean of Δ_k, as in the paper. The FedDyn code weights
-  Δ_k and c_k by n_k (summary-seed-003 §2.5); that variant is not implemented.
+  Δ_k and c_k by n_k (alpemreacar/FedDyn, utils_methods.py); that variant is not implemented.
 - (5) is applied through :func:`fedbench.algorithms.local.sgd_step`: ``clip_norm`` clips the whole
   corrected direction and ``weight_decay`` is added after it, as in the FedDyn code. The
   weight-decay term then sits inside θ^{t−1} − θ_k and so enters c_k through (6).
@@ -36,10 +36,12 @@ from __future__ import annotations
 
 import torch
 
+from fedbench.algorithms.hparams import hparam
 from fedbench.algorithms.local import advance, init_step_state, sgd_step
 from fedbench.tree import Tree, tree_add, tree_axpy, tree_mean, tree_scale, tree_sub, tree_sum, tree_zeros_like
 
 HPARAMS: dict[str, float] = {"server_lr": 1.0}
+BOUNDS: dict[str, str] = {"server_lr": "(0, inf)"}
 
 
 def server_init(params: Tree, hparams: dict, num_clients: int) -> dict:
@@ -100,7 +102,7 @@ def client_final(server_state: dict, step_state: dict, hparams: dict) -> tuple[d
 
 def server_update(server_state: dict, messages: list[dict], weights, hparams: dict) -> dict:
     """θ ← θ + η_g mean_k Δ_k (unweighted; ``weights`` unused);  c ← c + (1/m) Σ_k Δc_k."""
-    eta_g = float(hparams.get("server_lr", HPARAMS["server_lr"]))
+    eta_g = float(hparam(hparams, HPARAMS, "server_lr"))
     mean_delta = tree_mean([msg["delta"] for msg in messages])
     sum_dc = tree_sum([msg["delta_c"] for msg in messages])
     return {
