@@ -411,12 +411,12 @@ def test_wandb_and_tables_blocks():
     assert wandb_settings(cfg) == {"enabled": False, "project": "fedbench", "entity": None, "mode": "offline"}
     assert table_settings(cfg) == {"decimals": 2}
     cfg.update(wandb={"enabled": True, "mode": "online", "entity": "lab"}, tables={"decimals": 1})
-    cfg["experiments"]["e"]["paper"] = "FedAc (Yuan & Ma 2020)"
+    cfg["experiments"]["e"]["paper"] = "fedelasticnet"
     check_config(cfg)
     assert wandb_settings(cfg)["project"] == "fedbench" and table_settings(cfg) == {"decimals": 1}
     # the paper is carried by each cell for the paper outputs, and changes nothing else
     cells = expand_cells(cfg)
-    assert [c.pop("paper") for c in cells] == ["FedAc (Yuan & Ma 2020)"] * len(cells)
+    assert [c.pop("paper") for c in cells] == ["fedelasticnet"] * len(cells)
     assert cells == [{k: v for k, v in c.items() if k != "paper"} for c in expand_cells(tiny())]
     for key, value, fragment in (("wandb", {"mode": "shared"}, "wandb.mode"),
                                  ("wandb", {"enable": True}, "wandb.enable"),
@@ -427,6 +427,9 @@ def test_wandb_and_tables_blocks():
     bad = tiny()
     bad["experiments"]["e"]["paper"] = 3
     rejects(bad, "experiments.e.paper: must be a string")
+    bad["experiments"]["e"]["paper"] = "FedElasticNet (Kim et al.)"  # a title, not a registry key
+    rejects(bad, "experiments.e.paper: unknown paper 'FedElasticNet (Kim et al.)'; known papers: fedelasticnet, "
+                 "elastic_aggregation")
 
 
 def test_schema_accepts_the_runtime_blocks():

@@ -531,7 +531,10 @@ def _partitions(cfg: dict) -> dict[tuple[str, str], dict]:
 
 def _experiment_settings(exp: str, ecfg: dict) -> dict:
     """What every dataset of experiment ``exp`` starts from, its algorithms resolved."""
+    from fedbench.papers import check_paper  # the paper registry (its modules import plotting)
+
     epath = f"experiments.{exp}"
+    check_paper(ecfg.get("paper"), f"{epath}.paper", ConfigError)
     return {
         "experiment": exp,
         "path": epath,
