@@ -71,14 +71,19 @@ def partition_params(wildcards):
         )
 
 
+def cell_of(wildcards):
+    """The resolved cell (fedbench.config.expand_cells) of a run directory's wildcards."""
+    key = (wildcards.experiment, wildcards.dataset, wildcards.partition, wildcards.algorithm, wildcards.seed)
+    try:
+        return CELL_INDEX[key]
+    except KeyError:
+        raise WorkflowError(f"no cell {'/'.join(key)} in the config")
+
+
 def cell_spec(wildcards):
     """The training spec of one cell (fedbench.config.training_spec): everything that changes its
     result, nothing else (not the target accuracy or paper: changing them re-aggregates only)."""
-    key = (wildcards.experiment, wildcards.dataset, wildcards.partition, wildcards.algorithm, wildcards.seed)
-    try:
-        return training_spec(CELL_INDEX[key])
-    except KeyError:
-        raise WorkflowError(f"no cell {'/'.join(key)} in the config")
+    return training_spec(cell_of(wildcards))
 
 
 def cell_code_version(wildcards):

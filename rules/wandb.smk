@@ -18,6 +18,8 @@ rule wandb_log:
         summary=f"{RUN_DIR}/summary.json",
     output:
         record=f"{WANDB_RUN_DIR}/wandb.json",
+    params:
+        paper=lambda wc: cell_of(wc)["paper"],
     log:
         "results/logs/wandb_log/{experiment}/{dataset}/{partition}/{algorithm}/seed={seed}.log",
     script:

@@ -16,14 +16,13 @@ from fedbench.files import atomic_write  # noqa: E402
 from fedbench.wandb_log import log_cell  # noqa: E402
 
 cfg = snakemake.config  # noqa: F821
-exp = snakemake.wildcards.experiment  # noqa: F821
 summary = json.loads(Path(snakemake.input.summary).read_text())  # noqa: F821
 record = log_cell(
     snakemake.input.metrics,  # noqa: F821
     snakemake.input.summary,  # noqa: F821
     wandb_settings(cfg),
     root="results/wandb",
-    paper=(cfg["experiments"][exp] or {}).get("paper"),
+    paper=snakemake.params.paper,  # noqa: F821
     code_version=summary.get("code_version"),
 )
 with atomic_write(snakemake.output.record) as tmp:  # noqa: F821
