@@ -1,5 +1,5 @@
 """FedElasticNet: Seonhyeong Kim, Jiheon Woo, Daewon Seo, Yongjune Kim, "Communication-Efficient
-and Drift-Robust Federated Learning via Elastic Net", arXiv:2210.02940, 2022.
+and Drift-Robust Federated Learning via Elastic Net", arXiv preprint, 2022.
 
 Registry key ``fedelasticnet`` (``paper: fedelasticnet`` in an experiment file): the cells of
 those experiments feed the outputs below. Algorithm labels = the paper's methods: ``fedprox``,
