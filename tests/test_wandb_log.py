@@ -185,11 +185,11 @@ def test_report_sections_follow_the_config():
     from fedbench.config import expand_cells
 
     cfg = yaml.safe_load((Path(__file__).resolve().parents[1] / "config" / "config.yaml").read_text())
-    cfg["experiments"]["baselines"]["paper"] = "paper-000"
+    cfg["experiments"]["baselines"]["paper"] = "fedelasticnet"
     secs = report_sections(expand_cells(cfg), {"baselines": "| t |\n"})
     assert [s["name"] for s in secs] == ["baselines"]
     assert secs[0]["panels"] == [("digits", "iid"), ("digits", "dir0.3"), ("synthetic_1_1", "natural")]
-    assert secs[0]["paper"] == "paper-000" and secs[0]["table_md"] == "| t |\n"
+    assert secs[0]["paper"] == "FedElasticNet (Kim et al., 2022)" and secs[0]["table_md"] == "| t |\n"
 
 
 def test_report_sections_name_a_registered_paper():

@@ -154,9 +154,11 @@ def test_table_formatting_reruns_only_aggregation(wf):
 def test_runtime_settings_rerun_nothing(wf):
     rt = copy.deepcopy(TINY)
     rt["experiments"]["tiny"]["resources"] = {"runtime": 90, "mem_mb": 4000, "cpus": 2, "gpus": 1}
-    rt["experiments"]["tiny"]["paper"] = "FedProx (Li et al. 2020)"
     rt["wandb"] = {"enabled": False, "project": "elsewhere"}
     assert wf.planned(rt) == []
+    # naming the paper an experiment feeds adds that paper's outputs and retrains nothing
+    rt["experiments"]["tiny"]["paper"] = "elastic_aggregation"
+    assert rules(wf.planned(rt)) == ["all", "paper_table"]
 
 
 @pytest.mark.slow
@@ -165,8 +167,8 @@ def test_turning_wandb_on_logs_existing_cells_offline_without_retraining(wf):
 
     on = copy.deepcopy(TINY)
     on["wandb"] = {"enabled": True, "project": "fedbench-test", "mode": "offline"}
-    on["experiments"]["tiny"]["paper"] = "paper-003"
-    assert rules(wf.planned(on)) == ["all", "wandb_log", "wandb_log"]
+    on["experiments"]["tiny"]["paper"] = "elastic_aggregation"
+    assert rules(wf.planned(on)) == ["all", "paper_table", "wandb_log", "wandb_log"]
     # A real W&B offline run: no WANDB_MODE override, no API key, no network.
     env = {"WANDB_MODE": None, "WANDB_API_KEY": None, "WANDB_SILENT": "true", "NETRC": str(wf.work / "no-netrc")}
     wf.run(on, env=env)
@@ -178,9 +180,9 @@ def test_turning_wandb_on_logs_existing_cells_offline_without_retraining(wf):
         assert run["finished"]
         assert run["run"]["project"] == "fedbench-test"
         assert run["run"]["group"] == "tiny/digits/iid" and run["run"]["job_type"] == algo
-        assert sorted(run["run"]["tags"]) == ["paper-003", "seed=0"]
+        assert sorted(run["run"]["tags"]) == ["elastic_aggregation", "seed=0"]
         assert run["config"]["algorithm"] == algo and run["config"]["rounds"] == 2
-        assert run["config"]["paper"] == "paper-003"
+        assert run["config"]["paper"] == "elastic_aggregation"
         summary = json.loads((wf.work / f"results/runs/tiny/digits/iid/{algo}/seed=0/summary.json").read_text())
         assert run["config"]["code_version"] == summary["code_version"]
         assert [h["round"] for h in run["history"]] == [1, 2]
