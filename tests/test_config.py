@@ -658,3 +658,54 @@ def test_schema_errors_name_the_key_path_and_what_is_allowed():
     del cfg["datasets"]["digits"]["source"]
     rejects(cfg, "datasets.digits.source: missing", "digits, synthetic")
     assert check_config(validated_copy := copy.deepcopy(tiny())) is None and validated_copy == tiny()  # not modified
+
+
+# ------------------------------------------------------------------------------ command line, files, seeds
+
+
+def test_nested_command_line_values_are_typed_as_the_schema_says():
+    from fedbench.config import typed_overrides
+
+    # what Snakemake hands over for --config wandb='{enabled: true, mode: offline}' (YAML BaseLoader)
+    given = {"wandb": {"enabled": "true", "mode": "offline"}, "engine": "null", "chunk_size": "auto",
+             "data": {"mirror": "/some/dir", "trust_mirror_checksums": "true"},
+             "experiments": {"e": {"seeds": ["0", "1"], "rounds": "3", "target_accuracy": "0.5", "paper": "12",
+                                   "local": {"lr": "0.1", "epochs": "1", "clip_norm": "null"},
+                                   "delta_histogram": {"rounds": ["1", "last"]}}}}
+    typed = typed_overrides(given)
+    assert typed["wandb"] == {"enabled": True, "mode": "offline"}
+    assert typed["data"] == {"mirror": "/some/dir", "trust_mirror_checksums": True}
+    assert typed["engine"] is None and typed["chunk_size"] == "auto"
+    e = typed["experiments"]["e"]
+    assert e["seeds"] == [0, 1] and e["rounds"] == 3 and e["target_accuracy"] == 0.5
+    assert e["paper"] == "12"  # the schema wants a string there: left alone
+    assert e["local"] == {"lr": 0.1, "epochs": 1, "clip_norm": None}
+    assert e["delta_histogram"] == {"rounds": [1, "last"]}
+    assert given["wandb"]["enabled"] == "true"  # not modified
+    # what does not parse to an allowed type is left for the schema to reject
+    assert typed_overrides({"wandb": {"enabled": "yes please"}}) == {"wandb": {"enabled": "yes please"}}
+    cfg = tiny()
+    cfg["wandb"] = typed_overrides({"wandb": {"enabled": "maybe"}})["wandb"]
+    rejects(cfg, "wandb.enabled: must be true or false (got 'maybe')")
+
+
+def test_a_config_file_with_a_duplicate_key_is_rejected_with_file_line_and_key(tmp_path):
+    from fedbench.config import load_yaml_strict
+
+    path = tmp_path / "c.yaml"
+    path.write_text("experiments:\n  e:\n    local:\n      lr: 0.1\n      batch_size: 8\n      lr: 0.2\n")
+    with pytest.raises(ConfigError) as info:
+        load_yaml_strict(path)
+    assert f"{path}:6: key 'lr' given twice in one mapping (first at line 4)" in str(info.value)
+    # the same key in different mappings, and a merge key overridden, are fine
+    path.write_text("a: {lr: 1}\nb: {lr: 2}\nbase: &b {x: 1}\nm:\n  <<: *b\n  x: 2\n")
+    assert load_yaml_strict(path)["m"] == {"x": 2}
+    assert load_yaml_strict(REPO / "config" / "config.yaml") == DEFAULT
+
+
+def test_seeds_must_fit_in_64_bit_signed_integers():
+    cfg = tiny()
+    cfg["experiments"]["e"]["seeds"] = [0, 2**64]
+    rejects(cfg, "experiments.e.seeds[1]: must be < 9223372036854775808 (got 18446744073709551616)")
+    cfg["experiments"]["e"]["seeds"] = [0, 2**63 - 1]
+    check_config(cfg)
