@@ -88,6 +88,7 @@ _PARTITION_BOUNDS = {
     "shards_per_client": "[1, inf)",
     "classes_per_client": "[1, inf)",
     "min_size": "[0, inf)",
+    "sigma": "[0, 5]",  # log-normal client sizes: fedbench.data.partition.MAX_SIGMA says why
 }
 _DATASET_BOUNDS = {
     "alpha": "[0, inf)",  # Synthetic(α, β): 0 is the standard "no heterogeneity" setting
@@ -95,6 +96,7 @@ _DATASET_BOUNDS = {
     "num_clients": "[1, inf)",
     "dim": "[1, inf)",
     "num_classes": "[2, inf)",
+    "test_fraction": "(0, 1)",  # digits, synthetic, shakespeare: a share held out for the test split
 }
 
 
@@ -534,6 +536,23 @@ def _check_fits(dpath: str, source: str, model: str, parts: dict) -> None:
             raise ConfigError(f"{dpath}.partitions.{pid}: {e}") from None
 
 
+def _check_sizes(dpath: str, dataset_id: str, dataset: dict, parts: dict[str, dict]) -> None:
+    """Each partition asks no more of the dataset than it has (clients, shards, samples per
+    client, min_size against its train size; natural clients), by the sizes the data registry
+    knows before anything is downloaded or generated."""
+    from fedbench.data.partition import size_problem
+    from fedbench.data.registry import natural_client_count, train_size
+
+    params = {k: v for k, v in dataset.items() if k != "source"}
+    n, natural = train_size(dataset["source"], params), natural_client_count(dataset["source"], params)
+    for pid, p in parts.items():
+        problem = size_problem(p["scheme"], p, n, natural)
+        if problem is not None:
+            key, message = problem
+            raise ConfigError(f"{dpath}.partitions.{pid}.{key}: {message} (dataset {dataset_id!r}, source "
+                              f"{dataset['source']!r})")
+
+
 # --------------------------------------------------------------------------------------------
 # Settings merged across levels
 
@@ -660,6 +679,8 @@ def _dataset_settings(exp: dict, ecfg: dict, ds: str, dcfg: dict, known: dict, d
                           f"(known: {_known(list(known))})")
     model = _resolve_model(f"{dpath}.model", dcfg["model"])
     _check_fits(dpath, known[ds]["source"], model["name"], dcfg["partitions"])
+    _check_sizes(dpath, ds, known[ds], {pid: _resolve_partition(f"{dpath}.partitions.{pid}", pcfg)
+                                        for pid, pcfg in dcfg["partitions"].items()})
 
     def inherited(key):  # the dataset's value, else the experiment's (schema defaults filled)
         return dcfg[key] if key in dcfg else ecfg[key]
