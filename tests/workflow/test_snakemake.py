@@ -94,8 +94,10 @@ def test_dry_run_of_tiny_config(tmp_path):
         (lambda c: c["experiments"]["tiny"]["algorithms"]["fedprox"].update(mu=-1),
          "experiments.tiny.algorithms.fedprox.mu: must be >= 0 (got -1)"),
         (lambda c: c["experiments"]["tiny"].update(rounds=0), "experiments.tiny.rounds"),
+        (lambda c: c["experiments"]["tiny"]["datasets"]["digits"]["partitions"]["iid"].update(num_clients=5000),
+         "experiments.tiny.datasets.digits.partitions.iid.num_clients: num_clients=5000 exceeds the 1437 train"),
     ],
-    ids=["check_config-negative-mu", "schema-zero-rounds"],
+    ids=["check_config-negative-mu", "schema-zero-rounds", "size-too-many-clients"],
 )
 def test_invalid_config_fails_before_any_job(tmp_path, mutate, fragment):
     bad = copy.deepcopy(TINY)
