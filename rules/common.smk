@@ -3,7 +3,11 @@
 # fedbench.config checks the config before any job is scheduled: its structure against the JSON
 # schema workflow/schemas/config.schema.yaml (whose defaults it fills in, once, here), then its
 # meaning (registries, hyperparameters, cross-references). Errors name the offending key path.
+# Before that: each config file is re-read refusing duplicate keys (Snakemake's YAML loader keeps
+# the last), and nested `--config` values, which Snakemake hands over as strings, are typed as the
+# schema says (fedbench.config.typed_overrides).
 from snakemake.exceptions import WorkflowError
+from snakemake.utils import update_config
 
 from fedbench.algorithms import code_version as algorithm_code_version
 from fedbench.codeversion import code_version
@@ -13,16 +17,21 @@ from fedbench.config import (
     datasets as config_datasets,
     expand_cells,
     job_resources,
+    load_yaml_strict,
     partitions as config_partitions,
     stacked_seeds,
     table_settings,
     train_resources,
     training_spec,
+    typed_overrides,
     validated,
     wandb_settings,
 )
 
 try:
+    for _configfile in workflow.configfiles:
+        load_yaml_strict(_configfile)  # a key given twice is an error, not "the last one wins"
+    update_config(config, typed_overrides(workflow.config_settings.overwrite_config or {}))
     config.update(validated(config))  # the schema's defaults, for the scripts that read the config
     CELLS = expand_cells(config)  # every check (fedbench.config.check_config)
     DATASETS = config_datasets(config)

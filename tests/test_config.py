@@ -658,3 +658,117 @@ def test_schema_errors_name_the_key_path_and_what_is_allowed():
     del cfg["datasets"]["digits"]["source"]
     rejects(cfg, "datasets.digits.source: missing", "digits, synthetic")
     assert check_config(validated_copy := copy.deepcopy(tiny())) is None and validated_copy == tiny()  # not modified
+
+
+# ------------------------------------------------------------------------------ command line, files, seeds
+
+
+def test_nested_command_line_values_are_typed_as_the_schema_says():
+    from fedbench.config import typed_overrides
+
+    # what Snakemake hands over for --config wandb='{enabled: true, mode: offline}' (YAML BaseLoader)
+    given = {"wandb": {"enabled": "true", "mode": "offline"}, "engine": "null", "chunk_size": "auto",
+             "data": {"mirror": "/some/dir", "trust_mirror_checksums": "true"},
+             "experiments": {"e": {"seeds": ["0", "1"], "rounds": "3", "target_accuracy": "0.5", "paper": "12",
+                                   "local": {"lr": "0.1", "epochs": "1", "clip_norm": "null"},
+                                   "delta_histogram": {"rounds": ["1", "last"]}}}}
+    typed = typed_overrides(given)
+    assert typed["wandb"] == {"enabled": True, "mode": "offline"}
+    assert typed["data"] == {"mirror": "/some/dir", "trust_mirror_checksums": True}
+    assert typed["engine"] is None and typed["chunk_size"] == "auto"
+    e = typed["experiments"]["e"]
+    assert e["seeds"] == [0, 1] and e["rounds"] == 3 and e["target_accuracy"] == 0.5
+    assert e["paper"] == "12"  # the schema wants a string there: left alone
+    assert e["local"] == {"lr": 0.1, "epochs": 1, "clip_norm": None}
+    assert e["delta_histogram"] == {"rounds": [1, "last"]}
+    assert given["wandb"]["enabled"] == "true"  # not modified
+    # what does not parse to an allowed type is left for the schema to reject
+    assert typed_overrides({"wandb": {"enabled": "yes please"}}) == {"wandb": {"enabled": "yes please"}}
+    cfg = tiny()
+    cfg["wandb"] = typed_overrides({"wandb": {"enabled": "maybe"}})["wandb"]
+    rejects(cfg, "wandb.enabled: must be true or false (got 'maybe')")
+
+
+def test_a_config_file_with_a_duplicate_key_is_rejected_with_file_line_and_key(tmp_path):
+    from fedbench.config import load_yaml_strict
+
+    path = tmp_path / "c.yaml"
+    path.write_text("experiments:\n  e:\n    local:\n      lr: 0.1\n      batch_size: 8\n      lr: 0.2\n")
+    with pytest.raises(ConfigError) as info:
+        load_yaml_strict(path)
+    assert f"{path}:6: key 'lr' given twice in one mapping (first at line 4)" in str(info.value)
+    # the same key in different mappings, and a merge key overridden, are fine
+    path.write_text("a: {lr: 1}\nb: {lr: 2}\nbase: &b {x: 1}\nm:\n  <<: *b\n  x: 2\n")
+    assert load_yaml_strict(path)["m"] == {"x": 2}
+    assert load_yaml_strict(REPO / "config" / "config.yaml") == DEFAULT
+
+
+def test_seeds_must_fit_in_64_bit_signed_integers():
+    cfg = tiny()
+    cfg["experiments"]["e"]["seeds"] = [0, 2**64]
+    rejects(cfg, "experiments.e.seeds[1]: must be < 9223372036854775808 (got 18446744073709551616)")
+    cfg["experiments"]["e"]["seeds"] = [0, 2**63 - 1]
+    check_config(cfg)
+
+
+# ------------------------------------------------------------------------------ sizes and ranges before any job
+
+
+def _digits_partition(**p) -> dict:
+    cfg = tiny()
+    cfg["experiments"]["e"]["datasets"]["digits"]["partitions"] = {"p": p}
+    return cfg
+
+
+P = "experiments.e.datasets.digits.partitions.p"
+
+
+@pytest.mark.parametrize("k", [5000, 10**12])
+def test_more_clients_than_train_samples_is_rejected(k):
+    rejects(_digits_partition(scheme="iid", num_clients=k),
+            f"{P}.num_clients: num_clients={k} exceeds the 1437 train samples", "at most 1437")
+    check_config(_digits_partition(scheme="iid", num_clients=1437))
+
+
+def test_test_fraction_must_be_a_share():
+    cfg = tiny()
+    cfg["datasets"]["digits"]["test_fraction"] = 1.5
+    rejects(cfg, "datasets.digits.test_fraction: must be < 1 (got 1.5)")
+    cfg["datasets"]["digits"]["test_fraction"] = 0.0
+    rejects(cfg, "datasets.digits.test_fraction: must be > 0 (got 0)")
+    cfg["datasets"]["digits"]["test_fraction"] = 0.5  # 898 train images
+    cfg["experiments"]["e"]["datasets"]["digits"]["partitions"]["iid"]["num_clients"] = 899
+    rejects(cfg, "num_clients=899 exceeds the 898 train samples")
+
+
+def test_more_shards_than_samples_is_rejected():
+    rejects(_digits_partition(scheme="shards", num_clients=100, shards_per_client=20),
+            f"{P}.shards_per_client: num_clients·shards_per_client = 100·20 = 2000 shards exceed the 1437",
+            "at most 14")
+
+
+def test_lognormal_sigma_is_bounded():
+    rejects(_digits_partition(scheme="iid", num_clients=10, sigma=50), f"{P}.sigma: must be <= 5 (got 50)")
+    check_config(_digits_partition(scheme="dirichlet", num_clients=10, sigma=0.3))
+
+
+def test_min_size_beyond_the_data_is_rejected():
+    rejects(_digits_partition(scheme="dirichlet", num_clients=10, min_size=200),
+            f"{P}.min_size: min_size=200 with num_clients=10 needs 2000 train samples but the dataset has 1437",
+            "at most 143")
+
+
+def test_sizes_of_downloaded_and_generated_sources():
+    cfg = tiny()
+    cfg["datasets"] = {"emnist": {"source": "emnist"}, "fed": {"source": "fed_cifar100"},
+                       "syn": {"source": "synthetic", "num_clients": 20, "max_samples_per_client": 100}}
+    cfg["experiments"]["e"]["datasets"] = {
+        "emnist": {"model": "logreg", "partitions": {"p": {"scheme": "iid", "num_clients": 48_001}}}}
+    rejects(cfg, "experiments.e.datasets.emnist.partitions.p.num_clients: num_clients=48001 exceeds the 48000")
+    cfg["experiments"]["e"]["datasets"] = {
+        "fed": {"model": "logreg", "partitions": {"p": {"scheme": "natural", "num_clients": 501}}}}
+    rejects(cfg, "experiments.e.datasets.fed.partitions.p.num_clients: num_clients=501 but the dataset has at most "
+                 "500 natural clients")
+    cfg["experiments"]["e"]["datasets"] = {
+        "syn": {"model": "logreg", "partitions": {"p": {"scheme": "iid", "num_clients": 1801}}}}
+    rejects(cfg, "num_clients=1801 exceeds the 1800 train samples")  # 20 clients · int(0.9 · 100)

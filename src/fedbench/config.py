@@ -42,7 +42,8 @@ from typing import Any
 import yaml
 
 __all__ = [
-    "ConfigError", "validated", "check_config", "expand_cells", "training_spec", "datasets", "partitions",
+    "ConfigError", "validated", "typed_overrides", "load_yaml_strict", "check_config",
+    "expand_cells", "training_spec", "datasets", "partitions",
     "train_resources", "job_resources", "stacked_seeds", "wandb_settings", "table_settings", "SCHEMA_PATH",
     "ID_PATTERN", "RESOURCE_DEFAULTS", "WANDB_DEFAULTS", "TABLE_DEFAULTS", "REPORT_KEYS",
 ]
@@ -87,6 +88,7 @@ _PARTITION_BOUNDS = {
     "shards_per_client": "[1, inf)",
     "classes_per_client": "[1, inf)",
     "min_size": "[0, inf)",
+    "sigma": "[0, 5]",  # log-normal client sizes: fedbench.data.partition.MAX_SIGMA says why
 }
 _DATASET_BOUNDS = {
     "alpha": "[0, inf)",  # Synthetic(α, β): 0 is the standard "no heterogeneity" setting
@@ -94,6 +96,7 @@ _DATASET_BOUNDS = {
     "num_clients": "[1, inf)",
     "dim": "[1, inf)",
     "num_classes": "[2, inf)",
+    "test_fraction": "(0, 1)",  # digits, synthetic, shakespeare: a share held out for the test split
 }
 
 
@@ -294,6 +297,109 @@ def validated(config: Any) -> dict:
     return config
 
 
+def _resolve_ref(sub: dict) -> dict:
+    while isinstance(sub, dict) and "$ref" in sub:
+        sub = schema()["$defs"][sub["$ref"].rsplit("/", 1)[-1]]
+    return sub
+
+
+_JSON_TYPES = {"boolean": lambda v: isinstance(v, bool), "null": lambda v: v is None,
+               "integer": lambda v: isinstance(v, int) and not isinstance(v, bool), "number": _is_number,
+               "string": lambda v: isinstance(v, str), "object": lambda v: isinstance(v, dict),
+               "array": lambda v: isinstance(v, list)}
+
+
+def _type_fits(sub: Any, v: Any) -> bool:
+    """Whether ``v`` has a type (or const/enum value) that the (sub)schema ``sub`` allows; ranges
+    and patterns are not looked at."""
+    sub = _resolve_ref(sub)
+    if not isinstance(sub, dict):
+        return True
+    if "anyOf" in sub or "oneOf" in sub:
+        return any(_type_fits(b, v) for b in sub.get("anyOf", sub.get("oneOf")))
+    if "const" in sub and not (v == sub["const"] and type(v) is type(sub["const"])):
+        return False
+    if "enum" in sub and not any(v == e and type(v) is type(e) for e in sub["enum"]):
+        return False
+    types = sub.get("type")
+    if types is None:
+        return True
+    return any(_JSON_TYPES[t](v) for t in ([types] if isinstance(types, str) else types))
+
+
+def _typed(v: Any, sub: Any) -> Any:
+    """``v`` with every string that the (sub)schema ``sub`` does not accept as a string, but does
+    accept as the YAML value it spells (true, 3, 0.5, null), replaced by that value."""
+    sub = _resolve_ref(sub)
+    if not isinstance(sub, dict):
+        return v
+    if isinstance(v, str):
+        if _type_fits(sub, v):
+            return v
+        try:
+            parsed = yaml.safe_load(v)
+        except yaml.YAMLError:
+            return v
+        return parsed if not isinstance(parsed, str) and _type_fits(sub, parsed) else v
+    branches = [_resolve_ref(b) for b in sub.get("anyOf", sub.get("oneOf", []))]
+    if branches:  # descend into the one branch whose type fits (mappings and lists)
+        fitting = [b for b in branches if _type_fits(b, v)]
+        return _typed(v, fitting[0]) if len(fitting) == 1 else v
+    if isinstance(v, dict):
+        props, extra = sub.get("properties", {}), sub.get("additionalProperties")
+        return {k: _typed(x, props.get(k, extra if isinstance(extra, dict) else None)) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_typed(x, sub.get("items")) for x in v]
+    return v
+
+
+def typed_overrides(overrides: dict) -> dict:
+    """The ``--config`` overrides of a Snakemake command line, typed as the schema says.
+
+    Snakemake parses a top-level ``--config key=value`` as int, float, bool or string, but a
+    nested one (``--config wandb='{enabled: true}'``) with YAML's BaseLoader: every scalar in it
+    is a string (``{"enabled": "true"}``). Where the schema does not accept a string there, the
+    string's YAML value is used instead when the schema accepts that (true, 3, 0.5, null);
+    everything else is left for :func:`validated` to reject. Values the schema leaves untyped
+    (registry parameters, hyperparameters) are left as they are."""
+    return _typed(copy.deepcopy(dict(overrides)), schema())
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """A SafeLoader that refuses a key given twice in one mapping (PyYAML keeps the last)."""
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            seen: dict = {}
+            for key_node, _ in node.value:  # the literal keys: a merge (<<) may be overridden
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    first = seen.setdefault(key, key_node)
+                except TypeError:  # an unhashable key: SafeLoader's own error follows
+                    continue
+                if first is not key_node:
+                    raise ConfigError(
+                        f"{self.name}:{key_node.start_mark.line + 1}: key {_fmt(key)} given twice in one mapping "
+                        f"(first at line {first.start_mark.line + 1}); YAML would silently keep the last one: "
+                        f"delete one of them")
+        return super().construct_mapping(node, deep=deep)
+
+
+def load_yaml_strict(path: str | Path) -> Any:
+    """The YAML (or JSON) file ``path``, parsed as Snakemake does (safe), except that a key given
+    twice in one mapping is a :class:`ConfigError` naming the file, the line and the key."""
+    path = Path(path)
+    with path.open(encoding="utf-8") as f:
+        loader = _StrictLoader(f)
+        loader.name = str(path)
+        try:
+            return loader.get_single_data()
+        finally:
+            loader.dispose()
+
+
 # --------------------------------------------------------------------------------------------
 # Registry entries: a name that must exist, parameters with the registry's defaults
 
@@ -430,6 +536,23 @@ def _check_fits(dpath: str, source: str, model: str, parts: dict) -> None:
             raise ConfigError(f"{dpath}.partitions.{pid}: {e}") from None
 
 
+def _check_sizes(dpath: str, dataset_id: str, dataset: dict, parts: dict[str, dict]) -> None:
+    """Each partition asks no more of the dataset than it has (clients, shards, samples per
+    client, min_size against its train size; natural clients), by the sizes the data registry
+    knows before anything is downloaded or generated."""
+    from fedbench.data.partition import size_problem
+    from fedbench.data.registry import natural_client_count, train_size
+
+    params = {k: v for k, v in dataset.items() if k != "source"}
+    n, natural = train_size(dataset["source"], params), natural_client_count(dataset["source"], params)
+    for pid, p in parts.items():
+        problem = size_problem(p["scheme"], p, n, natural)
+        if problem is not None:
+            key, message = problem
+            raise ConfigError(f"{dpath}.partitions.{pid}.{key}: {message} (dataset {dataset_id!r}, source "
+                              f"{dataset['source']!r})")
+
+
 # --------------------------------------------------------------------------------------------
 # Settings merged across levels
 
@@ -556,6 +679,8 @@ def _dataset_settings(exp: dict, ecfg: dict, ds: str, dcfg: dict, known: dict, d
                           f"(known: {_known(list(known))})")
     model = _resolve_model(f"{dpath}.model", dcfg["model"])
     _check_fits(dpath, known[ds]["source"], model["name"], dcfg["partitions"])
+    _check_sizes(dpath, ds, known[ds], {pid: _resolve_partition(f"{dpath}.partitions.{pid}", pcfg)
+                                        for pid, pcfg in dcfg["partitions"].items()})
 
     def inherited(key):  # the dataset's value, else the experiment's (schema defaults filled)
         return dcfg[key] if key in dcfg else ecfg[key]

@@ -245,3 +245,35 @@ def test_digits_dirichlet_end_to_end(tmp_path):
     write_partition(t, digits, tmp_path)
     cc = read_partition(tmp_path).num_rows, class_counts(t, digits).num_rows
     assert cc == (1437, 10)
+
+
+@pytest.mark.parametrize("cfg", [
+    {"scheme": "iid", "num_clients": 1001}, {"scheme": "iid", "num_clients": 1000},
+    {"scheme": "dirichlet", "num_clients": 10, "min_size": 101},
+    {"scheme": "dirichlet", "num_clients": 10, "min_size": 100},
+    {"scheme": "shards", "num_clients": 100, "shards_per_client": 11},
+    {"scheme": "shards", "num_clients": 100, "shards_per_client": 10},
+    {"scheme": "natural", "num_clients": 5}, {"scheme": "natural", "num_clients": 4},
+])
+def test_size_problem_is_what_the_partitioner_rejects(ds, natural_ds, cfg):
+    """size_problem (checked by fedbench.config before any job) flags exactly the sizes that make
+    the partitioner raise, naming the parameter; it changes no partition."""
+    from fedbench.data.partition import resolve_partition_params, size_problem
+
+    p = resolve_partition_params(cfg)
+    data = natural_ds if cfg["scheme"] == "natural" else ds
+    problem = size_problem(cfg["scheme"], p, len(data.y_train), 4 if cfg["scheme"] == "natural" else None)
+    if problem is None:
+        make_partition(data, cfg, seed=0)
+    else:
+        key, message = problem
+        assert key in cfg and key in message
+        with pytest.raises(ValueError):
+            make_partition(data, cfg, seed=0)
+
+
+def test_size_problem_skips_unknown_sizes():
+    from fedbench.data.partition import size_problem
+
+    assert size_problem("iid", {"num_clients": 10**9, "min_size": 1, "sigma": 0.0}, None) is None
+    assert size_problem("natural", {"num_clients": 10**9}, 10, None) is None

@@ -80,3 +80,23 @@ def test_every_source_fits_its_natural_models_and_schemes():
     for source in COARSE_LABELS:
         check_fits(source, model="cnn", scheme="pachinko")
     check_fits("shakespeare", model="lstm", scheme="natural")
+
+
+def test_train_sizes_known_before_the_data_exist():
+    from fedbench.data.registry import natural_client_count, train_size
+
+    for tf in (0.2, 0.5, 0.01):
+        params = resolve_dataset_params({"source": "digits", "test_fraction": tf})
+        built = build_dataset("d", {"source": "digits", "test_fraction": tf})
+        assert train_size("digits", params) == len(built.y_train)
+    syn = resolve_dataset_params({"source": "synthetic", "num_clients": 5, "max_samples_per_client": 80})
+    assert len(build_dataset("s", {"source": "synthetic", **syn}).y_train) <= train_size("synthetic", syn) == 5 * 72
+    assert natural_client_count("synthetic", syn) == 5
+    assert train_size("synthetic", {**syn, "max_samples_per_client": None}) is None
+    assert train_size("emnist", resolve_dataset_params({"source": "emnist"})) == 48_000  # EMNIST-L, a..j
+    assert train_size("emnist", resolve_dataset_params({"source": "emnist", "num_classes": None})) == 124_800
+    assert train_size("cinic10", resolve_dataset_params({"source": "cinic10", "train_splits": ["train", "valid"]})) \
+        == 180_000
+    assert train_size("shakespeare", resolve_dataset_params({"source": "shakespeare"})) is None
+    assert natural_client_count("fed_emnist", {}) == 3_400 and natural_client_count("mnist", {}) is None
+    assert all(train_size(s, resolve_dataset_params({"source": s})) for s in SOURCES if s != "shakespeare")

@@ -94,8 +94,10 @@ def test_dry_run_of_tiny_config(tmp_path):
         (lambda c: c["experiments"]["tiny"]["algorithms"]["fedprox"].update(mu=-1),
          "experiments.tiny.algorithms.fedprox.mu: must be >= 0 (got -1)"),
         (lambda c: c["experiments"]["tiny"].update(rounds=0), "experiments.tiny.rounds"),
+        (lambda c: c["experiments"]["tiny"]["datasets"]["digits"]["partitions"]["iid"].update(num_clients=5000),
+         "experiments.tiny.datasets.digits.partitions.iid.num_clients: num_clients=5000 exceeds the 1437 train"),
     ],
-    ids=["check_config-negative-mu", "schema-zero-rounds"],
+    ids=["check_config-negative-mu", "schema-zero-rounds", "size-too-many-clients"],
 )
 def test_invalid_config_fails_before_any_job(tmp_path, mutate, fragment):
     bad = copy.deepcopy(TINY)
@@ -104,6 +106,36 @@ def test_invalid_config_fails_before_any_job(tmp_path, mutate, fragment):
     assert proc.returncode != 0
     assert fragment in proc.stderr, proc.stderr[-3000:]
     assert "Invalid config" in proc.stderr
+    assert not (tmp_path / "results").exists() and not (tmp_path / "resources").exists()
+
+
+@pytest.mark.parametrize(
+    "override",
+    ["wandb={enabled: true, mode: offline}", "data={mirror: /some/dir, trust_mirror_checksums: true}"],
+    ids=["wandb", "data-mirror"],
+)
+def test_nested_command_line_config_of_the_readme_is_typed(tmp_path, override):
+    """The README's one-liners on the default config: Snakemake passes nested --config values as
+    strings ("true"), which the workflow types as the schema says before checking them."""
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "config.yaml").write_text((REPO / "config" / "config.yaml").read_text())
+    env = {k: v for k, v in os.environ.items() if k != "SNAKEMAKE_PROFILE"}
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(SNAKEFILE), "--directory", str(tmp_path), "--cores", "2",
+           "-n", "--config", override]
+    ok(subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600))
+
+
+def test_a_config_file_with_a_duplicate_key_fails_before_any_job(tmp_path):
+    text = yaml.safe_dump(TINY, sort_keys=False).replace("  rounds: 2\n", "  rounds: 2\n    rounds: 3\n", 1)
+    (tmp_path / "dup.yaml").write_text(text)
+    env = {k: v for k, v in os.environ.items() if k != "SNAKEMAKE_PROFILE"}
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(SNAKEFILE), "--directory", str(tmp_path), "--cores", "2",
+           "--configfile", str(tmp_path / "dup.yaml")]
+    proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode != 0
+    line = text.splitlines().index("    rounds: 3") + 1
+    assert f"dup.yaml:{line}: key 'rounds' given twice in one mapping (first at line {line - 1})" in proc.stderr, \
+        proc.stderr[-3000:]
     assert not (tmp_path / "results").exists() and not (tmp_path / "resources").exists()
 
 

@@ -40,6 +40,7 @@ complete directory into place: a failure at any step leaves ``out_dir`` as it wa
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from pathlib import Path
 
@@ -127,6 +128,48 @@ def check_fits(source: str, model: str | None = None, scheme: str | None = None)
     if scheme == "pachinko" and source in INPUT_KIND and source not in COARSE_LABELS:
         raise ValueError(f"partition scheme 'pachinko' needs coarse labels ({', '.join(COARSE_LABELS)}); source "
                          f"{source!r} has none: use scheme dirichlet or shards")
+
+
+# Training-set sizes of the real files, as the source modules state them (an upper bound when a
+# test mirror holds smaller files): what a partition may ask of a source, checked before any job.
+# digits: 1,797 images before the train/test split (fedbench.data.digits).
+DIGITS_IMAGES = 1797
+TRAIN_SIZES = {"mnist": 60_000, "cifar10": 50_000, "cifar100": 50_000, "fed_emnist": 671_585,
+               "fed_cifar100": 50_000, "a9a": 32_561, "epsilon": 400_000}
+#: EMNIST train images per class of the balanced splits (letters: 124,800 / 26 = 4,800; EMNIST-L of
+#: FedDyn, 10 classes: 48,000), and the train sizes of the unbalanced ones (Cohen et al. 2017).
+EMNIST_PER_CLASS = {"letters": 4_800, "digits": 24_000, "mnist": 6_000, "balanced": 2_400}
+EMNIST_TRAIN = {"byclass": 697_932, "bymerge": 697_932}
+CINIC_PER_SPLIT = 90_000
+#: Natural clients of the downloaded federated sources (synthetic: its num_clients).
+NATURAL_CLIENT_COUNTS = {"fed_emnist": 3_400, "fed_cifar100": 500}
+
+
+def train_size(source: str, params: dict) -> int | None:
+    """At most how many training samples ``source`` with the resolved ``params`` gives (exact
+    for the real files of the downloaded sources and for digits; for synthetic, clients times
+    the train share of max_samples_per_client), or None when it cannot be known before the data
+    exist (shakespeare, synthetic without max_samples_per_client)."""
+    if source == "digits":
+        return DIGITS_IMAGES - math.ceil(DIGITS_IMAGES * params["test_fraction"])  # sklearn rounds the test count up
+    if source == "synthetic":
+        cap = params["max_samples_per_client"]
+        return None if cap is None else params["num_clients"] * int((1 - params["test_fraction"]) * cap)
+    if source == "emnist":
+        split, k = params["split"], params["num_classes"]
+        if split in EMNIST_PER_CLASS:
+            return EMNIST_PER_CLASS[split] * (idx.EMNIST_SPLITS[split] if k is None else k)
+        return EMNIST_TRAIN.get(split)
+    if source == "cinic10":
+        return CINIC_PER_SPLIT * len(params["train_splits"])
+    return TRAIN_SIZES.get(source)
+
+
+def natural_client_count(source: str, params: dict) -> int | None:
+    """At most how many natural clients ``source`` has (None: unknown before the data exist, or none)."""
+    if source == "synthetic":
+        return params["num_clients"]
+    return NATURAL_CLIENT_COUNTS.get(source)
 
 
 def check_remote_params(source: str, params: dict) -> None:
