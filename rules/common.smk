@@ -62,6 +62,15 @@ wildcard_constraints:
     seed=r"\d+",
 
 
+# Input, params and resource functions of the rules.
+import os
+import re
+import sys
+from types import SimpleNamespace
+
+from fedbench.codeversion import dataset_version, partition_version, train_version
+
+
 def dataset_params(wildcards):
     """The resolved dataset config ({source, **params}) of one dataset id."""
     try:
@@ -96,9 +105,21 @@ def cell_spec(wildcards):
 
 
 def cell_code_version(wildcards):
-    """The code version of the cell's algorithm (fedbench.algorithms.code_version): editing an
-    algorithm module reruns the cells that use it and no others."""
-    return algorithm_code_version(cell_spec(wildcards)["algorithm_name"])
+    """The code version of everything the cell's result depends on (fedbench.codeversion.
+    train_version): the engine, the cell's algorithm and model, and what they import. Editing
+    the MLP reruns the MLP cells, the engine every cell; a comment or docstring reruns nothing."""
+    spec = cell_spec(wildcards)
+    return train_version(spec["algorithm_name"], spec["model"]["name"])
+
+
+def dataset_code_version(wildcards):
+    """The code version of the dataset's reader or generator (fedbench.codeversion.dataset_version)."""
+    return dataset_version(dataset_params(wildcards)["source"])
+
+
+def partition_code_version(wildcards):
+    """The code version of the partitioners (fedbench.codeversion.partition_version)."""
+    return partition_version()
 
 
 def aggregate_code_version(wildcards):
@@ -164,3 +185,80 @@ def wandb_enabled(wildcards=None):
 def wandb_records(wildcards=None):
     """The per-cell W&B records of the current config (the outputs of wandb_log)."""
     return cell_paths("wandb.json", root=WANDB_RUN_DIR)
+
+
+def wandb_report_cells(wildcards=None):
+    """What the W&B report shows of the cells: one (experiment, dataset, partition, paper) each."""
+    keys = ("experiment", "dataset", "partition", "paper")
+    return [dict(zip(keys, row)) for row in dict.fromkeys(tuple(c.get(k) for k in keys) for c in CELLS)]
+
+
+def wandb_paper(wildcards):
+    """The paper of a cell (a W&B tag), from the resolved cell, not the raw config."""
+    return cell_of(wildcards)["paper"]
+
+
+# Training rules (rules/train.smk) ----------------------------------------------------------
+
+
+def one_of(names):
+    """A wildcard regex matching exactly ``names`` (none: a regex that matches nothing)."""
+    return "|".join(re.escape(n) for n in names) if names else "(?!)"
+
+
+UNSTACKED_EXPERIMENTS = one_of([e for e in EXPERIMENTS if e not in STACKED_SEEDS]) if STACKED_SEEDS else ID_PATTERN
+# Experiments with `delta_histogram` (rules/train.smk).
+HISTOGRAM_EXPERIMENTS = list(dict.fromkeys(c["experiment"] for c in CELLS if c.get("delta_histogram")))
+
+
+def _seed_cell(wildcards, seed):
+    """Rule train's wildcards for one seed of a train_seeds_* job's cell."""
+    return SimpleNamespace(**dict(wildcards.items()), seed=str(seed))
+
+
+def stacked_params(seeds):
+    """The params functions of a train_seeds_* rule: every seed's spec, and the cell's code
+    version (the same for all seeds of a cell)."""
+
+    def specs(wildcards):
+        return [cell_spec(_seed_cell(wildcards, s)) for s in seeds]
+
+    def code(wildcards):
+        return cell_code_version(_seed_cell(wildcards, seeds[0]))
+
+    return specs, code
+
+
+def stacked_rule(experiment, seeds):
+    """Name, outputs and log of the train_seeds_* rule of a `stack_seeds` experiment."""
+    outputs = {
+        "metrics": expand(f"{RUN_DIR}/metrics.parquet", seed=seeds, allow_missing=True),
+        "summary": expand(f"{RUN_DIR}/summary.json", seed=seeds, allow_missing=True),
+    }
+    if experiment in HISTOGRAM_EXPERIMENTS:
+        outputs["delta_histogram"] = expand(f"{RUN_DIR}/delta_histogram.parquet", seed=seeds, allow_missing=True)
+    name = "train_seeds_{}".format(re.sub(r"\W", "_", experiment))
+    log = "results/logs/train/{{experiment}}/{{dataset}}/{{partition}}/{{algorithm}}/seeds={}.log".format(
+        "-".join(map(str, seeds))
+    )
+    return name, outputs, log
+
+
+# Console (Snakefile onsuccess) -------------------------------------------------------------
+
+
+def print_results(wandb_enabled):
+    """After a successful run: each experiment's table (results/tables/<experiment>.md, as
+    written) and where the rest is, on stderr (where Snakemake's own messages go)."""
+    for experiment in EXPERIMENTS:
+        path = f"results/tables/{experiment}.md"
+        if os.path.exists(path):
+            with open(path) as f:
+                print(f"\n{path}:\n{f.read().rstrip()}", file=sys.stderr)
+    wandb = ", W&B runs: results/wandb/ (upload: snakemake wandb_sync)" if wandb_enabled else ""
+    print(
+        "\nfedbench: done. tables: results/tables/<experiment>.md|.csv, plots: results/plots/, "
+        f"all metrics: results/metrics.parquet, per-cell runs: results/runs/, logs: results/logs/{wandb}\n"
+        "report: snakemake --report results/report.html  (then open results/report.html)",
+        file=sys.stderr,
+    )

@@ -1,5 +1,7 @@
 # Prepare a dataset once: download/read or generate it into resources/datasets/<id>/.
-# params = the dataset's resolved config, so changing a generator parameter re-prepares it.
+# params = the dataset's resolved config, so changing a generator parameter re-prepares it, and
+# the code version of its reader or generator (fedbench.codeversion.dataset_version), so editing
+# e.g. fedbench/data/idx.py re-prepares MNIST and EMNIST (and reruns their partitions and cells).
 # data.mirror and data.trust_mirror_checksums are read at run time (runtime only). A dataset that
 # cannot be obtained or read fails the job with one message on stderr (which files, from where,
 # how to set data.mirror) and leaves nothing under resources/datasets/<id>/.
@@ -12,6 +14,7 @@ rule prepare_dataset:
         meta="resources/datasets/{dataset}/meta.json",
     params:
         cfg=dataset_params,
+        code=dataset_code_version,
     log:
         "results/logs/prepare_dataset/{dataset}.log",
     script:

@@ -1,6 +1,8 @@
 # Split a prepared dataset among clients, once per (dataset, partition id, seed); the partition
 # is shared by every experiment and algorithm that uses it. params = the resolved partition
-# config, so changing e.g. the Dirichlet alpha rebuilds it (and reruns the cells that use it).
+# config, so changing e.g. the Dirichlet alpha rebuilds it (and reruns the cells that use it), and
+# the partitioners' code version (fedbench.codeversion.partition_version): editing
+# fedbench/data/partition.py rebuilds every partition. (The heatmap's plotting code is not in it.)
 
 
 rule partition:
@@ -19,6 +21,7 @@ rule partition:
         ),
     params:
         cfg=partition_params,
+        code=partition_code_version,
     log:
         "results/logs/partition/{dataset}/{partition}/seed={seed}.log",
     script:

@@ -19,7 +19,7 @@ rule wandb_log:
     output:
         record=f"{WANDB_RUN_DIR}/wandb.json",
     params:
-        paper=lambda wc: cell_of(wc)["paper"],
+        paper=wandb_paper,
     log:
         "results/logs/wandb_log/{experiment}/{dataset}/{partition}/{algorithm}/seed={seed}.log",
     script:
@@ -37,12 +37,6 @@ rule wandb_sync:
         "results/logs/wandb_sync.log",
     script:
         "../workflow/scripts/wandb_sync.py"
-
-
-def wandb_report_cells(wildcards=None):
-    """What the report shows of the cells: one (experiment, dataset, partition, paper) each."""
-    keys = ("experiment", "dataset", "partition", "paper")
-    return [dict(zip(keys, row)) for row in dict.fromkeys(tuple(c.get(k) for k in keys) for c in CELLS)]
 
 
 rule wandb_report:

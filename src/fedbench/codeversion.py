@@ -1,19 +1,31 @@
 """Code versions: short digests of library source, for Snakemake's params rerun trigger.
 
 Snakemake reruns a ``script:`` job when the script file changes, but not when a library module
-the script imports changes. The workflow therefore puts a code version into a rule's params
-where the rule's result depends on a specific part of the library:
+the script imports changes. The workflow therefore puts a code version into the params of every
+rule whose result is computed by library code: the digest of the modules that compute it and of
+every ``fedbench`` module they import, transitively (:func:`module_closure`, found by reading
+the import statements of the sources, not by importing them):
 
-- ``train``: :func:`fedbench.algorithms.code_version` of the cell's algorithm (its module plus
-  the modules of ``fedbench.algorithms`` it imports, e.g. FedProx -> fedavg, local), so editing
-  ``fedprox.py`` reruns the FedProx cells and nothing else, while editing ``local.py`` (shared
-  by every algorithm) reruns every cell;
+- ``prepare_dataset``: :func:`dataset_version` of the dataset's source (the registry and the
+  source's reader or generator, e.g. ``fedbench.data.idx`` for MNIST);
+- ``partition``: :func:`partition_version` (``fedbench.data.partition`` and what it imports);
+- ``train``: :func:`train_version` of the cell's algorithm and model: the whole engine
+  (``fedbench.engine.*``), and with it ``fedbench.rng``, ``fedbench.metrics.*``, the dataset
+  store, the algorithm's modules (e.g. FedProx -> fedprox, fedavg, local) and the model's module;
 - ``aggregate``: the version of ``fedbench.analysis.tables`` and ``fedbench.analysis.plots``.
 
-The digest is of the module's *tokens* without comments and blank lines, so editing a comment
-or re-indenting a blank line reruns nothing, while any change to code or docstrings does.
-Sources are read from disk without importing the modules (the parent packages are imported to
-locate them), so computing versions is cheap: a few small files per workflow invocation.
+Registries import every plugin they register (``fedbench.models`` imports cnn, logreg, lstm and
+mlp; ``fedbench.data.registry`` every reader): those edges are cut (:data:`REGISTRIES`) and the
+plugin a job uses is added by name instead, so editing ``mlp.py`` reruns the MLP cells only and
+editing ``idx.py`` re-prepares MNIST and EMNIST only (and, through their newer files, their
+partitions and cells). The registry of the algorithms, ``fedbench.algorithms/__init__.py``, is
+left out altogether (:data:`IGNORED`): it names the algorithms and imports none of them, so
+adding an algorithm only adds cells.
+
+The digest is of the module's syntax tree with docstrings removed (``ast.dump`` without line
+numbers), so editing a comment, a docstring, blank lines or line breaks inside brackets reruns
+nothing, while any change to code does. Sources are read from disk without importing the
+modules (the parent packages are imported to locate them), so computing versions is cheap.
 """
 
 from __future__ import annotations
@@ -21,14 +33,29 @@ from __future__ import annotations
 import ast
 import hashlib
 import importlib.util
-import io
-import tokenize
+from collections.abc import Iterable, Mapping
 from functools import cache
 from pathlib import Path
 
-__all__ = ["source_digest", "module_closure", "code_version"]
+__all__ = [
+    "source_digest", "module_closure", "code_version", "train_version", "dataset_version", "partition_version",
+]
 
-_SKIP = {tokenize.COMMENT, tokenize.NL, tokenize.ENCODING}
+# Registry module -> the modules it registers: imports along these edges are not followed (the
+# job's own plugin is one of the closure's roots instead).
+REGISTRIES: dict[str, tuple[str, ...]] = {
+    "fedbench.models": tuple(f"fedbench.models.{m}" for m in ("cnn", "logreg", "lstm", "mlp")),
+}
+# Dataset source -> the module that reads or generates it (fedbench.data.registry's builders;
+# tests/test_codeversion.py checks that the two agree).
+SOURCE_READERS: dict[str, str] = {
+    "digits": "digits", "synthetic": "synthetic", "mnist": "idx", "emnist": "idx", "cifar10": "cifar",
+    "cifar100": "cifar", "cinic10": "cinic", "fed_emnist": "tff", "fed_cifar100": "tff",
+    "shakespeare": "shakespeare", "a9a": "libsvm", "epsilon": "libsvm",
+}
+REGISTRIES["fedbench.data.registry"] = tuple(sorted({f"fedbench.data.{m}" for m in SOURCE_READERS.values()}))
+# Modules that compute no result: the algorithm registry (names; get_algorithm imports by name).
+IGNORED: frozenset[str] = frozenset({"fedbench", "fedbench.algorithms"})
 
 
 def _package_dir(package: str) -> Path:
@@ -49,19 +76,25 @@ def _source_path(module: str, within: str) -> Path:
     raise ModuleNotFoundError(f"no Python source for module {module!r}")
 
 
+def _strip_docstrings(tree: ast.AST) -> ast.AST:
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                    and isinstance(body[0].value.value, str):
+                node.body = body[1:]
+    return tree
+
+
 @cache
 def _normalized_digest(src: bytes) -> str:
-    parts = []
-    for tok in tokenize.tokenize(io.BytesIO(src).readline):
-        if tok.type in _SKIP:
-            continue
-        # INDENT strings are whitespace; keep the structure, not the width.
-        parts.append(f"{tok.type}:{'' if tok.type == tokenize.INDENT else tok.string}")
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+    """sha256 of the syntax tree without docstrings, comments, formatting or line numbers."""
+    tree = _strip_docstrings(ast.parse(src))
+    return hashlib.sha256(ast.dump(tree, include_attributes=False).encode()).hexdigest()
 
 
 def source_digest(module: str, within: str | None = None) -> str:
-    """sha256 (hex) of ``module``'s source tokens, comments and blank lines left out.
+    """sha256 (hex) of ``module``'s syntax tree, comments, docstrings and formatting left out.
     ``within``: the package to look it up in (default: its parent package)."""
     path = _source_path(module, within or module.rpartition(".")[0] or module)
     return _normalized_digest(path.read_bytes())
@@ -91,33 +124,80 @@ def _imports_of(src: bytes, package: str) -> frozenset[str]:
     return frozenset(names)
 
 
-def module_closure(module: str, within: str) -> list[str]:
-    """``module`` and every module of package ``within`` it imports, transitively (sorted).
+def module_closure(
+    modules: str | Iterable[str], within: str, registries: Mapping[str, Iterable[str]] | None = None,
+    ignored: Iterable[str] = (),
+) -> list[str]:
+    """``modules`` and every module of package ``within`` they import, transitively (sorted).
 
-    The package's own ``__init__`` is left out: it holds the registry, not algorithm code."""
+    ``registries``: {module: modules it registers}; those imports are not followed.
+    ``ignored``: modules left out of the result and not followed. The package's own
+    ``__init__`` (``within``) is always left out: it holds the registry, not the code."""
+    if isinstance(modules, str):
+        modules = [modules]
+    cut = {k: set(v) for k, v in (registries or {}).items()}
+    skip = set(ignored) | {within}
     seen: set[str] = set()
-    todo = [module]
+    todo = list(modules)
     while todo:
         name = todo.pop()
         if name in seen:
             continue
         seen.add(name)
         for dep in _imports(name, _source_path(name, within)):
-            if dep.startswith(within + ".") and dep not in seen:
+            if dep.startswith(within + ".") and dep not in seen and dep not in cut.get(name, ()) and dep not in skip:
                 try:
                     _source_path(dep, within)
                 except ModuleNotFoundError:
                     continue  # `from pkg import function`: not a module
                 todo.append(dep)
-    return sorted(seen - {within})
+    return sorted(seen - skip)
 
 
-def code_version(modules: str | list[str] | tuple[str, ...], within: str) -> str:
-    """A 16-hex-digit version of ``modules`` and what they import from package ``within``."""
-    if isinstance(modules, str):
-        modules = [modules]
-    names = sorted({m for mod in modules for m in module_closure(mod, within)})
+def code_version(
+    modules: str | Iterable[str], within: str, registries: Mapping[str, Iterable[str]] | None = None,
+    ignored: Iterable[str] = (),
+) -> str:
+    """A 16-hex-digit version of ``modules`` and what they import from package ``within``
+    (:func:`module_closure`)."""
+    names = module_closure(modules, within, registries, ignored)
     h = hashlib.sha256()
     for name in names:
         h.update(f"{name}={source_digest(name, within)}\n".encode())
     return h.hexdigest()[:16]
+
+
+def _fedbench_version(modules: list[str]) -> str:
+    return code_version(modules, "fedbench", REGISTRIES, IGNORED)
+
+
+def _submodules(package: str) -> list[str]:
+    return sorted(f"{package}.{p.stem}" for p in _package_dir(package).glob("*.py") if p.stem != "__init__")
+
+
+def train_version(algorithm: str, model: str) -> str:
+    """The code version of a training cell: the engine (every ``fedbench.engine`` module), the
+    algorithm's module and the model's module, with everything of ``fedbench`` they import."""
+    return _fedbench_version(
+        ["fedbench.engine", *_submodules("fedbench.engine"), f"fedbench.algorithms.{algorithm}",
+         "fedbench.models", f"fedbench.models.{model}"]
+    )
+
+
+def dataset_version(source: str) -> str:
+    """The code version of preparing a dataset of ``source`` (e.g. ``mnist``): the registry, the
+    store and the source's reader or generator (:data:`SOURCE_READERS`), with everything of
+    ``fedbench`` they import.
+
+    Raises:
+        KeyError: unknown source."""
+    if source not in SOURCE_READERS:
+        raise KeyError(f"unknown dataset source {source!r}; known: {', '.join(SOURCE_READERS)}")
+    return _fedbench_version(
+        ["fedbench.data.registry", "fedbench.data.store", f"fedbench.data.{SOURCE_READERS[source]}"]
+    )
+
+
+def partition_version() -> str:
+    """The code version of the partitioners (``fedbench.data.partition`` and what it imports)."""
+    return _fedbench_version(["fedbench.data.partition", "fedbench.data.store"])

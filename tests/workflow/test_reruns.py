@@ -8,6 +8,8 @@ tests can edit library code without touching the real source tree. Each test und
 - (b) a new seed (test_snakemake.py) or a new algorithm adds only the new cells;
 - (c) editing an algorithm module reruns the cells that use it (its code version is in the train
   rule's params) and no others; a comment-only edit reruns nothing;
+- (c') editing a model reruns the cells that use it, the engine every cell, a dataset reader its
+  dataset's prepare/partition/train chain; comment and docstring edits rerun nothing;
 - (d) table formatting (config `tables.decimals`, the table module, the aggregate script)
   reruns only aggregation;
 - turning W&B on logs the existing cells without retraining them, offline, readable back.
@@ -134,6 +136,36 @@ def test_editing_an_algorithm_module_reruns_only_its_cells(wf):
     with wf.edited("src/fedbench/algorithms/fedprox.py", lambda s: s + "\n\n# a comment\n"):
         assert wf.planned(TINY) == []
     # Back to the original source: nothing to do.
+    assert wf.planned(TINY) == []
+
+
+@pytest.mark.slow
+def test_library_edits_rerun_exactly_the_jobs_that_use_the_code(wf):
+    code_edit = lambda s: s + "\n_CODE_EDIT = 1\n"  # noqa: E731
+    cells = [("fedavg", "0"), ("fedprox", "0")]
+    # TINY's cells use the logreg model: editing the MLP reruns nothing, editing logreg both cells.
+    with wf.edited("src/fedbench/models/mlp.py", code_edit):
+        assert wf.planned(TINY) == []
+    with wf.edited("src/fedbench/models/logreg.py", code_edit):
+        jobs = wf.planned(TINY)
+    assert trained(jobs) == cells and rules(jobs) == ["aggregate", "all", "collect", "train", "train"]
+    # The engine, and what it imports (the RNG), is in every cell's version.
+    for path in ("src/fedbench/engine/sampling.py", "src/fedbench/rng.py"):
+        with wf.edited(path, code_edit):
+            assert trained(wf.planned(TINY)) == cells, path
+    # The digits reader re-prepares digits, and so its partition and cells; another reader nothing.
+    with wf.edited("src/fedbench/data/digits.py", code_edit):
+        assert rules(wf.planned(TINY)) == ["aggregate", "all", "collect", "partition", "prepare_dataset",
+                                           "train", "train"]
+    with wf.edited("src/fedbench/data/idx.py", code_edit):
+        assert wf.planned(TINY) == []
+    # The partitioners rebuild the partition and rerun its cells.
+    with wf.edited("src/fedbench/data/partition.py", code_edit):
+        assert rules(wf.planned(TINY)) == ["aggregate", "all", "collect", "partition", "train", "train"]
+    # Comments and docstrings change no version.
+    doc_edit = lambda s: s.replace('"""', '"""Edited docstring. ', 1) + "\n# a comment\n"  # noqa: E731
+    with wf.edited("src/fedbench/engine/loop.py", doc_edit), wf.edited("src/fedbench/models/logreg.py", doc_edit):
+        assert wf.planned(TINY) == []
     assert wf.planned(TINY) == []
 
 
