@@ -9,7 +9,6 @@
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import update_config
 
-from fedbench.algorithms import code_version as algorithm_code_version
 from fedbench.codeversion import code_version
 from fedbench.config import (
     ID_PATTERN,
