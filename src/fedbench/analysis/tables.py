@@ -116,8 +116,8 @@ def summarize(df: pl.DataFrame, targets: float | Mapping[str, float | None] | No
     if interval == "ci95":
         n_ok = (out.get_column("n_seeds") - out.get_column("n_diverged")).to_list()
         out = out.with_columns(
-            pl.Series(f"{m}_accuracy_ci95", [ci95_halfwidth(s, n) for s, n in zip(out.get_column(f"{m}_accuracy_std"), n_ok)],
-                      dtype=pl.Float64)
+            pl.Series(f"{m}_accuracy_ci95", dtype=pl.Float64,
+                      values=[ci95_halfwidth(s, n) for s, n in zip(out.get_column(f"{m}_accuracy_std"), n_ok)])
             for m in ("final", "best")
         )
     return out
@@ -311,7 +311,7 @@ _LATEX_SPECIAL = {
 
 
 def latex_escape(text: str) -> str:
-    """``text`` as LaTeX text: the special characters escaped, ``±`` as ``$\pm$``, a few other
+    r"""``text`` as LaTeX text: the special characters escaped, ``±`` as ``$\pm$``, a few other
     symbols and Greek letters in math mode, dashes as ``---``/``--``."""
     return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in text)
 
