@@ -168,7 +168,7 @@ def test_write_tables_html_and_latex(tmp_path, mr):
     assert "0.5" not in page.split("<tbody>")[1].split("</tbody>")[0].replace("50.00", "")  # % not fractions
     tex = paths["tex"].read_text()
     check_latex(tex, ncols=8)
-    assert r"50.00 $\pm$ 0.00" in tex and r"(\%)" in tex
+    assert r"60.00 $\pm$ 0.00" in tex and r"(\%)" in tex
 
 
 def check_latex(tex: str, ncols: int) -> None:
