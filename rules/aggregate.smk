@@ -1,6 +1,9 @@
-# Per experiment: the comparison table (Markdown + CSV) and test-accuracy curves.
-# params: the targets, the table formatting (config `tables`) and the code version of
-# fedbench.analysis.tables/plots: changing any of them re-aggregates, and retrains nothing.
+# Per experiment: the comparison table (Markdown + CSV + an HTML page for the report + LaTeX) and
+# its plots (test accuracy vs round, test accuracy vs cumulative uplink floats, train loss vs round);
+# across experiments: final accuracy per algorithm (rule compare).
+# params: the targets, the table formatting (config `tables`: decimals, interval) and the code
+# version of fedbench.analysis.tables/plots: changing any of them re-aggregates, and retrains nothing.
+# The report's categories are numbered so that it opens on the tables ("1. Tables"), then plots.
 
 
 rule aggregate:
@@ -12,16 +15,44 @@ rule aggregate:
         csv=report(
             "results/tables/{experiment}.csv",
             caption="../workflow/report/table.rst",
-            category="Tables",
+            category="4. Downloads",
             subcategory="{experiment}",
-            labels={"experiment": "{experiment}", "figure": "summary table"},
+            labels={"experiment": "{experiment}", "file": "numbers (CSV)"},
+        ),
+        html=report(
+            "results/tables/{experiment}.html",
+            caption="../workflow/report/table_html.rst",
+            category="1. Tables",
+            subcategory="{experiment}",
+            labels={"experiment": "{experiment}", "table": "summary"},
+        ),
+        tex=report(
+            "results/tables/{experiment}.tex",
+            caption="../workflow/report/table_tex.rst",
+            category="4. Downloads",
+            subcategory="{experiment}",
+            labels={"experiment": "{experiment}", "file": "table (LaTeX)"},
         ),
         plot=report(
             "results/plots/{experiment}_accuracy.png",
             caption="../workflow/report/accuracy.rst",
-            category="Accuracy curves",
+            category="2. Plots",
             subcategory="{experiment}",
-            labels={"experiment": "{experiment}", "figure": "test accuracy vs round"},
+            labels={"experiment": "{experiment}", "figure": "1. test accuracy vs round"},
+        ),
+        uplink=report(
+            "results/plots/{experiment}_accuracy_vs_uplink.png",
+            caption="../workflow/report/accuracy_uplink.rst",
+            category="2. Plots",
+            subcategory="{experiment}",
+            labels={"experiment": "{experiment}", "figure": "2. test accuracy vs uplink floats"},
+        ),
+        loss=report(
+            "results/plots/{experiment}_train_loss.png",
+            caption="../workflow/report/train_loss.rst",
+            category="2. Plots",
+            subcategory="{experiment}",
+            labels={"experiment": "{experiment}", "figure": "3. train loss vs round"},
         ),
     params:
         targets=experiment_targets,
@@ -33,28 +64,35 @@ rule aggregate:
         "../workflow/scripts/aggregate.py"
 
 
+# Final test accuracy per algorithm, all experiments side by side.
+rule compare:
+    localrule: True
+    input:
+        metrics="results/metrics.parquet",
+    output:
+        plot=report(
+            "results/plots/comparison.png",
+            caption="../workflow/report/comparison.rst",
+            category="2. Plots",
+            subcategory="all experiments",
+            labels={"experiment": "all", "figure": "final accuracy per algorithm"},
+        ),
+    params:
+        code=aggregate_code_version,
+    log:
+        "results/logs/compare.log",
+    script:
+        "../workflow/scripts/compare.py"
+
+
 # The papers' tables and figures: whatever the papers of fedbench.papers.PAPERS declare for the
 # cells of their experiments (an experiment's `paper` key names its paper); no paper is named here.
 # params: the cells an output reads + the code version of its paper's module, so editing one paper
 # re-makes that paper's outputs only. A paper's reference CSV is an input of its tables.
-import re as _re
-
 import fedbench.papers as papers
 
 PAPER_TABLES = papers.tables(CELLS)  # {name: fedbench.papers.base.Table}
 PAPER_FIGURES = papers.figures(CELLS)  # {name: fedbench.papers.base.PaperFigure}
-
-
-def _one_of_names(names, none):
-    return "|".join(_re.escape(n) for n in names) or none
-
-
-def paper_figure_input(wildcards):
-    """The metrics, or the per-cell files (e.g. delta_histogram.parquet) the figure reads."""
-    fig = PAPER_FIGURES[wildcards.figure]
-    if fig.cell_file is None:
-        return {"metrics": "results/metrics.parquet"}
-    return {"files": [f"{RUN_DIR}/{fig.cell_file}".format(**c) for c in fig.file_cells]}
 
 
 rule paper_table:
@@ -67,11 +105,20 @@ rule paper_table:
         csv=report(
             "results/tables/paper/{table}.csv",
             caption="../workflow/report/paper_table.rst",
-            category="Paper tables",
+            category="4. Downloads",
+            subcategory="paper tables",
+            labels=lambda wc: {"table": wc.table, "paper": PAPER_TABLES[wc.table].paper, "file": "numbers (CSV)"},
+        ),
+        html=report(
+            "results/tables/paper/{table}.html",
+            caption="../workflow/report/paper_table.rst",
+            category="3. Paper tables and figures",
+            subcategory="tables",
             labels=lambda wc: {"table": wc.table, "paper": PAPER_TABLES[wc.table].paper},
         ),
+        tex="results/tables/paper/{table}.tex",
     wildcard_constraints:
-        table=_one_of_names(PAPER_TABLES, "no_paper_table"),
+        table=papers.name_pattern(PAPER_TABLES, "no_paper_table"),
     params:
         paper=lambda wc: PAPER_TABLES[wc.table].paper,
         cells=lambda wc: PAPER_TABLES[wc.table].cells,
@@ -85,16 +132,17 @@ rule paper_table:
 rule paper_figure:
     localrule: True
     input:
-        unpack(paper_figure_input),
+        unpack(lambda wc: papers.figure_inputs(PAPER_FIGURES[wc.figure], RUN_DIR)),
     output:
         plot=report(
             "results/plots/paper/{figure}.png",
             caption="../workflow/report/paper_figure.rst",
-            category="Paper figures",
+            category="3. Paper tables and figures",
+            subcategory="figures",
             labels=lambda wc: {"figure": PAPER_FIGURES[wc.figure].label, "paper": PAPER_FIGURES[wc.figure].paper},
         ),
     wildcard_constraints:
-        figure=_one_of_names(PAPER_FIGURES, "no_paper_figure"),
+        figure=papers.name_pattern(PAPER_FIGURES, "no_paper_figure"),
     params:
         paper=lambda wc: PAPER_FIGURES[wc.figure].paper,
         cells=lambda wc: PAPER_FIGURES[wc.figure].cells,
@@ -107,6 +155,6 @@ rule paper_figure:
 
 
 # Every paper output the config asks for (rule all).
-PAPER_OUTPUTS = [f"results/tables/paper/{t}.{ext}" for t in PAPER_TABLES for ext in ("md", "csv")] + [
-    f"results/plots/paper/{f}.png" for f in PAPER_FIGURES
-]
+PAPER_OUTPUTS = expand("results/tables/paper/{table}.{ext}", table=list(PAPER_TABLES), ext=["md", "csv"]) + expand(
+    "results/plots/paper/{figure}.png", figure=list(PAPER_FIGURES)
+)

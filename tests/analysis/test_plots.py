@@ -36,3 +36,68 @@ def test_plot_accuracy_all_diverged_panel_and_empty_input(tmp_path, mr):
     assert out.stat().st_size > 5_000
     with pytest.raises(ValueError):
         plot_accuracy(mr.frame(rows).head(0), tmp_path / "q.png")
+
+
+def _captured(monkeypatch):
+    """Replace plots._save so the test gets the Figure (and still writes the file)."""
+    import fedbench.analysis.plots as plots
+
+    figs = []
+    real = plots._save
+
+    def save(fig, path, dpi):
+        figs.append(fig)
+        return real(fig, path, dpi)
+
+    monkeypatch.setattr(plots, "_save", save)
+    return figs
+
+
+def _diverging_rows(mr):
+    rows = []
+    for algorithm in ("fedavg", "scaffold", "a_long_algorithm_name", "another_long_algorithm_name"):
+        for seed in (0, 1, 2):
+            rows += mr.run_rows([0.2, 0.4, 0.6], algorithm=algorithm, seed=seed, diverge_at=3 if seed else None)
+    return rows
+
+
+def test_accuracy_plot_in_percent_with_labelled_target_and_visible_diverged_note(tmp_path, mr, monkeypatch):
+    figs = _captured(monkeypatch)
+    plot_accuracy(mr.frame(_diverging_rows(mr)), tmp_path / "a.png", targets=0.5, title="e")
+    fig = figs[0]
+    ax = fig.axes[0]
+    assert ax.get_ylabel() == "test accuracy (%)"
+    assert ax.get_ylim()[1] > 50  # percent, not a fraction
+    texts = [t.get_text() for t in ax.texts]
+    assert "target 50%" in texts
+    note = next(t for t in ax.texts if t.get_text().startswith("diverged:"))
+    assert "another_long_algorithm_name (2/3)" in note.get_text().replace("\n", " ")
+    fig.canvas.draw()
+    box, figbox = note.get_window_extent(), fig.bbox
+    assert figbox.x0 <= box.x0 and box.x1 <= figbox.x1 and figbox.y0 <= box.y0 and box.y1 <= figbox.y1
+    # the note is under the axes, not over the curves
+    assert box.y1 <= ax.get_window_extent().y0
+
+
+def test_uplink_loss_and_comparison_plots(tmp_path, mr, monkeypatch):
+    from fedbench.analysis.plots import plot_accuracy_vs_uplink, plot_comparison, plot_train_loss
+
+    figs = _captured(monkeypatch)
+    rows = _diverging_rows(mr) + mr.run_rows([0.3, 0.5], experiment="f", dataset="d2", algorithm="fedavg")
+    rows += mr.run_rows([0.3, 0.5], experiment="f", dataset="d2", algorithm="x", diverge_at=2)
+    df = mr.frame(rows)
+    e = df.filter(df["experiment"] == "e")
+    plot_accuracy_vs_uplink(e, tmp_path / "u.png", targets=0.5, title="e")
+    ax = figs[-1].axes[0]
+    assert ax.get_xlabel().startswith("cumulative uplink floats")
+    assert ax.lines[0].get_xdata().tolist() == [10.0, 20.0, 30.0]  # fedavg: 10 floats per round, seed 0 only at 3
+    plot_train_loss(e, tmp_path / "l.png", title="e")
+    assert figs[-1].axes[0].get_ylabel() == "train loss"
+    plot_comparison(df, tmp_path / "c.png")
+    fig = figs[-1]
+    assert [a.get_title() for a in fig.axes[:2]] == ["e", "f"]
+    assert any(t.get_text() == "×" for t in fig.axes[1].texts)  # x diverged on every seed
+    for p in ("u.png", "l.png", "c.png"):
+        assert png_size(tmp_path / p)[0] > 400
+    with pytest.raises(ValueError):
+        plot_comparison(df.head(0), tmp_path / "z.png")

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import math
+import re
+import shutil
 import statistics
+import subprocess
+import tempfile
+from pathlib import Path
 
 import polars as pl
 import pytest
 
+from fedbench.analysis import tables as T
 from fedbench.analysis.tables import CSV_COLUMNS, markdown_table, run_stats, summarize, write_tables
 
 
@@ -122,3 +128,84 @@ def test_markdown_decimals(df, tmp_path):
     assert "85.000 ± 5.000" in markdown_table(summarize(df, 0.8), decimals=3)
     write_tables(df, tmp_path / "t.md", tmp_path / "t.csv", targets=0.8, decimals=0)
     assert "85 ± 5 " in (tmp_path / "t.md").read_text()
+
+
+# ---- tables.interval, HTML and LaTeX ----
+
+
+
+def test_ci95_is_the_t_interval_halfwidth(mr):
+    from scipy.stats import t
+
+    rows = []
+    for seed, acc in enumerate((0.5, 0.6, 0.7)):
+        rows += mr.run_rows([acc], seed=seed)
+    rows += mr.run_rows([0.1, 0.2], seed=9, diverge_at=2)  # never counted
+    df = mr.frame(rows)
+    sd_summary = T.summarize(df)
+    assert sd_summary.columns == T.CSV_COLUMNS  # the default CSV is unchanged
+    s = T.summarize(df, interval="ci95").row(0, named=True)
+    assert s["final_accuracy_ci95"] == pytest.approx(t.ppf(0.975, 2) * 0.1 / 3 ** 0.5)
+    md = T.markdown_table(T.summarize(df, interval="ci95"), interval="ci95")
+    assert f"60.00 ± {100 * s['final_accuracy_ci95']:.2f}" in md and "95% t-interval" in md
+    assert "60.00 ± 10.00" in T.markdown_table(sd_summary)
+    assert T.ci95_halfwidth(0.1, 1) is None
+    with pytest.raises(ValueError, match="interval"):
+        T.summarize(df, interval="iqr")
+
+
+def test_write_tables_html_and_latex(tmp_path, mr):
+    rows = []
+    for seed in range(3):
+        rows += mr.run_rows([0.5, 0.6], dataset="my_data", algorithm="fed_avg", seed=seed,
+                            diverge_at=2 if seed == 2 else None)
+    paths = {k: tmp_path / f"e_x.{k}" for k in ("md", "csv", "html", "tex")}
+    T.write_tables(mr.frame(rows), paths["md"], paths["csv"], targets=0.55, title="e_x",
+                   html_path=paths["html"], tex_path=paths["tex"])
+    page = paths["html"].read_text()
+    assert "<th class=\"r\">final acc. (%)</th>" in page and "±" not in page.split("<tbody>")[0]
+    assert "diverged (1/3 seeds)" in page and "<h1>e_x</h1>" in page
+    assert "0.5" not in page.split("<tbody>")[1].split("</tbody>")[0].replace("50.00", "")  # % not fractions
+    tex = paths["tex"].read_text()
+    check_latex(tex, ncols=8)
+    assert r"60.00 $\pm$ 0.00" in tex and r"(\%)" in tex
+
+
+def check_latex(tex: str, ncols: int) -> None:
+    """A booktabs table with ``ncols`` columns: compiled when a TeX engine is here, parsed otherwise."""
+    for cmd in (r"\toprule", r"\midrule", r"\bottomrule", r"\begin{tabular}", r"\end{table}"):
+        assert cmd in tex
+    depth = 0
+    for ch in re.sub(r"\\[{}]", "", tex):
+        depth += {"{": 1, "}": -1}.get(ch, 0)
+        assert depth >= 0
+    assert depth == 0
+    body = tex.split(r"\toprule")[1].split(r"\bottomrule")[0]
+    rows = [r for r in body.splitlines() if r.strip() and r.strip() != r"\midrule"]
+    assert rows and all(r.endswith(r"\\") for r in rows)
+    assert all(len(re.findall(r"(?<!\\)&", r)) == ncols - 1 for r in rows)
+    text = "\n".join(x for x in tex.splitlines()[1:] if not x.startswith("\\label"))  # line 1: a comment
+    assert not re.search(r"(?<!\\)[%_#]", text)  # escaped
+    assert "±" not in tex
+    engine = shutil.which("pdflatex") or shutil.which("lualatex")
+    if engine:
+        doc = ("\\documentclass{article}\\usepackage[T1]{fontenc}\\usepackage[utf8]{inputenc}\\usepackage{booktabs}"
+               "\\usepackage{graphicx}\\begin{document}" + tex + "\\end{document}\n")
+        with tempfile.TemporaryDirectory() as d:
+            (Path(d) / "t.tex").write_text(doc)
+            r = subprocess.run([engine, "-interaction=nonstopmode", "-halt-on-error", "t.tex"], cwd=d,
+                               capture_output=True, text=True, timeout=120)
+            assert r.returncode == 0, r.stdout[-2000:]
+
+
+def test_markdown_to_latex_and_html_of_a_paper_like_table():
+    md = ("# Paper T2: entropy (bits) & more_stuff\n\n| split | FedDyn | Alg. 1 |\n|---|---:|---:|\n"
+          "| iid | 96.7 (21.25) / — (—) | 50% / θ_k |\n\nnote: ratio ×ours/paper; Δ_k = θ_k − θ^{t−1}\n")
+    tex = T.markdown_to_latex(md, label="tab:t2")
+    check_latex(tex, ncols=3)
+    assert r"\caption{Paper T2: entropy (bits) \& more\_stuff}" in tex and r"\label{tab:t2}" in tex
+    assert r"$\Delta$\_k" in tex and r"\textasciicircum{}\{t$-$1\}" in tex
+    page = T.markdown_to_html(md)
+    assert "<td class=\"r\">50% / θ_k</td>" in page and "&amp; more_stuff" in page
+    with pytest.raises(ValueError):
+        T.parse_markdown("no table here")

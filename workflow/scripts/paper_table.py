@@ -1,19 +1,24 @@
 """Snakemake shim for rule paper_table: one paper table (Markdown in the paper's layout, long CSV),
-written by its paper's module (fedbench.papers)."""
+written by its paper's module (fedbench.papers), and its HTML page and LaTeX table (from the Markdown)."""
 
 import sys
 
 sys.stdout = sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: F821 (snakemake is injected)
 
-import polars as pl
+from pathlib import Path  # noqa: E402
 
-import fedbench.papers as papers
+import polars as pl  # noqa: E402
 
+import fedbench.papers as papers  # noqa: E402
+from fedbench.analysis.tables import write_renderings  # noqa: E402
+
+out = snakemake.output  # noqa: F821
 papers.get(snakemake.params.paper).write_table(  # noqa: F821
     snakemake.wildcards.table,  # noqa: F821
     pl.read_parquet(snakemake.input.metrics),  # noqa: F821
     snakemake.input.reference,  # noqa: F821
     list(snakemake.params.cells),  # noqa: F821
-    snakemake.output.md,  # noqa: F821
-    snakemake.output.csv,  # noqa: F821
+    out.md,
+    out.csv,
 )
+write_renderings(Path(out.md).read_text(encoding="utf-8"), out.html, out.tex, label=f"tab:{snakemake.wildcards.table}")  # noqa: F821

@@ -13,13 +13,21 @@ sd is the sample standard deviation (ddof = 1), so one seed shows no sd. A run w
 diverged the statistics read ``diverged (N/N seeds)``.
 
 The Markdown table (percentages, aligned columns) is for reading; the CSV keeps the numbers
-(accuracies as fractions in [0, 1]) for further analysis.
+(accuracies as fractions in [0, 1]) for further analysis. The same table is rendered as HTML (for
+the Snakemake report) and as LaTeX (booktabs, for a paper) from the Markdown text
+(:func:`markdown_to_html`, :func:`markdown_to_latex`, which also serve the paper tables).
+
+The spread after "±" is the sd over seeds (config ``tables.interval: sd``, the default) or the
+half-width of the 95 % t-interval of the mean over the non-diverged seeds (``ci95``: t with
+n − 1 degrees of freedom; the CSV then gains ``final_accuracy_ci95`` and ``best_accuracy_ci95``).
 """
 
 from __future__ import annotations
 
+import html
 import math
 import os
+import re
 from collections.abc import Mapping
 
 import polars as pl
@@ -33,6 +41,23 @@ CSV_COLUMNS = [
     "final_accuracy_mean", "final_accuracy_std", "best_accuracy_mean", "best_accuracy_std",
     "target_accuracy", "rounds_to_target_mean", "n_reached_target", "uplink_floats_mean", "rounds",
 ]
+INTERVALS = ("sd", "ci95")  # config tables.interval
+CI_COLUMNS = ["final_accuracy_ci95", "best_accuracy_ci95"]
+
+
+def ci95_halfwidth(std: float | None, n: int) -> float | None:
+    """Half-width of the 95 % t-interval of a mean over ``n`` values with sample sd ``std``
+    (t quantile 0.975 with n − 1 degrees of freedom); None with fewer than 2 values."""
+    if std is None or n < 2 or math.isnan(std):
+        return None
+    from scipy.stats import t
+
+    return float(t.ppf(0.975, n - 1) * std / math.sqrt(n))
+
+
+def _check_interval(interval: str) -> None:
+    if interval not in INTERVALS:
+        raise ValueError(f"tables.interval must be one of {', '.join(INTERVALS)}, not {interval!r}")
 
 
 def _targets_frame(df: pl.DataFrame, targets: float | Mapping[str, float | None] | None) -> pl.DataFrame:
@@ -67,9 +92,11 @@ def run_stats(df: pl.DataFrame, targets: float | Mapping[str, float | None] | No
     return runs.sort("_first").drop("_first")
 
 
-def summarize(df: pl.DataFrame, targets: float | Mapping[str, float | None] | None = None) -> pl.DataFrame:
-    """The numeric table: one row per (dataset, partition, algorithm), columns :data:`CSV_COLUMNS`.
-    Statistics use the runs that did not diverge only."""
+def summarize(df: pl.DataFrame, targets: float | Mapping[str, float | None] | None = None,
+              interval: str = "sd") -> pl.DataFrame:
+    """The numeric table: one row per (dataset, partition, algorithm), columns :data:`CSV_COLUMNS`
+    (+ :data:`CI_COLUMNS` with ``interval="ci95"``). Statistics use the runs that did not diverge only."""
+    _check_interval(interval)
     runs = run_stats(df, targets)
     ok = ~pl.col("diverged")
     out = runs.group_by(GROUP, maintain_order=True).agg(
@@ -85,7 +112,15 @@ def summarize(df: pl.DataFrame, targets: float | Mapping[str, float | None] | No
         uplink_floats_mean=pl.col("uplink_floats").filter(ok).cast(pl.Float64).mean(),
         rounds=pl.col("rounds").filter(ok).max(),
     )
-    return out.select(CSV_COLUMNS)
+    out = out.select(CSV_COLUMNS)
+    if interval == "ci95":
+        n_ok = (out.get_column("n_seeds") - out.get_column("n_diverged")).to_list()
+        out = out.with_columns(
+            pl.Series(f"{m}_accuracy_ci95", dtype=pl.Float64,
+                      values=[ci95_halfwidth(s, n) for s, n in zip(out.get_column(f"{m}_accuracy_std"), n_ok)])
+            for m in ("final", "best")
+        )
+    return out
 
 
 # ----------------------------------------------------------------------------------------------
@@ -118,9 +153,13 @@ def _target_label(targets: pl.Series) -> str:
     return "rounds to target"
 
 
-def markdown_table(summary: pl.DataFrame, title: str | None = None, decimals: int = 2) -> str:
+def markdown_table(summary: pl.DataFrame, title: str | None = None, decimals: int = 2, interval: str = "sd") -> str:
     """The readable table of :func:`summarize`'s output, with aligned columns; accuracies in %
-    with ``decimals`` decimal places (config ``tables.decimals``)."""
+    with ``decimals`` decimal places (config ``tables.decimals``); after "±" the sd over seeds
+    (``interval="sd"``) or the 95 % t-interval's half-width (``"ci95"``: ``summary`` needs
+    :data:`CI_COLUMNS`, from ``summarize(..., interval="ci95")``)."""
+    _check_interval(interval)
+    spread = "std" if interval == "sd" else "ci95"
     has_target = summary.get_column("target_accuracy").is_not_null().any()
     per_dataset_target = summary.get_column("target_accuracy").drop_nulls().n_unique() > 1
     header = ["dataset", "partition", "algorithm", "final acc. (%)", "best acc. (%)"]
@@ -134,8 +173,8 @@ def markdown_table(summary: pl.DataFrame, title: str | None = None, decimals: in
         n, nd = r["n_seeds"], r["n_diverged"]
         all_div = nd == n
         div = f"diverged ({nd}/{n} seeds)"
-        final = div if all_div else _pct(r["final_accuracy_mean"], r["final_accuracy_std"], decimals)
-        best = div if all_div else _pct(r["best_accuracy_mean"], r["best_accuracy_std"], decimals)
+        final = div if all_div else _pct(r["final_accuracy_mean"], r[f"final_accuracy_{spread}"], decimals)
+        best = div if all_div else _pct(r["best_accuracy_mean"], r[f"best_accuracy_{spread}"], decimals)
         row = [r["dataset"], r["partition"], r["algorithm"], final, best]
         if has_target:
             if r["target_accuracy"] is None:
@@ -165,10 +204,17 @@ def markdown_table(summary: pl.DataFrame, title: str | None = None, decimals: in
     if title:
         out += [f"# {title}", ""]
     out += [line(header), rule, *(line(r) for r in rows), ""]
-    out.append(
-        "Accuracy: test accuracy in %, mean ± sd over seeds (sd with ddof = 1); final = last evaluated "
-        "round, best = maximum over evaluated rounds."
-    )
+    if interval == "sd":
+        out.append(
+            "Accuracy: test accuracy in %, mean ± sd over seeds (sd with ddof = 1); final = last evaluated "
+            "round, best = maximum over evaluated rounds."
+        )
+    else:
+        out.append(
+            "Accuracy: test accuracy in %, mean ± half-width of the 95% t-interval of the mean over the "
+            "non-diverged seeds (t with n − 1 degrees of freedom; none with one seed); final = last evaluated "
+            "round, best = maximum over evaluated rounds."
+        )
     if has_target:
         out.append(
             "Rounds to target: first evaluated round with test accuracy ≥ the target, mean over the seeds "
@@ -179,6 +225,125 @@ def markdown_table(summary: pl.DataFrame, title: str | None = None, decimals: in
     return "\n".join(out) + "\n"
 
 
+# ----------------------------------------------------------------------------------------------
+# HTML and LaTeX, from the Markdown text (this module's tables and the paper tables alike)
+
+
+def parse_markdown(md: str) -> dict:
+    """Split a Markdown text of one pipe table into ``title`` (the ``# `` heading or None),
+    ``header``, ``align`` ("l" or "r" per column, from the rule line's ``:``), ``rows`` and
+    ``notes`` (the other non-empty lines, in order).
+
+    Raises:
+        ValueError: no pipe table, or a row with another number of cells than the header.
+    """
+    title, header, align, rows, notes = None, None, None, [], []
+    for line in md.splitlines():
+        text = line.strip()
+        if not text:
+            continue
+        if text.startswith("|"):
+            cells = [c.strip() for c in text.strip("|").split("|")]
+            if header is None:
+                header = cells
+            elif align is None and all(re.fullmatch(r":?-+:?", c) for c in cells):
+                align = ["r" if c.endswith(":") else "l" for c in cells]
+            else:
+                if len(cells) != len(header):
+                    raise ValueError(f"table row with {len(cells)} cells, header has {len(header)}: {text}")
+                rows.append(cells)
+        elif text.startswith("# ") and title is None and header is None:
+            title = text[2:].strip()
+        else:
+            notes.append(text)
+    if header is None:
+        raise ValueError("no Markdown pipe table in the text")
+    return {"title": title, "header": header, "align": align or ["l"] * len(header), "rows": rows, "notes": notes}
+
+
+_HTML_STYLE = """
+body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 1rem; color: #222; }
+h1 { font-size: 1.2rem; margin: 0 0 .6rem; }
+table { border-collapse: collapse; font-size: .9rem; }
+th, td { padding: .25rem .6rem; border-bottom: 1px solid #ddd; white-space: nowrap; }
+th { border-bottom: 2px solid #444; text-align: left; }
+td.r, th.r { text-align: right; font-variant-numeric: tabular-nums; }
+tr:hover td { background: #f3f6fa; }
+td.diverged { color: #b22222; }
+p.note { font-size: .8rem; color: #555; max-width: 60rem; margin: .3rem 0; }
+"""
+
+
+def markdown_to_html(md: str) -> str:
+    """A standalone HTML page of a Markdown pipe table (:func:`parse_markdown`): the heading,
+    the table (right-aligned numeric columns, cells saying "diverged" in red) and the notes."""
+    t = parse_markdown(md)
+    esc = html.escape
+
+    def cell(tag, text, a):
+        cls = [a] if a == "r" else []
+        if tag == "td" and "diverged" in text:
+            cls.append("diverged")
+        attr = f' class="{" ".join(cls)}"' if cls else ""
+        return f"<{tag}{attr}>{esc(text)}</{tag}>"
+
+    out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+           f"<title>{esc(t['title'] or 'table')}</title><style>{_HTML_STYLE}</style></head><body>"]
+    if t["title"]:
+        out.append(f"<h1>{esc(t['title'])}</h1>")
+    out.append("<table><thead><tr>" + "".join(cell("th", h, a) for h, a in zip(t["header"], t["align"]))
+               + "</tr></thead><tbody>")
+    for r in t["rows"]:
+        out.append("<tr>" + "".join(cell("td", c, a) for c, a in zip(r, t["align"])) + "</tr>")
+    out.append("</tbody></table>")
+    out += [f'<p class="note">{esc(n)}</p>' for n in t["notes"]]
+    out.append("</body></html>")
+    return "\n".join(out) + "\n"
+
+
+_LATEX_SPECIAL = {
+    "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+    "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+    "±": r"$\pm$", "≥": r"$\geq$", "≤": r"$\leq$", "→": r"$\rightarrow$", "×": r"$\times$",
+    "—": "---", "–": "--", "−": r"$-$", "θ": r"$\theta$", "Δ": r"$\Delta$", "λ": r"$\lambda$",
+    "μ": r"$\mu$", "τ": r"$\tau$", "η": r"$\eta$", "α": r"$\alpha$", "β": r"$\beta$",
+}
+
+
+def latex_escape(text: str) -> str:
+    r"""``text`` as LaTeX text: the special characters escaped, ``±`` as ``$\pm$``, a few other
+    symbols and Greek letters in math mode, dashes as ``---``/``--``."""
+    return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in text)
+
+
+def markdown_to_latex(md: str, label: str | None = None) -> str:
+    r"""A LaTeX ``table`` of a Markdown pipe table (:func:`parse_markdown`) with booktabs rules
+    (``\toprule``/``\midrule``/``\bottomrule``; needs ``\usepackage{booktabs}``): the heading as
+    the caption, the notes in small print below the tabular."""
+    t = parse_markdown(md)
+    lines = [
+        r"% fedbench table; needs \usepackage{booktabs} (and \usepackage[T1]{fontenc} for the text)",
+        r"\begin{table}[htbp]",
+        r"\centering",
+    ]
+    if t["title"]:
+        lines.append(rf"\caption{{{latex_escape(t['title'])}}}")
+    if label:
+        lines.append(rf"\label{{{re.sub(r'[^A-Za-z0-9:_.-]', '-', label)}}}")
+    lines += [
+        r"\begin{tabular}{" + "".join(t["align"]) + "}",
+        r"\toprule",
+        " & ".join(latex_escape(h) for h in t["header"]) + r" \\",
+        r"\midrule",
+        *(" & ".join(latex_escape(c) for c in r) + r" \\" for r in t["rows"]),
+        r"\bottomrule",
+        r"\end{tabular}",
+    ]
+    if t["notes"]:
+        lines.append(r"\par\smallskip{\footnotesize " + r" \par ".join(latex_escape(n) for n in t["notes"]) + r"\par}")
+    lines.append(r"\end{table}")
+    return "\n".join(lines) + "\n"
+
 
 def write_tables(
     df: pl.DataFrame,
@@ -187,8 +352,12 @@ def write_tables(
     targets: float | Mapping[str, float | None] | None = None,
     title: str | None = None,
     decimals: int = 2,
+    interval: str = "sd",
+    html_path: str | os.PathLike | None = None,
+    tex_path: str | os.PathLike | None = None,
 ) -> pl.DataFrame:
-    """Write one experiment's table as Markdown and CSV; return the numeric summary.
+    """Write one experiment's table as Markdown and CSV (and, when their paths are given, as an
+    HTML page and a LaTeX table of the Markdown text); return the numeric summary.
 
     Args:
         df: the collected metrics of one experiment (rows of METRICS_SCHEMA).
@@ -197,15 +366,29 @@ def write_tables(
         title: heading of the Markdown file (e.g. the experiment name).
         decimals: decimal places of the accuracies (in %) in the Markdown table; the CSV keeps
             full precision.
+        interval: the spread after "±": ``"sd"`` or ``"ci95"`` (config ``tables.interval``).
 
     Raises:
-        ValueError: ``df`` is empty.
+        ValueError: ``df`` is empty, or an unknown ``interval``.
     """
     if df.height == 0:
         raise ValueError("write_tables: no metrics rows (is the experiment name right?)")
-    summary = summarize(df, targets)
+    summary = summarize(df, targets, interval=interval)
+    md = markdown_table(summary, title, decimals=decimals, interval=interval)
     with atomic_write(md_path) as tmp:
-        tmp.write_text(markdown_table(summary, title, decimals=decimals))
+        tmp.write_text(md)
     with atomic_write(csv_path) as tmp:
         summary.write_csv(tmp)
+    write_renderings(md, html_path, tex_path, label=f"tab:{title}" if title else None)
     return summary
+
+
+def write_renderings(md: str, html_path: str | os.PathLike | None = None, tex_path: str | os.PathLike | None = None,
+                     label: str | None = None) -> None:
+    """Write the HTML page and/or the LaTeX table of a Markdown table text (paths None: skipped)."""
+    if html_path is not None:
+        with atomic_write(html_path) as tmp:
+            tmp.write_text(markdown_to_html(md), encoding="utf-8")
+    if tex_path is not None:
+        with atomic_write(tex_path) as tmp:
+            tmp.write_text(markdown_to_latex(md, label=label), encoding="utf-8")

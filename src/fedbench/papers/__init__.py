@@ -87,6 +87,21 @@ def figures(cells: Sequence[Mapping]) -> dict[str, PaperFigure]:
     return _unique(f for p in PAPERS for f in p.figures(paper_cells(cells, p.KEY)))
 
 
+def name_pattern(names, none: str) -> str:
+    """A wildcard constraint matching exactly one of ``names`` (``none`` when there are none)."""
+    import re
+
+    return "|".join(re.escape(n) for n in names) or none
+
+
+def figure_inputs(fig: PaperFigure, run_dir: str) -> dict:
+    """The inputs of rule paper_figure: the metrics, or the per-cell files (e.g.
+    delta_histogram.parquet, under ``run_dir``, a path pattern of the cells' keys) the figure reads."""
+    if fig.cell_file is None:
+        return {"metrics": "results/metrics.parquet"}
+    return {"files": [f"{run_dir}/{fig.cell_file}".format(**c) for c in fig.file_cells]}
+
+
 def _unique(outputs) -> dict:
     out = {}
     for o in outputs:
