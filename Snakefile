@@ -51,6 +51,7 @@ rule all:
         expand("results/tables/{experiment}.md", experiment=EXPERIMENTS),
         expand("results/tables/{experiment}.csv", experiment=EXPERIMENTS),
         expand("results/plots/{experiment}_accuracy.png", experiment=EXPERIMENTS),
+        "results/plots/comparison.png",
         PAPER_OUTPUTS,
         wandb_records() if WANDB["enabled"] else [],
 

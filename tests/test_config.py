@@ -409,18 +409,19 @@ def test_wandb_and_tables_blocks():
 
     cfg = tiny()
     assert wandb_settings(cfg) == {"enabled": False, "project": "fedbench", "entity": None, "mode": "offline"}
-    assert table_settings(cfg) == {"decimals": 2}
+    assert table_settings(cfg) == {"decimals": 2, "interval": "sd"}
     cfg.update(wandb={"enabled": True, "mode": "online", "entity": "lab"}, tables={"decimals": 1})
     cfg["experiments"]["e"]["paper"] = "fedelasticnet"
     check_config(cfg)
-    assert wandb_settings(cfg)["project"] == "fedbench" and table_settings(cfg) == {"decimals": 1}
+    assert wandb_settings(cfg)["project"] == "fedbench" and table_settings(cfg) == {"decimals": 1, "interval": "sd"}
     # the paper is carried by each cell for the paper outputs, and changes nothing else
     cells = expand_cells(cfg)
     assert [c.pop("paper") for c in cells] == ["fedelasticnet"] * len(cells)
     assert cells == [{k: v for k, v in c.items() if k != "paper"} for c in expand_cells(tiny())]
     for key, value, fragment in (("wandb", {"mode": "shared"}, "wandb.mode"),
                                  ("wandb", {"enable": True}, "wandb.enable"),
-                                 ("tables", {"decimals": 9}, "tables.decimals: must be <= 6")):
+                                 ("tables", {"decimals": 9}, "tables.decimals: must be <= 6"),
+                                 ("tables", {"interval": "ci90"}, "tables.interval: must be one of sd, ci95")):
         bad = tiny()
         bad[key] = value
         rejects(bad, fragment)
