@@ -268,7 +268,7 @@ def test_unresolvable_host_fails_at_once(tmp_path):
         fetch_all(_toy(*files), tmp_path / "cache", None, progress=False)  # default retries and backoff
     assert time.monotonic() - t < 5
     msg = str(e.value)
-    assert "cannot resolve the host name fedbench-no-such-host.invalid" in msg and "offline" in msg
+    assert "cannot resolve the host name of fedbench-no-such-host.invalid" in msg and "offline" in msg
     assert "not tried: fedbench-no-such-host.invalid is unreachable" in msg and "data:" in msg
 
 
@@ -297,3 +297,13 @@ def test_transient_errors_are_still_retried(tmp_path, monkeypatch):
     with pytest.raises(DataUnavailableError, match="3 attempts failed, last: TimeoutError"):
         fetch(_file(), tmp_path / "cache", progress=False, retries=2, backoff=0.0)
     assert len(calls) == 3
+
+
+def test_a_refusing_proxy_is_named(tmp_path, monkeypatch):
+    for var in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY"):
+        monkeypatch.setenv(var, "http://127.0.0.1:9")
+    for var in ("no_proxy", "NO_PROXY"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setattr(download.urllib.request, "_opener", None)  # urlopen reads the proxies when it is built
+    with pytest.raises(DataUnavailableError, match=r"cannot connect to the proxy http://127.0.0.1:9 \(for exam"):
+        fetch(RemoteFile("a.bin", "https://example.org/a.bin"), tmp_path / "cache", progress=False)

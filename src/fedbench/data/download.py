@@ -236,17 +236,22 @@ _UNREACHABLE_ERRNOS = {errno.ENETUNREACH, errno.EHOSTUNREACH, errno.ECONNREFUSED
 
 def _unreachable(e: BaseException, url: str) -> HostUnreachableError | None:
     """A :class:`HostUnreachableError` when ``e`` (from urlopen) means the host cannot be reached."""
-    host = urllib.parse.urlparse(url).netloc or url
+    parsed = urllib.parse.urlparse(url)
+    host = parsed.netloc or url
+    proxy = urllib.request.getproxies().get(parsed.scheme)
+    if proxy and parsed.hostname and urllib.request.proxy_bypass(parsed.hostname):
+        proxy = None
+    target = f"the proxy {proxy} (for {host})" if proxy else host
     reason = getattr(e, "reason", None)
     for err in (reason, e):
         if isinstance(err, socket.gaierror):
             return HostUnreachableError(
-                f"cannot resolve the host name {host} ({err.strerror or err}): this machine is offline or has no "
-                f"DNS, or the host name is wrong", host)
+                f"cannot resolve the host name of {target} ({err.strerror or err}): this machine is offline or has "
+                f"no DNS, or the host name is wrong; not retried", host)
         if isinstance(err, ConnectionRefusedError) or (isinstance(err, OSError) and err.errno in _UNREACHABLE_ERRNOS):
             return HostUnreachableError(
-                f"cannot connect to {host} ({err.strerror or err}): the host is down or refuses connections, or "
-                f"this machine has no route to it", host)
+                f"cannot connect to {target} ({err.strerror or err}): it is down or refuses connections, or this "
+                f"machine has no route to it; not retried", host)
     return None
 
 
