@@ -22,7 +22,8 @@ from fedbench.data.sources import REMOTE
 
 
 def pin(monkeypatch, source: str, mirror: Path) -> None:
-    """Point the registry's checksums for ``source`` at the miniature files in ``mirror``."""
+    """Point the registry's checksums for ``source`` at the miniature files in ``mirror`` (the pinned
+    checksum replaces the LIBSVM row/feature counts, as a mirror's SHA256SUMS does)."""
     remote = REMOTE[source]
     files = {}
     for role, f in remote.files.items():
@@ -30,7 +31,7 @@ def pin(monkeypatch, source: str, mirror: Path) -> None:
         if p.exists():
             data = p.read_bytes()
             f = dataclasses.replace(f, size=len(data), sha256=hashlib.sha256(data).hexdigest(),
-                                    md5=hashlib.md5(data).hexdigest())
+                                    md5=hashlib.md5(data).hexdigest(), rows=None, features=None)
         files[role] = f
     monkeypatch.setitem(REMOTE, source, dataclasses.replace(remote, files=files))
 

@@ -210,3 +210,100 @@ def test_trusting_mirror_checksums_needs_a_local_mirror_with_sha256sums(tmp_path
     (tmp_path / "SHA256SUMS").write_text(f"{hashlib.sha256(b'other').hexdigest()}  blob.bin\n")
     assert download.with_mirror_checksums(remote, tmp_path).files["f"].sha256 == hashlib.sha256(b"other").hexdigest()
     assert download.with_mirror_checksums(remote, tmp_path).files["f"].size is None
+
+
+# ------------------------------------------------------------------ mismatch messages name every bad file
+
+
+def _toy(*files):
+    return RemoteDataset("toy", {f.name: f for f in files}, "https://example.org", "CC0", ("000",))
+
+
+def test_registry_mismatch_in_a_local_mirror_names_every_bad_file(tmp_path):
+    (tmp_path / "a.bin").write_bytes(PAYLOAD + b"x")
+    (tmp_path / "b.bin").write_bytes(PAYLOAD[:10])
+    (tmp_path / "c.bin").write_bytes(PAYLOAD)
+    with pytest.raises(ChecksumError) as e:
+        fetch_all(_toy(_file("a.bin", size=None), _file("b.bin"), _file("c.bin")), tmp_path / "cache", tmp_path)
+    msg = str(e.value)
+    assert "2 file(s) failed verification" in msg and "c.bin" not in msg
+    assert f"a.bin ({tmp_path / 'a.bin'}): sha256" in msg and "the registry's" in msg
+    assert f"b.bin ({tmp_path / 'b.bin'}): size 10 bytes, expected {len(PAYLOAD)}" in msg
+    assert f"replace {tmp_path / 'a.bin'} with a fresh download of https://unreachable.invalid/a.bin" in msg
+
+
+def test_trusted_mirror_mismatch_blames_the_mirrors_sha256sums(tmp_path):
+    good = hashlib.sha256(PAYLOAD).hexdigest()
+    for n in ("a.bin", "b.bin"):
+        (tmp_path / n).write_bytes(PAYLOAD + b"changed")
+    (tmp_path / "SHA256SUMS").write_text(f"{good}  a.bin\n{good}  b.bin\n")
+    with pytest.raises(ChecksumError) as e:
+        fetch_all(_toy(_file("a.bin"), _file("b.bin")), tmp_path / "cache", tmp_path, trust_mirror_checksums=True)
+    msg = str(e.value)
+    sums = tmp_path / "SHA256SUMS"
+    assert "2 file(s)" in msg and "registry" not in msg
+    for n in ("a.bin", "b.bin"):
+        assert f"{n} ({tmp_path / n}): sha256 " in msg
+        assert f"sha256sum {n}" in msg
+    assert msg.count(f"does not match the one in {sums}, {good}") == 2
+
+
+def test_download_mismatch_says_the_server_sent_it(http_mirror, tmp_path):
+    url, root, log, _ = http_mirror
+    (root / "data").mkdir()
+    (root / "data" / "blob.bin").write_bytes(PAYLOAD[:-1] + b"!")
+    with pytest.raises(ChecksumError, match=r"blob.bin \(http.*sha256 .* registry's.*server sent"):
+        fetch_all(_toy(_file()), tmp_path / "cache", url, progress=False)
+
+
+# ------------------------------------------------------------------ offline: fail fast
+
+
+def test_unresolvable_host_fails_at_once(tmp_path):
+    import time
+
+    files = [RemoteFile(n, f"http://fedbench-no-such-host.invalid/{n}") for n in ("a.bin", "b.bin")]
+    t = time.monotonic()
+    with pytest.raises(DataUnavailableError) as e:
+        fetch_all(_toy(*files), tmp_path / "cache", None, progress=False)  # default retries and backoff
+    assert time.monotonic() - t < 5
+    msg = str(e.value)
+    assert "cannot resolve the host name of fedbench-no-such-host.invalid" in msg and "offline" in msg
+    assert "not tried: fedbench-no-such-host.invalid is unreachable" in msg and "data:" in msg
+
+
+def test_refused_connection_fails_at_once(tmp_path):
+    import socket
+    import time
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()  # nothing listens there: the connection is refused
+    t = time.monotonic()
+    with pytest.raises(DataUnavailableError, match=rf"cannot connect to 127.0.0.1:{port} .*refuse"):
+        fetch(RemoteFile("a.bin", f"http://127.0.0.1:{port}/a.bin"), tmp_path / "cache", progress=False)
+    assert time.monotonic() - t < 5
+
+
+def test_transient_errors_are_still_retried(tmp_path, monkeypatch):
+    calls = []
+
+    def flaky(*a, **k):
+        calls.append(1)
+        raise TimeoutError("timed out")
+
+    monkeypatch.setattr(download.urllib.request, "urlopen", flaky)
+    with pytest.raises(DataUnavailableError, match="3 attempts failed, last: TimeoutError"):
+        fetch(_file(), tmp_path / "cache", progress=False, retries=2, backoff=0.0)
+    assert len(calls) == 3
+
+
+def test_a_refusing_proxy_is_named(tmp_path, monkeypatch):
+    for var in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY"):
+        monkeypatch.setenv(var, "http://127.0.0.1:9")
+    for var in ("no_proxy", "NO_PROXY"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setattr(download.urllib.request, "_opener", None)  # urlopen reads the proxies when it is built
+    with pytest.raises(DataUnavailableError, match=r"cannot connect to the proxy http://127.0.0.1:9 \(for exam"):
+        fetch(RemoteFile("a.bin", "https://example.org/a.bin"), tmp_path / "cache", progress=False)

@@ -10,15 +10,20 @@
 
 A download streams into a temporary sibling (``.<name>.part-*``) with a tqdm progress bar,
 hashing as it goes, and is renamed into place only once its size and digests match; a failed or
-interrupted download leaves no file under the final name. Network errors and HTTP 5xx/429 are
-retried ``retries`` times with exponential backoff (``backoff * 2**attempt`` seconds); HTTP 4xx
-(e.g. 404) is not. A cached file that fails verification is deleted and fetched again.
+interrupted download leaves no file under the final name. Transient failures (timeouts, dropped
+connections, HTTP 5xx/429) are retried ``retries`` times with exponential backoff
+(``backoff * 2**attempt`` seconds). Failures that a retry cannot fix fail at once: HTTP 4xx (e.g.
+404), a host name that cannot be resolved (DNS failure: offline, or a wrong host), a refused
+connection and an unreachable network; the other files of the dataset on that host are then not
+tried, so an offline run fails within seconds. A cached file that fails verification is deleted
+and fetched again.
 
 Mirror checksums (tests and site mirrors; off by default): with ``trust_mirror_checksums=True``
 (config ``data.trust_mirror_checksums``) the files listed in ``<mirror>/SHA256SUMS`` (the
 ``sha256sum`` output format: ``<hex digest>  <file name>`` per line) are verified against *that*
-digest instead of the registry's (size and md5 are then not checked); files it does not list keep
-the registry's checksums. Only a local mirror can vouch for its own files this way. The default
+digest instead of the registry's (size, md5 and the LIBSVM row/feature counts are then not
+checked); files it does not list keep the registry's checksums. Only a local mirror can vouch for
+its own files this way. The default
 always verifies the registry's canonical checksums; the prepared dataset's meta.json records
 which were used (``raw_checksums``). This is how the workflow tests serve miniature files in the
 real formats, and how a site can serve a re-released file (e.g. a newer Gutenberg pg100.txt).
@@ -26,16 +31,19 @@ real formats, and how a site can serve a re-released file (e.g. a newer Gutenber
 Errors:
     DataUnavailableError (a FileNotFoundError): some files could not be obtained. One message
         lists every missing file, where it was looked for, and how to set ``data.mirror``.
-    ChecksumError (a ValueError): a file's size or digest does not match the registry; the
-        message names the file, the expected and the actual value.
+    ChecksumError (a ValueError): files whose size or digest do not match. One message names every
+        bad file of the dataset, which checksum it was checked against (the registry's, or the
+        mirror's SHA256SUMS), the expected and the actual value, and the fix for that case.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import logging
 import os
 import shutil
+import socket
 import time
 import urllib.error
 import urllib.parse
@@ -135,7 +143,8 @@ def with_mirror_checksums(remote: RemoteDataset, mirror: str | os.PathLike | Non
             if f.sha256 is not None and f.sha256.lower() != sums[f.name]:
                 log.warning("%s: verified against %s (%s…), not the registry's sha256 (%s…)", f.name, sums_path,
                             sums[f.name][:12], f.sha256[:12])
-            f = replace(f, sha256=sums[f.name], md5=None, size=None)
+            f = replace(f, sha256=sums[f.name], md5=None, size=None, rows=None, features=None,
+                        checksum_from=str(sums_path))
         files[role] = f
     return replace(remote, files=files)
 
@@ -155,27 +164,46 @@ class _Digests:
         self.size += len(chunk)
 
 
-def _check(file: RemoteFile, d: _Digests, where: str) -> None:
+def _fix(file: RemoteFile, where: str, kind: str) -> str:
+    """What to do about a file that fails verification, for the message."""
+    if file.checksum_from != "registry":
+        return (f"either {where} is not the intended file (copy a good one into the mirror; canonical URL: "
+                f"{file.url}) or its line in {file.checksum_from} is wrong (after checking the file, rewrite that "
+                f"line with `sha256sum {file.name}` in the mirror)")
+    if kind == "mirror":
+        return (f"the copy in your mirror is corrupt, truncated or a different release: replace {where} with a "
+                f"fresh download of {file.url}")
+    if kind == "download":
+        return (f"the server sent a different or damaged file (nothing was kept); try again later, or download "
+                f"{file.url} elsewhere and use data.mirror")
+    return "the file is corrupt, truncated or not the one the registry lists; delete it and fetch it again"
+
+
+def _check(file: RemoteFile, d: _Digests, where: str, kind: str = "file") -> None:
+    registry = file.checksum_from == "registry"
     if file.size is not None and d.size != file.size:
         raise ChecksumError(
-            f"{file.name} ({where}): size {d.size} bytes, expected {file.size}: the file is truncated or not the "
-            f"one the registry lists; delete it and fetch it again"
+            f"{file.name} ({where}): size {d.size} bytes, expected {file.size} (the registry's size, "
+            f"fedbench.data.sources): {_fix(file, where, kind)}"
         )
     for algo in ("sha256", "md5"):
         want = getattr(file, algo)
         if want is not None:
             got = getattr(d, algo).hexdigest()
             if got != want.lower():
+                src = "the registry's (fedbench.data.sources)" if registry else f"the one in {file.checksum_from}"
                 raise ChecksumError(
-                    f"{file.name} ({where}): {algo} {got} does not match the registry's {want}: the file is corrupt "
-                    f"or not the one the registry lists; delete it and fetch it again"
+                    f"{file.name} ({where}): {algo} {got} does not match {src}, {want.lower()}: "
+                    f"{_fix(file, where, kind)}"
                 )
-    if file.size is None and file.sha256 is None and file.md5 is None:
+    if file.size is None and file.sha256 is None and file.md5 is None and file.rows is None:
         log.warning("%s: no size or checksum is known for this file; accepted unverified", file.name)
 
 
-def verify(path: str | os.PathLike, file: RemoteFile) -> None:
+def verify(path: str | os.PathLike, file: RemoteFile, kind: str = "file") -> None:
     """Check a file on disk against the registry's size, sha256 and md5 (those that are known).
+
+    ``kind`` (``"mirror"``, ``"cache"`` or ``"file"``) only chooses the advice in the message.
 
     Raises:
         FileNotFoundError: ``path`` does not exist.
@@ -185,7 +213,7 @@ def verify(path: str | os.PathLike, file: RemoteFile) -> None:
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(CHUNK), b""):
             d.update(chunk)
-    _check(file, d, str(path))
+    _check(file, d, str(path), kind)
 
 
 # --------------------------------------------------------------------------- download
@@ -193,6 +221,38 @@ def verify(path: str | os.PathLike, file: RemoteFile) -> None:
 
 class _Retryable(Exception):
     pass
+
+
+class HostUnreachableError(DataUnavailableError):
+    """The host cannot be reached at all (DNS failure, connection refused, no route): not retried."""
+
+    def __init__(self, message: str, host: str):
+        super().__init__(message)
+        self.host = host
+
+
+_UNREACHABLE_ERRNOS = {errno.ENETUNREACH, errno.EHOSTUNREACH, errno.ECONNREFUSED}
+
+
+def _unreachable(e: BaseException, url: str) -> HostUnreachableError | None:
+    """A :class:`HostUnreachableError` when ``e`` (from urlopen) means the host cannot be reached."""
+    parsed = urllib.parse.urlparse(url)
+    host = parsed.netloc or url
+    proxy = urllib.request.getproxies().get(parsed.scheme)
+    if proxy and parsed.hostname and urllib.request.proxy_bypass(parsed.hostname):
+        proxy = None
+    target = f"the proxy {proxy} (for {host})" if proxy else host
+    reason = getattr(e, "reason", None)
+    for err in (reason, e):
+        if isinstance(err, socket.gaierror):
+            return HostUnreachableError(
+                f"cannot resolve the host name of {target} ({err.strerror or err}): this machine is offline or has "
+                f"no DNS, or the host name is wrong; not retried", host)
+        if isinstance(err, ConnectionRefusedError) or (isinstance(err, OSError) and err.errno in _UNREACHABLE_ERRNOS):
+            return HostUnreachableError(
+                f"cannot connect to {target} ({err.strerror or err}): it is down or refuses connections, or this "
+                f"machine has no route to it; not retried", host)
+    return None
 
 
 def _download_once(url: str, file: RemoteFile, dest: Path, timeout: float, progress: bool) -> None:
@@ -208,6 +268,9 @@ def _download_once(url: str, file: RemoteFile, dest: Path, timeout: float, progr
                     raise _Retryable(f"HTTP {e.code} {e.reason}") from e
                 raise DataUnavailableError(f"HTTP {e.code} {e.reason}") from e
             except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as e:
+                fatal = _unreachable(e, url)
+                if fatal is not None:
+                    raise fatal from e
                 raise _Retryable(f"{type(e).__name__}: {getattr(e, 'reason', e)}") from e
             with resp:
                 length = resp.headers.get("Content-Length")
@@ -224,7 +287,7 @@ def _download_once(url: str, file: RemoteFile, dest: Path, timeout: float, progr
                         raise _Retryable(f"transfer interrupted after {d.size} bytes: {e}") from e
                 if length and length.isdigit() and d.size != int(length):
                     raise _Retryable(f"transfer ended after {d.size} of {length} bytes")
-        _check(file, d, url)
+        _check(file, d, url, "download")
 
 
 def fetch(
@@ -252,7 +315,8 @@ def fetch(
         The path of the verified file (under ``cache_dir``, or in the local mirror).
 
     Raises:
-        DataUnavailableError: the file is not in the local mirror, or every attempt failed.
+        DataUnavailableError: the file is not in the local mirror, or every attempt failed
+            (:class:`HostUnreachableError` at once, without retries, when the host cannot be reached).
         ChecksumError: the file was obtained but its size or digest is wrong.
     """
     where = source_of(file, mirror)
@@ -261,7 +325,7 @@ def fetch(
         path = local / file.name
         if not path.is_file():
             raise DataUnavailableError(f"{file.name}: not found at {path}")
-        verify(path, file)
+        verify(path, file, "mirror")
         return path
 
     cache = Path(cache_dir)
@@ -269,7 +333,7 @@ def fetch(
     dest = cache / file.name
     if dest.is_file():
         try:
-            verify(dest, file)
+            verify(dest, file, "cache")
             return dest
         except ChecksumError as e:
             log.warning("cached %s fails verification (%s); fetching it again", dest, e)
@@ -284,9 +348,24 @@ def fetch(
         except _Retryable as e:
             last = str(e)
             log.warning("%s: attempt %d/%d failed: %s", where, attempt + 1, retries + 1, last)
+        except HostUnreachableError as e:
+            raise HostUnreachableError(f"{file.name}: {e}", e.host) from e
         except DataUnavailableError as e:
             raise DataUnavailableError(f"{file.name}: {e}") from e
     raise DataUnavailableError(f"{file.name}: {retries + 1} attempts failed, last: {last}")
+
+
+class FetchedFiles(dict):
+    """``{role: verified path}``, as returned by :func:`fetch_all`.
+
+    Attributes:
+        remote: the :class:`RemoteDataset` the files were verified against (after mirror
+            checksums, if trusted). Readers check its ``rows``/``features`` after parsing.
+    """
+
+    def __init__(self, paths: dict, remote: RemoteDataset):
+        super().__init__(paths)
+        self.remote = remote
 
 
 def fetch_all(
@@ -296,37 +375,54 @@ def fetch_all(
     roles: tuple[str, ...] | None = None,
     trust_mirror_checksums: bool = False,
     **kwargs,
-) -> dict[str, Path]:
+) -> FetchedFiles:
     """Fetch every file of ``remote`` (or only ``roles``); see :func:`fetch` for the arguments.
 
     With ``trust_mirror_checksums`` the files listed in the local mirror's SHA256SUMS are
-    verified against it (:func:`with_mirror_checksums`; module docstring).
+    verified against it (:func:`with_mirror_checksums`; module docstring). Every file is tried
+    (and verified) before an error is raised, except files on a host already found unreachable.
 
     Returns:
-        ``{role: verified path}``.
+        ``{role: verified path}`` (a :class:`FetchedFiles`, which also carries ``remote``).
 
     Raises:
+        ChecksumError: one message naming every file whose size or digest is wrong (and, after
+            them, any that could not be obtained).
         DataUnavailableError: one message listing every file that could not be obtained, where it
             was looked for and why, and how to set ``data.mirror``.
-        ChecksumError: the first file whose size or digest is wrong (named in the message).
     """
     if trust_mirror_checksums:
         remote = with_mirror_checksums(remote, mirror)
-    paths, missing = {}, []
+    paths, missing, bad, down = {}, [], [], {}
     for role, file in remote.files.items():
         if roles is not None and role not in roles:
             continue
+        where = source_of(file, mirror)
+        host = urllib.parse.urlparse(where).netloc
+        if host and host in down:
+            missing.append(f"  - {file.name} from {where} (not tried: {host} is unreachable, see {down[host]})")
+            continue
         try:
             paths[role] = fetch(file, cache_dir, mirror, **kwargs)
+        except HostUnreachableError as e:
+            down[e.host] = file.name
+            missing.append(f"  - {file.name} from {where} ({e})")
         except DataUnavailableError as e:
-            missing.append(f"  - {file.name} from {source_of(file, mirror)} ({e})")
+            missing.append(f"  - {file.name} from {where} ({e})")
+        except ChecksumError as e:
+            bad.append(f"  - {e}")
+    if bad:
+        raise ChecksumError(
+            f"dataset {remote.name!r}: {len(bad)} file(s) failed verification:\n" + "\n".join(bad)
+            + (f"\nand {len(missing)} file(s) could not be obtained:\n" + "\n".join(missing) if missing else "")
+        )
     if missing:
         raise DataUnavailableError(
             f"dataset {remote.name!r}: {len(missing)} file(s) could not be obtained:\n" + "\n".join(missing) + "\n"
             + (f"Canonical sources: {', '.join(remote.files[r].url for r in remote.files)}.\n" if mirror else "")
             + MIRROR_HELP
         )
-    return paths
+    return FetchedFiles(paths, remote)
 
 
 def copy_to_mirror(paths: dict[str, Path], mirror_dir: str | os.PathLike) -> None:

@@ -3,8 +3,12 @@
 ==========================  =================  =========================================================
 error                       base class         raised when
 ==========================  =================  =========================================================
-``DataUnavailableError``    FileNotFoundError  raw files cannot be obtained (no network, not in the mirror)
-``ChecksumError``           ValueError         a raw file's size or digest differs from the registry
+``DataUnavailableError``    FileNotFoundError  raw files cannot be obtained (no network, not in the mirror);
+                                               an unreachable host fails at once, without retries
+``ChecksumError``           ValueError         a raw file's size or digest differs from the registry (or
+                                               from a trusted mirror's SHA256SUMS), or a LIBSVM file's
+                                               row count differs from LIBSVM's page; one message names
+                                               every bad file of the dataset
 ``CorruptFileError``        ValueError         a verified (or unverifiable) file cannot be read: truncated
                                                archive, bad gzip/bz2/zip/tar/HDF5/pickle, wrong layout
 ==========================  =================  =========================================================
@@ -28,7 +32,7 @@ class DataUnavailableError(FileNotFoundError):
 
 
 class ChecksumError(ValueError):
-    """A raw file's size or digest differs from the registry (corrupt, truncated or wrong file)."""
+    """A raw file's size, digest or known row count differs (corrupt, truncated or wrong file)."""
 
 
 class CorruptFileError(ValueError):

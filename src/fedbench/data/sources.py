@@ -3,7 +3,10 @@
 One :class:`RemoteDataset` per downloadable dataset, in :data:`REMOTE`. The downloader
 (:mod:`fedbench.data.download`) verifies each file with the strongest digest recorded: sha256
 when known, else md5, else its size in bytes; a file with none of the three is accepted unverified
-(a warning is logged). A mirror (``data.mirror``) is looked up by :attr:`RemoteFile.name`.
+(a warning is logged). A file with known ``rows``/``features`` (the LIBSVM files, which have no
+published checksum) is verified after parsing by those counts instead: its reader raises
+:class:`~fedbench.data.errors.ChecksumError` naming the file, the expected and the found counts.
+A mirror (``data.mirror``) is looked up by :attr:`RemoteFile.name`.
 
 What is verified, and where each value comes from (never guessed; ``None`` = not known for sure):
 
@@ -28,7 +31,13 @@ fed_cifar100    ``cifar100.py`` (``tf.keras.utils.get_file(file_hash=...)``); si
 shakespeare     unknown: Project Gutenberg re-releases pg100.txt from time to time, so no fixed
                 digest exists. LEAF's script names md5 036d0f9cf7296f41165c2e6da1e52a0e for the
                 edition it used; that edition is no longer served, so it is not enforced.
-a9a, epsilon    unknown: the LIBSVM page publishes no checksums; sizes unknown.
+a9a, epsilon    no checksum or size: the LIBSVM page publishes none, and we cannot download the
+                files to compute one without risking a wrong value. Verified instead by the
+                row and feature counts the LIBSVM page states for each file (a9a: 32,561 train
+                / 16,281 test rows, 123 features; epsilon: 400,000 / 100,000 rows, 2,000
+                features), checked after parsing: a file cut short at a line end parses
+                cleanly but has too few rows. Feature counts are upper bounds (no index above
+                them): a9a.t's highest index is 122, one below the page's 123.
 ==============  ===========================================================================
 """
 
@@ -47,6 +56,12 @@ class RemoteFile:
         size: size in bytes, or None when not known for certain.
         sha256: hex digest, or None when not known for certain.
         md5: hex digest (used only when sha256 is None, and checked too when both are known).
+        rows: number of examples (rows), or None; checked by the file's reader after parsing.
+            Used for files without a published checksum (a9a, epsilon).
+        features: the highest feature index the file may use (svmlight), or None; checked with
+            ``rows``.
+        checksum_from: where ``sha256``/``md5``/``size`` come from, for messages: ``"registry"``
+            (this module) or the path of a mirror's SHA256SUMS file (trusted-mirror mode).
     """
 
     name: str
@@ -54,6 +69,9 @@ class RemoteFile:
     size: int | None = None
     sha256: str | None = None
     md5: str | None = None
+    rows: int | None = None
+    features: int | None = None
+    checksum_from: str = "registry"
 
 
 @dataclass(frozen=True)
@@ -177,16 +195,21 @@ REMOTE: dict[str, RemoteDataset] = {
     ),
     "a9a": RemoteDataset(
         name="a9a",
-        files={"train": RemoteFile("a9a", _LIBSVM + "a9a"), "test": RemoteFile("a9a.t", _LIBSVM + "a9a.t")},
+        files={  # no published checksum: verified by the LIBSVM page's row/feature counts (module docstring)
+            "train": RemoteFile("a9a", _LIBSVM + "a9a", rows=32561, features=123),
+            "test": RemoteFile("a9a.t", _LIBSVM + "a9a.t", rows=16281, features=123),
+        },
         homepage="https://www.csie.ntu.edu.tw/~cjlin/libsvmtools/datasets/binary.html#a9a",
         licence="UCI Adult (CC BY 4.0), preprocessed by Platt 1998; LIBSVM page: cite Chang & Lin",
         papers=("001",),
     ),
     "epsilon": RemoteDataset(
         name="epsilon",
-        files={
-            "train": RemoteFile("epsilon_normalized.bz2", _LIBSVM + "epsilon_normalized.bz2"),
-            "test": RemoteFile("epsilon_normalized.t.bz2", _LIBSVM + "epsilon_normalized.t.bz2"),
+        files={  # no published checksum: verified by the LIBSVM page's row/feature counts (module docstring)
+            "train": RemoteFile("epsilon_normalized.bz2", _LIBSVM + "epsilon_normalized.bz2", rows=400000,
+                                features=2000),
+            "test": RemoteFile("epsilon_normalized.t.bz2", _LIBSVM + "epsilon_normalized.t.bz2", rows=100000,
+                               features=2000),
         },
         homepage="https://www.csie.ntu.edu.tw/~cjlin/libsvmtools/datasets/binary.html#epsilon",
         licence="PASCAL Large Scale Learning Challenge 2008 data; LIBSVM page: cite Chang & Lin",
