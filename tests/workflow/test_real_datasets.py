@@ -111,7 +111,7 @@ def test_the_registry_checksums_apply_unless_the_config_trusts_the_mirror(tmp_pa
     work.mkdir()
     proc = snakemake(work, _config(mirror, trust=False, cifar=False))
     _failed(proc, "cannot prepare dataset 'mnist'", "checksum mismatch", "-idx",
-            "not the one the registry lists")
+            "the registry's size, fedbench.data.sources")
     assert not (work / "resources/datasets/mnist").exists()
 
 
@@ -148,8 +148,8 @@ def test_no_mirror_and_no_network(tmp_path, monkeypatch):
     work = tmp_path / "work"
     work.mkdir()
     cfg = copy.deepcopy(_config(None, cifar=True))
-    del cfg["datasets"]["mnist"], cfg["experiments"]["real"]["datasets"]["mnist"]  # cifar10: one file to retry
+    del cfg["datasets"]["mnist"], cfg["experiments"]["real"]["datasets"]["mnist"]  # cifar10: one file
     proc = snakemake(work, cfg)
     _failed(proc, "cannot prepare dataset 'cifar10' (dataset not available)", "cifar-10-python.tar.gz",
-            "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz", "attempts failed", "mirror: /path/to/mirror")
+            "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz", "cannot connect to the proxy http://127.0.0.1:9", "mirror: /path/to/mirror")
     assert not (work / "resources/datasets/cifar10").exists()
