@@ -151,5 +151,6 @@ def test_no_mirror_and_no_network(tmp_path, monkeypatch):
     del cfg["datasets"]["mnist"], cfg["experiments"]["real"]["datasets"]["mnist"]  # cifar10: one file
     proc = snakemake(work, cfg)
     _failed(proc, "cannot prepare dataset 'cifar10' (dataset not available)", "cifar-10-python.tar.gz",
-            "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz", "cannot connect to the proxy http://127.0.0.1:9", "mirror: /path/to/mirror")
+            "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz", "cannot connect to the proxy http://127.0.0.1:9",
+            "mirror: /path/to/mirror")
     assert not (work / "resources/datasets/cifar10").exists()
