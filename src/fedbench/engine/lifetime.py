@@ -126,6 +126,14 @@ def _cmdline(pid: int) -> str:
         return ""
 
 
+def _is_snakemake(pid: int, comm: str) -> bool:
+    """Whether ``pid`` is a Snakemake process (``snakemake …`` or ``python -m snakemake …``), not
+    merely a wrapper whose arguments name it (``timeout 60 snakemake``)."""
+    argv = _cmdline(pid).split()
+    head = [Path(a).name for a in argv[:3]]
+    return comm == "snakemake" or "snakemake" in head[:2] or head[1:3] == ["-m", "snakemake"]
+
+
 def watched_ancestors(pid: int | None = None) -> list[tuple[int, int]]:
     """(pid, start time) of the ancestors of ``pid`` (default: this process) whose death ends the
     job: the parent, through any shells up to the first ancestor that is not a shell, and on up to
@@ -140,7 +148,7 @@ def watched_ancestors(pid: int | None = None) -> list[tuple[int, int]]:
         pst = _stat(parent)
         if pst is None:
             break
-        chain.append((parent, pst[2], pst[0] in SHELLS, "snakemake" in _cmdline(parent)))
+        chain.append((parent, pst[2], pst[0] in SHELLS, _is_snakemake(parent, pst[0])))
         current = parent
     first_not_shell = next((i for i, (_, _, shell, _) in enumerate(chain) if not shell), len(chain) - 1)
     last = max([first_not_shell] + [i for i, (_, _, _, smk) in enumerate(chain) if smk])
@@ -163,7 +171,9 @@ def exit_with_parent(poll_seconds: float = 1.0) -> list[tuple[int, int]]:
             libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
         except (OSError, AttributeError):
             pass
-    if parent == 1:  # the parent died before the death signal was set
+    init = _stat(1)
+    if parent == 1 and not (init and _is_snakemake(1, init[0])):  # died before the death signal was set
+        # (Snakemake as a container's pid 1 is a live parent)
         raise SystemExit("fedbench: the parent process has already exited; not starting the job")
     watched = watched_ancestors() if Path("/proc").is_dir() else []
 
