@@ -71,3 +71,22 @@ def atomic_write(path: str | os.PathLike) -> Iterator[Path]:
         os.replace(tmp, path)
     finally:
         _remove(tmp)
+
+
+def remove_stale_temporaries(path: str | os.PathLike) -> list[Path]:
+    """Remove every temporary sibling of ``path`` that :func:`atomic_write` may have left (a file
+    or directory named ``.NAME.tmp*``, whatever process wrote it): a writer killed by SIGKILL
+    never reaches the clean-up, and a checkpoint's temporary can be hundreds of MB.
+
+    Only call this while owning ``path`` (for a training cell: holding its
+    :class:`fedbench.engine.lifetime.CellLock`), since a live writer's temporary is removed too.
+    Returns the removed paths.
+    """
+    path = Path(path)
+    if not path.parent.is_dir():
+        return []
+    prefix = f".{path.name}.tmp"
+    stale = sorted(p for p in path.parent.iterdir() if p.name.startswith(prefix))
+    for p in stale:
+        _remove(p)
+    return stale

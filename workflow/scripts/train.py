@@ -6,9 +6,19 @@ since they change how a cell runs, not its result. stdout/stderr go to the job's
 through fedbench.runlog.ProgressLog, so the progress bar (rounds, latest accuracy) becomes one
 line every few seconds instead of one ever-growing line. Where the job ran (host, Slurm job id)
 is printed first and recorded as "job" in summary.json.
+
+The job ends when the Snakemake that started it dies (fedbench.engine.lifetime.exit_with_parent),
+and run_cells holds each cell's lock (fedbench.engine.lifetime.CellLock) while it trains, so a
+second job on the same cell fails at once, naming the process that trains it.
 """
 
 import sys
+
+from fedbench.engine.lifetime import exit_with_parent
+
+# End with Snakemake, even a SIGKILLed one: no orphan left training (and writing this cell's
+# checkpoint) after the workflow is gone. Exits at once if the parent is already gone.
+exit_with_parent()
 
 _log = open(snakemake.log[0], "w", buffering=1)  # noqa: F821 (snakemake is injected)
 

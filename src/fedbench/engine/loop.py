@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import os
 import sys
+from contextlib import ExitStack
 from functools import partial
 from pathlib import Path
 
@@ -65,9 +66,11 @@ from fedbench.engine.augment import check_record
 from fedbench.engine.cell import Cell, identity_of, spec_id
 from fedbench.engine.holdout import holdout_fraction, make_output_grad_fn
 from fedbench.engine.interface import ClientEngine
+from fedbench.engine.lifetime import CellLock
 from fedbench.engine.output import write_cell
 from fedbench.engine.sequential import SequentialClients
 from fedbench.engine.vectorized import VectorizedClients
+from fedbench.files import remove_stale_temporaries
 from fedbench.models import build_model, make_grad_fn
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
@@ -238,7 +241,7 @@ def train_seeds(
     aug = check_record(augmentation_of(spec, dataset), dataset.feature_shape)
     output_grad_fn = make_output_grad_fn(model.apply) if held_fraction > 0 else None
 
-    cells = [Cell(s, p, algo, model, x_train, y_train, test, held_fraction, dtype, dev)
+    cells = [Cell(s, p, algo, model, x_train, y_train, test, held_fraction, dtype, dev, dataset.num_classes)
              for s, p in zip(specs, partitions)]
     clients = make_engine(engine, algo, model, grad_fn, x_train, y_train, [c.seed for c in cells],
                           [c.clients for c in cells], local, chunk_size=chunk_size, augmentation=aug,
@@ -364,9 +367,31 @@ def run_cells(
     metrics_paths, summary_paths = [Path(p) for p in metrics_paths], [Path(p) for p in summary_paths]
     for path in (*metrics_paths, *summary_paths):
         path.parent.mkdir(parents=True, exist_ok=True)
+    checkpoint_paths = [p.parent / "checkpoint.pt" for p in metrics_paths]
+    with ExitStack() as locks:
+        for spec, ckpt in zip(specs, checkpoint_paths):
+            locks.enter_context(CellLock(ckpt.with_name(f".{ckpt.name}.lock"), cell_name(spec)))
+        # This process owns the cells now: what a killed writer left half-written is garbage.
+        for path in (*checkpoint_paths, *metrics_paths, *summary_paths,
+                     *[Path(h) for h in hist_paths if h is not None],
+                     *[m.parent / "delta_histogram.parquet" for m in metrics_paths]):
+            for stale in remove_stale_temporaries(path):
+                print(f"removed {stale}, left by an interrupted write", file=sys.stderr)
+        return _run_locked(specs, dataset_dir, partition_paths, metrics_paths, summary_paths, hist_paths,
+                           checkpoint_paths, device, progress, engine, chunk_size, checkpoint_every)
+
+
+def cell_name(spec: dict) -> str:
+    """experiment/dataset/partition/algorithm/seed=s: a cell's name in messages."""
+    return f"{spec['experiment']}/{spec['dataset']}/{spec['partition']}/{spec['algorithm']}/seed={spec['seed']}"
+
+
+def _run_locked(specs, dataset_dir, partition_paths, metrics_paths, summary_paths, hist_paths, checkpoint_paths,
+                device, progress, engine, chunk_size, checkpoint_every) -> list[dict]:
+    """:func:`run_cells` once it holds the cells' locks."""
+    n = len(specs)
     dataset = load_dataset(dataset_dir)
     partitions = [read_partition(p) for p in partition_paths]
-    checkpoint_paths = [p.parent / "checkpoint.pt" for p in metrics_paths]
     results = train_seeds(specs, dataset, partitions, device=device, progress=progress, engine=engine,
                           chunk_size=chunk_size, checkpoint_paths=checkpoint_paths, checkpoint_every=checkpoint_every)
     summaries = []
@@ -376,8 +401,8 @@ def run_cells(
                              stacked_seeds=[int(s["seed"]) for s in specs] if n > 1 else None)
         ckpt.unlink(missing_ok=True)
         last = rows[-1]
-        print(f"{spec['experiment']}/{spec['dataset']}/{spec['partition']}/{spec['algorithm']} seed={spec['seed']}: "
-              f"status={info['status']} final test accuracy={last['test_accuracy']:.4f} "
+        reason = f" ({info['status_reason']})" if info.get("status_reason") else ""
+        print(f"{cell_name(spec)}: status={info['status']}{reason} final test accuracy={last['test_accuracy']:.4f} "
               f"({info['wall_seconds']:.1f}s, peak RSS {summary['peak_rss_mb']:.0f} MB)", file=sys.stderr)
         summaries.append(summary)
     return summaries

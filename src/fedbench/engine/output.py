@@ -52,6 +52,8 @@ def cell_summary(spec: dict, rows: list[dict], info: dict, stacked_seeds: list[i
         "padding_efficiency": info["padding_efficiency"],
         "torch": torch.__version__,
     }
+    if info.get("status_reason") is not None:  # why a diverged run is not a result (absent when ok)
+        summary["status_reason"] = info["status_reason"]
     if stacked_seeds is not None:
         summary["stacked_seeds"] = stacked_seeds
     return summary
