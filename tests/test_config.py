@@ -773,3 +773,22 @@ def test_sizes_of_downloaded_and_generated_sources():
     cfg["experiments"]["e"]["datasets"] = {
         "syn": {"model": "logreg", "partitions": {"p": {"scheme": "iid", "num_clients": 1801}}}}
     rejects(cfg, "num_clients=1801 exceeds the 1800 train samples")  # 20 clients · int(0.9 · 100)
+
+
+def test_collapse_rule_is_in_the_spec_only_when_set():
+    from fedbench.engine.cell import COLLAPSE_DEFAULTS, collapse_rule, spec_id
+
+    plain = expand_cells(tiny())
+    assert all("collapse" not in c for c in plain)  # unset: the engine's defaults, spec_id unchanged
+    cfg = tiny()
+    cfg["experiments"]["e"]["collapse"] = {"loss_factor": 50}
+    cells = expand_cells(cfg)
+    assert all(c["collapse"] == {"loss_factor": 50} for c in cells)
+    assert collapse_rule(cells[0]) == {**COLLAPSE_DEFAULTS, "loss_factor": 50}
+    assert spec_id(cells[0]) != spec_id(plain[0])
+    cfg["experiments"]["e"]["collapse"] = True
+    assert collapse_rule(expand_cells(cfg)[0]) == COLLAPSE_DEFAULTS
+    cfg["experiments"]["e"]["collapse"] = {"loss_factr": 50}
+    rejects(cfg, "experiments.e.collapse")
+    cfg["experiments"]["e"]["collapse"] = {"loss_factor": 0.5}
+    rejects(cfg, "experiments.e.collapse.loss_factor")

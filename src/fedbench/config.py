@@ -704,6 +704,8 @@ def _dataset_settings(exp: dict, ecfg: dict, ds: str, dcfg: dict, known: dict, d
     hist = _histogram_rounds(ecfg.get("delta_histogram"), rounds, epath, rpath, ds)
     if hist is not None:
         shared["delta_histogram"] = {"rounds": hist}
+    if ecfg.get("collapse") is not None:  # only when set: the engine's defaults otherwise, same spec_id
+        shared["collapse"] = ecfg["collapse"]
     local_path = f"{dpath}.local" if dcfg.get("local") else f"{epath}.local"
     return {"dataset": ds, "partitions": list(dcfg["partitions"]), "shared": shared,
             "local": _merge_local(exp["local"], dcfg.get("local"), f"{dpath}.local"), "local_path": local_path}

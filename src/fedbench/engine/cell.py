@@ -75,7 +75,7 @@ COLLAPSE_DEFAULTS = {
 
 def collapse_rule(spec: dict) -> dict:
     """The collapse rule's parameters for a cell: :data:`COLLAPSE_DEFAULTS` updated by the spec's
-    ``collapse`` mapping (absent or null: the defaults; ``collapse: false`` turns the rule off).
+    ``collapse`` mapping (absent, null or true: the defaults; ``collapse: false`` turns the rule off).
 
     Raises:
         ValueError: an unknown key.
@@ -83,7 +83,7 @@ def collapse_rule(spec: dict) -> dict:
     over = spec.get("collapse")
     if over is False:
         return {**COLLAPSE_DEFAULTS, "loss_patience": 0, "chance_patience": 0}
-    over = dict(over or {})
+    over = {} if over is None or over is True else dict(over)
     unknown = sorted(set(over) - set(COLLAPSE_DEFAULTS))
     if unknown:
         raise ValueError(f"collapse: unknown keys {unknown}; known: {', '.join(COLLAPSE_DEFAULTS)}")

@@ -29,7 +29,10 @@ Per-round columns
     downlink_floats  cumulative count of scalars sent server → clients (broadcast × |P_t|).
     wall_seconds     wall-clock seconds since the cell started training.
     status           ``ok``, or ``diverged`` on the row of the round where the loss or the
-                     parameters became NaN/inf (training stops there; no later rows).
+                     parameters became NaN/inf, or where the run collapsed with a finite loss
+                     (:func:`fedbench.engine.cell.collapse_reason`: loss above 100 · ln C, or
+                     chance accuracy; loss and accuracy kept as measured). Training stops there
+                     (no later rows); summary.json's ``status_reason`` says why.
 Algorithm metrics (:data:`ALGORITHM_METRICS`; the server state's ``metrics`` after round t, null
 for algorithms that do not have it)
     boosted_pct      Elastic Aggregation: percentage of parameters boosted in round t,
