@@ -82,7 +82,8 @@ def test_dry_run_of_tiny_config(tmp_path):
     counts = {}
     for rule, _ in jobs:
         counts[rule] = counts.get(rule, 0) + 1
-    assert counts == {"prepare_dataset": 1, "partition": 1, "train": 2, "collect": 1, "aggregate": 1, "all": 1}
+    assert counts == {"prepare_dataset": 1, "partition": 1, "train": 2, "collect": 1, "aggregate": 1, "compare": 1,
+                      "all": 1}
     trains = sorted(w["algorithm"] for r, w in jobs if r == "train")
     assert trains == ["fedavg", "fedprox"]
     assert not (tmp_path / "results").exists()
@@ -184,7 +185,7 @@ def test_changed_hyperparameter_reruns_only_its_cells(tiny_run):
     changed["experiments"]["tiny"]["algorithms"]["fedprox"]["mu"] = 0.5
     changed["device"] = "auto"  # runtime only: must not rerun anything by itself
     jobs = planned_jobs(ok(snakemake(w, changed, "-n", name="changed.yaml")).stdout)
-    assert sorted(r for r, _ in jobs) == ["aggregate", "all", "collect", "train"]
+    assert sorted(r for r, _ in jobs) == ["aggregate", "all", "collect", "compare", "train"]
     assert [w_["algorithm"] for r, w_ in jobs if r == "train"] == ["fedprox"]
 
     runtime_only = copy.deepcopy(TINY)
