@@ -221,7 +221,8 @@ def markdown_table(summary: pl.DataFrame, title: str | None = None, decimals: in
             "that reached it (reached/seeds in brackets)."
         )
     out.append("Uplink floats: total scalars sent client → server over the run (mean over seeds).")
-    out.append("Diverged runs (NaN/inf loss or parameters) are counted in the seeds column and never averaged in.")
+    out.append("Diverged runs (NaN/inf loss or parameters, or collapsed: a finite loss far above ln C or chance "
+               "accuracy, see summary.json's status_reason) are counted in the seeds column and never averaged in.")
     return "\n".join(out) + "\n"
 
 
