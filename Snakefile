@@ -6,8 +6,9 @@
 #   snakemake --profile profiles/slurm        one Slurm job per training cell (docs/cluster.md, "Slurm")
 #   snakemake wandb_sync / wandb_report       upload W&B runs / build the W&B report (docs/wandb.md)
 #
-# Data flow: prepare_dataset -> partition -> train (one job per cell; per cell and all its seeds with
-#            `stack_seeds`) -> collect -> aggregate
+# Data flow: prepare_dataset -> partition -> train (one job per cell; with `stack: true`, one job per
+#            group of cells that differ only in seed and continuous hyperparameters) -> collect
+#            -> aggregate, sweep_select (experiments with a `sweep`)
 #            (-> wandb_log per cell, when config `wandb.enabled`).
 #
 # `snakemake --lint`: clean but for one explained exception, "Specify a conda environment or
@@ -40,6 +41,7 @@ include: "rules/partition.smk"
 include: "rules/train.smk"
 include: "rules/collect.smk"
 include: "rules/aggregate.smk"
+include: "rules/sweep.smk"
 include: "rules/wandb.smk"
 
 
@@ -53,6 +55,7 @@ rule all:
         expand("results/plots/{experiment}_accuracy.png", experiment=EXPERIMENTS),
         "results/plots/comparison.png",
         PAPER_OUTPUTS,
+        SWEEP_OUTPUTS,
         wandb_records() if WANDB["enabled"] else [],
 
 
@@ -61,7 +64,8 @@ onstart:
     print(
         f"fedbench: {len(CELLS)} cells in {len(EXPERIMENTS)} experiment(s) ({', '.join(EXPERIMENTS)}); "
         f"results in {os.path.abspath('results')}/; job logs in results/logs/<rule>/, a training cell's in "
-        f"results/logs/train/<experiment>/<dataset>/<partition>/<algorithm>/seed=<s>.log",
+        f"results/logs/train/<experiment>/<dataset>/<partition>/<algorithm>/seed=<s>.log (a stacked job's: "
+        f".../<partition>/stack-<id>.log)",
         file=sys.stderr,
     )
 

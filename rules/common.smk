@@ -18,7 +18,7 @@ from fedbench.config import (
     job_resources,
     load_yaml_strict,
     partitions as config_partitions,
-    stacked_seeds,
+    stacked_experiments,
     table_settings,
     train_resources,
     training_spec,
@@ -38,7 +38,7 @@ try:
     TRAIN_RESOURCES = train_resources(config)
     WANDB = wandb_settings(config)
     TABLES = table_settings(config)
-    STACKED_SEEDS = stacked_seeds(config)  # {experiment: seeds} trained in one job per cell
+    STACKED = stacked_experiments(config)  # experiments whose stackable cells train in one job
 except ConfigError as e:
     raise WorkflowError(f"Invalid config: {e}") from None
 
@@ -53,21 +53,30 @@ WANDB_RUN_DIR = "results/wandb/runs/{experiment}/{dataset}/{partition}/{algorith
 PARTITION_DIR = "results/partitions/{dataset}/{partition}/seed={seed}"
 
 
+# A swept cell's algorithm label (and, for an axis on a partition parameter, its partition id) is
+# the configured id plus one ",<name>=<value>" per axis (fedbench.config.expand_cells).
+SWEPT_ID_PATTERN = ID_PATTERN + r"(?:,[A-Za-z0-9_]+=[A-Za-z0-9_.+\-]+)*"
+
+
 wildcard_constraints:
     experiment=ID_PATTERN,
     dataset=ID_PATTERN,
-    partition=ID_PATTERN,
-    algorithm=ID_PATTERN,
+    partition=SWEPT_ID_PATTERN,
+    algorithm=SWEPT_ID_PATTERN,
     seed=r"\d+",
 
 
 # Input, params and resource functions of the rules.
+import functools
+import hashlib
+import json
 import os
 import re
 import sys
 from types import SimpleNamespace
 
 from fedbench.codeversion import dataset_version, partition_version, train_version
+from fedbench.engine.stacking import stack_key
 
 
 def dataset_params(wildcards):
@@ -205,42 +214,112 @@ def one_of(names):
     return "|".join(re.escape(n) for n in names) if names else "(?!)"
 
 
-UNSTACKED_EXPERIMENTS = one_of([e for e in EXPERIMENTS if e not in STACKED_SEEDS]) if STACKED_SEEDS else ID_PATTERN
+UNSTACKED_EXPERIMENTS = one_of([e for e in EXPERIMENTS if e not in STACKED]) if STACKED else ID_PATTERN
 # Experiments with `delta_histogram` (rules/train.smk).
 HISTOGRAM_EXPERIMENTS = list(dict.fromkeys(c["experiment"] for c in CELLS if c.get("delta_histogram")))
 
 
-def _seed_cell(wildcards, seed):
-    """Rule train's wildcards for one seed of a train_seeds_* job's cell."""
-    return SimpleNamespace(**dict(wildcards.items()), seed=str(seed))
+@functools.cache
+def _cached_versions(kind, *args):
+    """train_version / dataset_version / partition_version, read once per Snakemake start."""
+    return {"train": train_version, "dataset": dataset_version, "partition": partition_version}[kind](*args)
 
 
-def stacked_params(seeds):
-    """The params functions of a train_seeds_* rule: every seed's spec, and the cell's code
-    version (the same for all seeds of a cell)."""
-
-    def specs(wildcards):
-        return [cell_spec(_seed_cell(wildcards, s)) for s in seeds]
-
-    def code(wildcards):
-        return cell_code_version(_seed_cell(wildcards, seeds[0]))
-
-    return specs, code
-
-
-def stacked_rule(experiment, seeds):
-    """Name, outputs and log of the train_seeds_* rule of a `stack_seeds` experiment."""
-    outputs = {
-        "metrics": expand(f"{RUN_DIR}/metrics.parquet", seed=seeds, allow_missing=True),
-        "summary": expand(f"{RUN_DIR}/summary.json", seed=seeds, allow_missing=True),
+def cell_fingerprint(cell):
+    """A digest of everything a cell's result depends on: its training spec, the code version of
+    the engine, algorithm and model (train_version), and its dataset's and partition's parameters
+    and code versions. Recorded in summary.json by the stacked train rules (run_cells'
+    summary_extra): a cell of a `stack: true` experiment is done when its recorded fingerprint
+    equals this one (stacked_cell_done)."""
+    spec = training_spec(cell)
+    dataset = DATASETS[cell["dataset"]]
+    record = {
+        "spec": spec,
+        "code": _cached_versions("train", spec["algorithm_name"], spec["model"]["name"]),
+        "dataset": dataset,
+        "dataset_code": _cached_versions("dataset", dataset["source"]),
+        "partition": PARTITIONS[(cell["dataset"], cell["partition"])],
+        "partition_code": _cached_versions("partition"),
     }
-    if experiment in HISTOGRAM_EXPERIMENTS:
-        outputs["delta_histogram"] = expand(f"{RUN_DIR}/delta_histogram.parquet", seed=seeds, allow_missing=True)
-    name = "train_seeds_{}".format(re.sub(r"\W", "_", experiment))
-    log = "results/logs/train/{{experiment}}/{{dataset}}/{{partition}}/{{algorithm}}/seeds={}.log".format(
-        "-".join(map(str, seeds))
-    )
-    return name, outputs, log
+    return hashlib.sha256(json.dumps(record, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def run_dir(cell):
+    return RUN_DIR.format(**{k: cell[k] for k in ("experiment", "dataset", "partition", "algorithm", "seed")})
+
+
+def stacked_cell_done(cell, fingerprint):
+    """Whether a cell of a `stack: true` experiment has its outputs, made from what the config
+    and the code say now: its summary.json records ``fingerprint`` and its other outputs exist."""
+    d = run_dir(cell)
+    try:
+        with open(f"{d}/summary.json") as f:
+            recorded = json.load(f).get("fingerprint")
+    except (OSError, ValueError):
+        return False
+    outputs = ["metrics.parquet"] + (["delta_histogram.parquet"] if cell.get("delta_histogram") else [])
+    return recorded == fingerprint and all(os.path.exists(f"{d}/{o}") for o in outputs)
+
+
+def stack_groups():
+    """The train jobs of the `stack: true` experiments: the cells still to train, grouped by
+    fedbench.engine.stacking.stack_key (cells that differ only in their seed and continuous
+    hyperparameters: one job each), in config order.
+
+    Cells that are done (stacked_cell_done) are in no group and have no rule: Snakemake reads their
+    outputs as existing files. So adding a grid value or a seed trains only the new cells (one job
+    for them), and a changed hyperparameter retrains only the cells whose fingerprint changed;
+    regrouping never retrains a finished cell. Each group is a rule of its own
+    (rules/train.smk), named from its members, so a cluster job that parses the Snakefile again
+    finds the same rule (its members are still not done while it runs)."""
+    groups = {}
+    for cell in CELLS:
+        if cell["experiment"] not in STACKED:
+            continue
+        fingerprint = cell_fingerprint(cell)
+        if stacked_cell_done(cell, fingerprint):
+            continue
+        key = (cell["experiment"], stack_key(training_spec(cell)))
+        groups.setdefault(key, []).append((cell, fingerprint))
+    out = []
+    for (experiment, _), members in groups.items():
+        names = [run_dir(c) for c, _ in members]
+        digest = hashlib.sha256("\n".join(names).encode()).hexdigest()[:10]
+        out.append(SimpleNamespace(
+            name="train_{}_{}".format(re.sub(r"\W", "_", experiment), digest),
+            cells=[c for c, _ in members],
+            fingerprints=[f for _, f in members],
+            log="results/logs/train/{experiment}/{dataset}/{partition}/stack-{digest}.log".format(
+                digest=digest, **members[0][0]),
+        ))
+    return out
+
+
+def stack_outputs(group):
+    """The outputs of a stacked train job: per kind, one path per member cell, in member order."""
+    outputs = {
+        "metrics": [f"{run_dir(c)}/metrics.parquet" for c in group.cells],
+        "summary": [f"{run_dir(c)}/summary.json" for c in group.cells],
+    }
+    if group.cells[0].get("delta_histogram"):
+        outputs["delta_histogram"] = [f"{run_dir(c)}/delta_histogram.parquet" for c in group.cells]
+    return outputs
+
+
+def stack_resource(group, key):
+    """A resource function of a stacked train job (as _train_resource, for its experiment and dataset)."""
+    resources = TRAIN_RESOURCES[(group.cells[0]["experiment"], group.cells[0]["dataset"])]
+
+    def get(wildcards, attempt):
+        return job_resources(resources, attempt)[key]
+
+    get.__name__ = f"train_{key}"
+    return get
+
+
+def stack_rule_resources(group):
+    """The resources of a stacked train job, declared as train_rule_resources declares them."""
+    return {key: stack_resource(group, key) for key in train_rule_resources()}
 
 
 # Console (Snakefile onsuccess) -------------------------------------------------------------

@@ -16,7 +16,7 @@
 
 rule train:
     wildcard_constraints:
-        # experiments with stack_seeds are trained by their train_seeds_* rule below
+        # experiments with `stack: true` are trained by the stacked rules below
         experiment=UNSTACKED_EXPERIMENTS,
     input:
         meta="resources/datasets/{dataset}/meta.json",
@@ -50,38 +50,36 @@ if HISTOGRAM_EXPERIMENTS:
             summary=f"{RUN_DIR}/summary.json",
             delta_histogram=f"{RUN_DIR}/delta_histogram.parquet",
         wildcard_constraints:
-            experiment=one_of([e for e in HISTOGRAM_EXPERIMENTS if e not in STACKED_SEEDS]),
+            experiment=one_of([e for e in HISTOGRAM_EXPERIMENTS if e not in STACKED]),
 
     ruleorder: train_delta_histogram > train
 
 
-# Seed stacking (experiments with `stack_seeds: true`, config/README.md): one job per cell without
-# its seed trains every seed of the experiment in lockstep (fedbench.engine.loop.run_cells) and
-# writes each seed's outputs, exactly where rule train would. One rule per such experiment, since
-# its outputs list that experiment's seeds. params = the specs of all its seeds: a changed
-# hyperparameter or an added seed reruns all seeds of the cell (the price of one job for all).
-# Names, outputs, log and params: stacked_rule and stacked_params in rules/common.smk.
-for _exp, _seeds in STACKED_SEEDS.items():
-    _name, _outputs, _log = stacked_rule(_exp, _seeds)
-    _specs, _code = stacked_params(_seeds)
+# Stacking (experiments with `stack: true`, config/README.md): the cells still to train are
+# grouped by fedbench.engine.stacking.stack_key (cells that differ only in their seed and
+# continuous hyperparameters: a grid of learning rates x seeds) and each group is one job that
+# trains its cells in lockstep as one set of clients (fedbench.engine.loop.run_cells) and writes
+# each cell's outputs exactly where rule train would. One rule per group, with explicit outputs
+# (stack_groups in rules/common.smk): finished cells are in no group (their summary.json records
+# the fingerprint of what made them), so an added grid value or seed trains only the new cells.
+for _group in stack_groups():
 
     rule:
         name:
-            _name
-        wildcard_constraints:
-            experiment=re.escape(_exp),
+            _group.name
         input:
-            meta="resources/datasets/{dataset}/meta.json",
-            partitions=expand(f"{PARTITION_DIR}/partition.parquet", seed=_seeds, allow_missing=True),
+            meta=f"resources/datasets/{_group.cells[0]['dataset']}/meta.json",
+            partitions=[f"{PARTITION_DIR}/partition.parquet".format(**c) for c in _group.cells],
         output:
-            **_outputs,
+            **stack_outputs(_group),
         params:
-            specs=_specs,
-            code=_code,
+            specs=[training_spec(c) for c in _group.cells],
+            fingerprints=_group.fingerprints,
+            code=train_version(_group.cells[0]["algorithm_name"], _group.cells[0]["model"]["name"]),
         log:
-            _log,
-        threads: train_threads
+            _group.log,
+        threads: TRAIN_RESOURCES[(_group.cells[0]["experiment"], _group.cells[0]["dataset"])]["cpus"]
         resources:
-            **train_rule_resources(),
+            **stack_rule_resources(_group),
         script:
             "../workflow/scripts/train.py"

@@ -1,5 +1,7 @@
-"""Snakemake shim for rule train (one cell: fedbench.engine.loop.run_cell) and the train_seeds_*
-rules (every seed of a cell in lockstep: fedbench.engine.loop.run_cells).
+"""Snakemake shim for rule train (one cell) and the stacked train rules of `stack: true`
+experiments (a group of stackable cells in lockstep), both through fedbench.engine.loop.run_cells.
+A stacked job records each cell's fingerprint (rules/common.smk, cell_fingerprint) in its
+summary.json: that is how a later run knows the cell is done.
 
 The device, engine, chunk_size and checkpoint_every come from the config at run time: they are not params,
 since they change how a cell runs, not its result. stdout/stderr go to the job's log file,
@@ -31,7 +33,7 @@ from pathlib import Path  # noqa: E402
 from fedbench.engine.loop import run_cells  # noqa: E402
 
 out, params = snakemake.output, snakemake.params  # noqa: F821
-stacked = hasattr(params, "specs")  # a train_seeds_* rule: one output of each kind per seed
+stacked = hasattr(params, "specs")  # a stacked rule: one output of each kind per cell
 
 
 def per_cell(files):
@@ -41,9 +43,8 @@ def per_cell(files):
 specs = [dict(s) for s in params.specs] if stacked else [dict(params.spec)]
 job = job_context()
 slurm = job["slurm"]
-first = specs[0]
-print(f"[fedbench] cell {first['experiment']}/{first['dataset']}/{first['partition']}/{first['algorithm']}/"
-      f"seed{'s' * stacked}={','.join(str(s['seed']) for s in specs)} on {job['host']}"
+names = [f"{s['experiment']}/{s['dataset']}/{s['partition']}/{s['algorithm']}/seed={s['seed']}" for s in specs]
+print(f"[fedbench] {'cells' if stacked else 'cell'} {', '.join(names)} on {job['host']}"
       + (f", Slurm job {slurm['job_id']} ({slurm['cpus_per_task']} CPUs)" if slurm else ", not in a Slurm job"))
 hist = getattr(out, "delta_histogram", None)  # rules for experiments with `delta_histogram` declare it
 try:
@@ -62,6 +63,7 @@ try:
         # Inside Slurm, the CPUs the job was given (Snakemake caps threads by its own --cores).
         num_threads=slurm_cpus() or snakemake.threads,  # noqa: F821
         progress=True,
+        summary_extra=[{"fingerprint": f} for f in params.fingerprints] if stacked else None,
     )
     for summary in per_cell(out.summary):
         update_json(summary, {"job": job, "code_version": params.code})

@@ -1,0 +1,98 @@
+"""Sweeps through the workflow, as a user runs them: grids in the config, a stacked experiment's
+cells trained in one job per stackable group, reruns of exactly the new cells, the selection
+table and sensitivity plot in the outputs and the report."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+
+import polars as pl
+import pytest
+from test_snakemake import ok, snakemake
+
+SWEEP = {
+    "datasets": {"digits": {"source": "digits"}},
+    "device": "cpu",
+    "experiments": {
+        "sw": {
+            "seeds": [0, 1],
+            "rounds": 2,
+            "stack": True,
+            "sampling": {"scheme": "uniform", "participation": 0.5},
+            "local": {"epochs": 1, "batch_size": 32, "lr": 0.1},
+            "sweep": {"grid": {"local.lr": [0.05, 0.1]}, "select": {"metric": "test_accuracy"}},
+            "datasets": {
+                "digits": {
+                    "model": {"name": "logreg"},
+                    "partitions": {"iid": {"scheme": "iid", "num_clients": 4}},
+                }
+            },
+            "algorithms": {"fedavg": {}, "fedprox": {"mu": 0.01, "sweep": {"grid": {"mu": [0.01, 0.1]}}}},
+        }
+    },
+}
+
+
+def train_jobs(out: str) -> list[tuple[str, list[str]]]:
+    """(rule, its metrics.parquet outputs) of every train job a dry run prints."""
+    jobs = []
+    for block in re.split(r"\n(?=(?:local)?rule \S+:)", out):
+        m = re.match(r"(?:local)?rule (train\S*):", block)
+        if not m:
+            continue
+        outputs = re.search(r"^\s+output: (.*)$", block, re.M).group(1).split(", ")
+        jobs.append((m.group(1), sorted(o for o in outputs if o.endswith("metrics.parquet"))))
+    return sorted(jobs)
+
+
+def cells_of(jobs) -> list[str]:
+    return sorted(re.sub(r"^results/runs/|/metrics.parquet$", "", o) for _, outs in jobs for o in outs)
+
+
+@pytest.mark.slow
+def test_stacked_sweep_trains_one_job_per_group_and_an_added_value_only_its_cells(tmp_path):
+    jobs = train_jobs(ok(snakemake(tmp_path, SWEEP, "-n")).stdout)
+    # FedAvg: 2 lr x 2 seeds; FedProx: 2 lr x 2 mu x 2 seeds; one job each (different algorithms)
+    assert [len(outs) for _, outs in jobs] == [4, 8] or [len(outs) for _, outs in jobs] == [8, 4]
+    assert all(rule.startswith("train_sw_") for rule, _ in jobs)
+    assert "sw/digits/iid/fedprox,lr=0.05,mu=0.1/seed=1" in cells_of(jobs)
+
+    ok(snakemake(tmp_path, SWEEP))
+    summary = json.loads((tmp_path / "results/runs/sw/digits/iid/fedavg,lr=0.1/seed=1/summary.json").read_text())
+    assert summary["spec"]["local"]["lr"] == 0.1 and summary["fingerprint"]
+    assert sorted(summary["stacked_cells"]) == sorted(
+        f"sw/digits/iid/fedavg,lr={lr}/seed={s}" for lr in (0.05, 0.1) for s in (0, 1))
+    selection = pl.read_csv(tmp_path / "results/tables/sweeps/sw.csv")
+    assert selection.height == 2  # one row per (dataset, partition, algorithm)
+    assert (tmp_path / "results/plots/sweeps/sw.png").stat().st_size > 0
+    assert "Nothing to be done" in ok(snakemake(tmp_path, SWEEP, "-n")).stdout
+
+    wider = copy.deepcopy(SWEEP)
+    wider["experiments"]["sw"]["sweep"]["grid"]["local.lr"].append(0.2)
+    jobs = train_jobs(ok(snakemake(tmp_path, wider, "-n")).stdout)
+    assert cells_of(jobs) == sorted(
+        [f"sw/digits/iid/fedavg,lr=0.2/seed={s}" for s in (0, 1)]
+        + [f"sw/digits/iid/fedprox,lr=0.2,mu={mu}/seed={s}" for mu in (0.01, 0.1) for s in (0, 1)])
+    assert len(jobs) == 2
+
+    # a changed hyperparameter of one algorithm retrains exactly its cells (one job)
+    changed = copy.deepcopy(SWEEP)
+    changed["experiments"]["sw"]["algorithms"]["fedprox"]["sweep"]["grid"]["mu"] = [0.01, 0.5]
+    jobs = train_jobs(ok(snakemake(tmp_path, changed, "-n")).stdout)
+    assert cells_of(jobs) == sorted(f"sw/digits/iid/fedprox,lr={lr},mu=0.5/seed={s}" for lr in (0.05, 0.1)
+                                    for s in (0, 1))
+
+
+def test_unstacked_sweep_runs_one_job_per_cell_and_a_bad_value_fails_before_any_job(tmp_path):
+    cfg = copy.deepcopy(SWEEP)
+    cfg["experiments"]["sw"]["stack"] = False
+    jobs = train_jobs(ok(snakemake(tmp_path, cfg, "-n")).stdout)
+    assert len(jobs) == 12 and {rule for rule, _ in jobs} == {"train"}
+
+    bad = copy.deepcopy(SWEEP)
+    bad["experiments"]["sw"]["algorithms"]["fedprox"]["sweep"]["grid"]["mu"] = [0.01, -1.0]
+    proc = snakemake(tmp_path, bad, "-n")
+    assert proc.returncode != 0
+    assert "experiments.sw.algorithms.fedprox.sweep.grid.mu[1]" in proc.stdout + proc.stderr
