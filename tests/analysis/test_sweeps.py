@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 from PIL import Image
 
-from fedbench.analysis import sweeps
+from fedbench.analysis import plots, sweeps
 
 SELECT = {"metric": "test_accuracy", "statistic": "final", "last": 10, "direction": "max", "average_seeds": True}
 
@@ -279,7 +279,7 @@ def test_sensitivity_plot_writes_a_png_with_log_x_for_rates(mr, tmp_path, monkey
     metrics = rows_for(mr, cells, by_point(table, default=[0.5]))
 
     drawn = {}
-    save = sweeps._save
+    save = plots._save
 
     def spy(fig, path, dpi):
         drawn["axes"] = [(ax.get_title(), ax.get_xscale(), ax.get_xlabel(), ax.get_ylabel()) for ax in fig.axes
@@ -288,7 +288,7 @@ def test_sensitivity_plot_writes_a_png_with_log_x_for_rates(mr, tmp_path, monkey
         drawn["legend"] = [t.get_text() for t in fig.legends[0].get_texts()]
         return save(fig, path, dpi)
 
-    monkeypatch.setattr(sweeps, "_save", spy)
+    monkeypatch.setattr(plots, "_save", spy)
     out = sweeps.sensitivity_plot(metrics, cells, tmp_path / "p.png", title="exp")
     assert out.exists() and Image.open(out).size[0] > 100
     axes = {t: (s, x, y) for t, s, x, y in drawn["axes"]}
@@ -304,13 +304,13 @@ def test_sensitivity_plot_linear_x_for_a_narrow_range(mr, tmp_path, monkeypatch)
     cells = swept_cells({"local.lr": [0.2, 0.5, 1.0]})
     metrics = rows_for(mr, cells, by_point({(0.5,): [0.9]}))
     scales = {}
-    save = sweeps._save
+    save = plots._save
 
     def spy(fig, path, dpi):
         scales["x"] = [ax.get_xscale() for ax in fig.axes]
         scales["legend"] = [t.get_text() for t in fig.legends[0].get_texts()]
         return save(fig, path, dpi)
 
-    monkeypatch.setattr(sweeps, "_save", spy)
+    monkeypatch.setattr(plots, "_save", spy)
     assert sweeps.sensitivity_plot(metrics, cells, tmp_path / "p.png").exists()
     assert scales["x"] == ["linear"] and "diverged" not in scales["legend"]

@@ -53,12 +53,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import polars as pl
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
-from matplotlib.lines import Line2D
-from matplotlib.transforms import blended_transform_factory
 
-from fedbench.analysis.plots import _palette, _save
 from fedbench.analysis.tables import _check_interval, ci95_halfwidth
 from fedbench.files import atomic_write
 
@@ -531,7 +526,7 @@ def sensitivity_plot(metrics: pl.DataFrame, cells: Iterable[Mapping], path: str 
     together). The chosen point is a star; a diverged point (any seed) is an "x" at the bottom of
     the panel (the top for ``direction: min``), never a number. The x-axis is logarithmic when
     every value is > 0 and they span a factor ≥ 10; non-numeric axes are categorical.
-    Accuracies in %.
+    Accuracies in %. Headless (Agg canvas, no pyplot), written atomically.
 
     Args:
         metrics, cells: as :func:`select`.
@@ -545,6 +540,14 @@ def sensitivity_plot(metrics: pl.DataFrame, cells: Iterable[Mapping], path: str 
     Raises:
         ValueError: no swept cells; as :func:`select`.
     """
+    # imported here: the workflow imports this module when it builds the DAG (sweep_cells)
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+    from matplotlib.transforms import blended_transform_factory
+
+    from fedbench.analysis.plots import _palette, _save
+
     cells = [c for c in cells if c.get("sweep") is not None]
     if not cells:
         raise ValueError("sensitivity_plot: no swept cells")
