@@ -314,3 +314,38 @@ def test_sensitivity_plot_linear_x_for_a_narrow_range(mr, tmp_path, monkeypatch)
     monkeypatch.setattr(plots, "_save", spy)
     assert sweeps.sensitivity_plot(metrics, cells, tmp_path / "p.png").exists()
     assert scales["x"] == ["linear"] and "diverged" not in scales["legend"]
+
+
+def test_per_seed_selection_skips_a_seed_that_diverged_everywhere(mr):
+    cells = swept_cells({"local.lr": [0.1, 1.0]}, seeds=(0, 1, 2), select={"average_seeds": False})
+    table = {(0.1, 0): [0.6], (1.0, 0): [0.7], (0.1, 1): [0.8], (1.0, 1): [0.5],
+             (0.1, 2): ("diverge", [0.5], 1), (1.0, 2): ("diverge", [0.5], 1)}
+    r = sweeps.select(rows_for(mr, cells, by_point(table)), cells).row(0, named=True)
+    assert r["n_seeds"] == 2 and r["mean"] == pytest.approx(0.75) and r["status"] == "ok"
+    assert r["diverged"] == 2 and r["diverged_cells"] == 2
+    assert r["local.lr"] == "1.0 (seed 0); 0.1 (seed 1)"
+    assert r["edge"] == "local.lr: lower edge (0.1); local.lr: upper edge (1.0)"
+
+
+def test_a_metric_without_value_in_a_finished_run_is_an_error(mr):
+    cells = swept_cells({"local.lr": [0.1]}, select={"metric": "train_accuracy"})
+    metrics = rows_for(mr, cells, lambda c: ([0.5, 0.6], None))  # run_rows leaves train_accuracy null
+    with pytest.raises(ValueError, match=r"metric 'train_accuracy' has no finite value .* rerun the cell"):
+        sweeps.select(metrics, cells)
+
+
+def test_sensitivity_plot_categorical_axis(mr, tmp_path, monkeypatch):
+    cells = swept_cells({"local.clip_norm": [None, 1.0, 10.0]}, seeds=(0, 1))
+    metrics = rows_for(mr, cells, by_point({(1.0,): [0.9]}))
+    ticks = {}
+    save = plots._save
+
+    def spy(fig, path, dpi):
+        ax = fig.axes[0]
+        ticks["labels"] = [t.get_text() for t in ax.get_xticklabels()]
+        ticks["scale"] = ax.get_xscale()
+        return save(fig, path, dpi)
+
+    monkeypatch.setattr(plots, "_save", spy)
+    assert sweeps.sensitivity_plot(metrics, cells, tmp_path / "p.png").exists()
+    assert ticks == {"labels": ["null", "1.0", "10.0"], "scale": "linear"}

@@ -191,7 +191,7 @@ def cell_scores(metrics: pl.DataFrame, cells: Iterable[Mapping]) -> pl.DataFrame
                 score = values.max() if sel["direction"] == "max" else values.min()
             else:
                 score = values.tail(sel["last"]).mean()
-            if score is None or not math.isfinite(score) or values.tail(1).is_null().any():
+            if score is None or not math.isfinite(score):
                 raise ValueError(f"cell {cell_name(cell)}: metric {metric!r} has no finite value in its "
                                  f"{sel['statistic']} statistic although the run did not diverge (a cell file "
                                  f"written before the column existed: rerun the cell)")
@@ -497,11 +497,9 @@ def _reference(g: _Group, row: Mapping) -> dict:
     """The point the other axes are held at: the chosen point (with per-seed choices the one
     chosen by most seeds, the first in grid order on ties); the first grid point when all diverged."""
     names = set(row["cells"])
-    counts = Counter()
-    for i, p in enumerate(g.points):
-        counts[i] = sum(cell_name(c) in names for c, _, _ in p["runs"].values())
     if not names:
         return g.points[0]["point"]
+    counts = Counter({i: sum(cell_name(c) in names for c, _, _ in p["runs"].values()) for i, p in enumerate(g.points)})
     i = max(range(len(g.points)), key=lambda i: (counts[i], -i))
     return g.points[i]["point"]
 
