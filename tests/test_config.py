@@ -958,6 +958,13 @@ def test_partition_rounds_and_participation_axes():
     cfg = swept(dataset={"grid": {"partition.alpha": [0.1, 1.0]}})
     cfg["experiments"]["e"]["datasets"]["digits"]["partitions"]["dir"] = {"scheme": "dirichlet", "num_clients": 5}
     assert sorted({c["partition"] for c in expand_cells(cfg)}) == ["dir,alpha=0.1", "dir,alpha=1.0", "iid"]
+    # each partition swept from its own parameters
+    cfg = swept(experiment={"grid": {"partition.sigma": [0.0, 0.5]}})
+    cfg["experiments"]["e"]["datasets"]["digits"]["partitions"]["iid7"] = {"scheme": "iid", "num_clients": 7}
+    parts = partitions(cfg)
+    assert {k[1]: v["num_clients"] for k, v in parts.items()} == {
+        "iid": 5, "iid7": 7, "iid,sigma=0.0": 5, "iid,sigma=0.5": 5, "iid7,sigma=0.0": 7, "iid7,sigma=0.5": 7}
+    assert parts[("digits", "iid7,sigma=0.5")]["sigma"] == 0.5
 
 
 def test_every_swept_value_is_checked_as_a_single_value_and_named_by_its_sweep_path():

@@ -19,11 +19,25 @@ dataset's own ``augment`` < ``experiments.<e>.augment`` < ``experiments.<e>.data
 Mappings (``local``, ``sampling``) are merged key by key. In ``local``, a level that sets
 ``epochs`` clears an inherited ``steps`` and vice versa; one mapping may not set both.
 
+Sweeps (``sweep:`` under ``experiments.<e>``, ``experiments.<e>.datasets.<d>`` or
+``experiments.<e>.algorithms.<label>``): ``grid`` axes form a Cartesian product, ``zip`` axes are
+paired value by value; every point becomes a normal cell, resolved exactly as if its values had
+been given as single values where the sweep stands (hyperparameters in the algorithm, partition
+parameters in the partition), so every value gets the checks a single value gets and an error
+names the sweep key path (``experiments.s.algorithms.fedprox.sweep.grid.mu[2]: must be >= 0
+(got -1)``). An inner level's sweep of the same axis replaces the outer one's values; an inner
+level's single value wins over an outer sweep (that cell is not swept along the axis); ``select``
+is merged key by key. A swept cell's ``algorithm`` label (or, for ``partition.<param>`` axes, its
+``partition`` id) gets one ``,<short>=<value>`` per axis, and its report-only ``sweep`` key holds
+the configured label and partition, the point, the grid and ``select`` (:func:`expand_cells`).
+A point's spec depends on its values only: adding a value adds cells and changes no other cell's
+:func:`training_spec`.
+
 Runtime-only blocks never enter a cell spec, so changing them reruns no training:
 :func:`train_resources` (per experiment and dataset ``resources``: what a train job asks the
 scheduler for; :func:`job_resources` turns them into Snakemake resources per attempt),
 :func:`wandb_settings` (``wandb``), :func:`table_settings` (``tables``, aggregation only) and
-:func:`stacked_seeds` (``stack_seeds``).
+:func:`stacked_experiments` (``stack``).
 
 A cell (see :func:`expand_cells`) is built in a fixed key order with canonical types (floats as
 float, counts as int), so that reordering or reformatting the YAML does not change its ``repr``:
@@ -34,6 +48,7 @@ Snakemake's params trigger then reruns exactly the cells whose values changed.
 from __future__ import annotations
 
 import copy
+import itertools
 import math
 import re
 from functools import cache
@@ -732,8 +747,6 @@ def _swept_cells(ctx: dict, ds: str, pid: str, label: str, axes: dict, factors: 
     """The cells of the sweep of one (dataset, partition, algorithm label): one per point of the
     product of ``factors`` and seed, each resolved as if its values had been given as single
     values; errors name the sweep key path of the offending value."""
-    import itertools
-
     settings, cfgs, epath = ctx["settings"], [ctx["ecfg"], ctx["dcfg"], ctx["ecfg"]["algorithms"][label]], ctx["epath"]
     dpath, apath = f"{epath}.datasets.{ds}", f"{epath}.algorithms.{label}"
     cells, canon, owner = [], {a: {} for a in axes}, {}
@@ -743,8 +756,8 @@ def _swept_cells(ctx: dict, ds: str, pid: str, label: str, axes: dict, factors: 
         where = {a: f"{axes[a][2]}[{idx[a]}]" for a in axes}
         e2, d2, a2 = _substituted(cfgs, pid, point)
         try:
-            key = repr([(a, li, v) for a, (li, v) in point.items()
-                        if _axis_kind(a) != "hparam" and not (_axis_kind(a) == "local" and li == 2)])
+            key = repr((pid, [(a, li, v) for a, (li, v) in point.items()
+                              if _axis_kind(a) != "hparam" and not (_axis_kind(a) == "local" and li == 2)]))
             if key not in ctx["cache"]:
                 s2 = {**settings, "local": _merge_local({}, e2["local"], f"{epath}.local"),
                       "sampling": {**SAMPLING_DEFAULTS, **(e2.get("sampling") or {})}}
@@ -828,12 +841,12 @@ def _expand(cfg: dict) -> tuple[list[dict], dict[tuple[str, str], dict]]:
             for pid, pcfg in dcfg["partitions"].items():
                 ppath = f"experiments.{exp}.datasets.{ds}.partitions.{pid}"
                 add_partition((ds, pid), _resolve_partition(ppath, pcfg), ppath)
+    import fedbench.algorithms as algorithms
+
     cells = []
     for exp, ecfg in cfg["experiments"].items():
         settings = _experiment_settings(exp, ecfg)
         epath = settings["path"]
-        import fedbench.algorithms as algorithms
-
         hparams = {label: algorithms.get_algorithm(algo[0]).HPARAMS for label, algo in settings["algorithms"].items()}
         all_schemes = [p["scheme"] for d in ecfg["datasets"].values() for p in d["partitions"].values()]
         lvl_e = _parse_sweep(ecfg.get("sweep"), f"{epath}.sweep", ecfg.get("local"))
@@ -1112,7 +1125,7 @@ def _rewrite(msg: str, paths: dict[str, str]) -> tuple[str, bool]:
     """``msg`` with each plain key path replaced by the sweep key path of its value."""
     hit = False
     for plain, swept in paths.items():
-        new = re.sub(re.escape(plain) + r"(?![\w.\[-])", lambda _, swept=swept: swept, msg)
+        new = re.sub(r"(?<![\w.])" + re.escape(plain) + r"(?![\w.\[-])", lambda _, swept=swept: swept, msg)
         hit, msg = hit or new != msg, new
     return msg, hit
 
@@ -1131,8 +1144,24 @@ def expand_cells(config: dict) -> list[dict]:
     (a source with an ``augment`` parameter), ``augmentation``: the training augmentation record
     or None (see :func:`_augmentation`); and, for experiments with ``delta_histogram``,
     ``delta_histogram: {"rounds": [sorted ints]}`` ("last" resolved to the cell's rounds; a round
-    beyond them is an error). ``device`` is deliberately absent: it changes where a cell runs, not
-    its result. :data:`REPORT_KEYS` are for the tables and reports only (see :func:`training_spec`).
+    beyond them is an error); last, ``sweep``: None for a cell of no sweep, else
+    ``{"label": <configured label>, "partition": <configured partition id>, "point": {axis: value},
+    "grid": {axis: [values]}, "select": {metric, statistic, last, direction, average_seeds}}``
+    (axes in axis order: experiment level, then dataset, then algorithm, an inner level's axis in
+    place of the outer one's; values canonical, as the cell trains with them; zipped axes as lists
+    of equal length). A swept cell's ``algorithm`` is the label plus ``,<short>=<value>`` per axis
+    (short: the axis key's last dotted component; value: repr of a float, str of an int, null,
+    true/false), e.g. ``fedprox,lr=0.1,mu=0.01``; ``partition.<param>`` axes suffix ``partition``
+    instead (``iid,num_clients=10``). ``device`` is deliberately absent: it changes where a cell
+    runs, not its result. :data:`REPORT_KEYS` are for the tables and reports only (see
+    :func:`training_spec`).
+
+    Raises:
+        ConfigError: anything :func:`check_config` rejects; for sweeps also an unknown axis, an empty
+            list, a duplicate value, zip lists of unequal length, an axis both gridded and zipped at
+            one level, a bare name no algorithm of the experiment has (a partition parameter no
+            partition it reaches has), an axis that reaches no cell (inner single values everywhere),
+            an unknown ``select.metric`` and two points giving the same cell.
     """
     return _expand(validated(config))[0]
 
@@ -1162,7 +1191,8 @@ def datasets(config: dict) -> dict[str, dict]:
 
 
 def partitions(config: dict) -> dict[tuple[str, str], dict]:
-    """``{(dataset_id, partition_id): {"scheme": ..., **params with defaults}}`` over all experiments.
+    """``{(dataset_id, partition_id): {"scheme": ..., **params with defaults}}`` over all experiments,
+    the partitions of sweeps over ``partition.<param>`` included (ids such as ``iid,num_clients=10``).
 
     Raises:
         ConfigError: the same partition id is given different parameters for the same dataset
