@@ -1086,3 +1086,7 @@ def test_the_lr_sweep_quick_experiment_file():
     assert all(c["sweep"]["select"] == {"metric": "test_accuracy", "statistic": "mean_last", "last": 5,
                                         "direction": "max", "average_seeds": True} for c in cells)
     assert all(c["model"] == {"name": "mlp", "hidden": [64]} and c["rounds"] == 20 for c in cells)
+    from snakemake.utils import validate  # the workflow's first check (rules/common.smk)
+
+    validate(cfg, str(REPO / "workflow" / "schemas" / "config.schema.yaml"))
+    assert cfg["experiments"]["lr_sweep_quick"]["stack"] is True

@@ -896,7 +896,6 @@ def _check_reached(lvl: dict | None, reached: set[str]) -> None:
 #: What selects a sweep's best point, where the config leaves it out (``direction`` then follows
 #: the metric: max when its name contains "accuracy", else min).
 SELECT_DEFAULTS = {"metric": "test_accuracy", "statistic": "final", "last": 10, "average_seeds": True}
-_LEVEL_NAMES = ("experiment", "dataset", "algorithm")
 
 
 def select_metrics() -> tuple[str, ...]:
