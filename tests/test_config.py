@@ -1035,6 +1035,21 @@ def test_sweep_structure_errors_name_the_key_path():
         rejects(swept(experiment={"grid": {"mu": [0.1]}, "select": select}), f"experiments.e.sweep.{fragment}")
 
 
+def test_swept_labels_are_path_safe():
+    from fedbench.config import CELL_ID_PATTERN
+
+    cfg = swept(experiment={"grid": {"local.lr": [1e-5, 2.5e16], "local.clip_norm": [None, 1]}},
+                dataset={"grid": {"partition.sigma": [0.5]}})
+    cells = expand_cells(cfg)
+    assert {c["algorithm"] for c in cells if c["algorithm_name"] == "fedavg"} == {
+        f"fedavg,lr={lr},clip_norm={cn}" for lr in ("1e-05", "2.5e+16") for cn in ("null", "1.0")}
+    assert all(re.fullmatch(CELL_ID_PATTERN, c[k]) for c in cells for k in ("partition", "algorithm"))
+    cfg = tiny()
+    cfg["experiments"]["e"]["algorithms"] = {"elastic_fedavg": {"sweep": {"grid": {"sensitivity": ["a/b"]}}}}
+    rejects(cfg, "experiments.e.algorithms.elastic_fedavg.sweep.grid.sensitivity[0]: the value 'a/b' cannot be "
+            "written into a cell's label")
+
+
 def test_select_metrics_are_the_numeric_per_round_columns():
     from fedbench.config import select_metrics
 
@@ -1086,6 +1101,10 @@ def test_the_lr_sweep_quick_experiment_file():
     assert all(c["sweep"]["select"] == {"metric": "test_accuracy", "statistic": "mean_last", "last": 5,
                                         "direction": "max", "average_seeds": True} for c in cells)
     assert all(c["model"] == {"name": "mlp", "hidden": [64]} and c["rounds"] == 20 for c in cells)
+    from fedbench.config import CELL_ID_PATTERN
+
+    assert all(re.fullmatch(CELL_ID_PATTERN, c[k]) for c in cells for k in ("partition", "algorithm"))
+    assert not re.fullmatch(CELL_ID_PATTERN, "fedprox,lr=0.1/x") and not re.fullmatch(CELL_ID_PATTERN, "a,=1")
     from snakemake.utils import validate  # the workflow's first check (rules/common.smk)
 
     validate(cfg, str(REPO / "workflow" / "schemas" / "config.schema.yaml"))

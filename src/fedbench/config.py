@@ -61,8 +61,8 @@ __all__ = [
     "ConfigError", "validated", "typed_overrides", "load_yaml_strict", "check_config",
     "expand_cells", "training_spec", "datasets", "partitions",
     "train_resources", "job_resources", "stacked_experiments", "wandb_settings", "table_settings", "SCHEMA_PATH",
-    "ID_PATTERN", "RESOURCE_DEFAULTS", "WANDB_DEFAULTS", "TABLE_DEFAULTS", "REPORT_KEYS", "SELECT_DEFAULTS",
-    "select_metrics",
+    "ID_PATTERN", "CELL_ID_PATTERN", "RESOURCE_DEFAULTS", "WANDB_DEFAULTS", "TABLE_DEFAULTS", "REPORT_KEYS",
+    "SELECT_DEFAULTS", "select_metrics",
 ]
 
 #: The JSON schema of the config (structure, types, ranges, defaults).
@@ -78,6 +78,9 @@ def schema() -> dict:
 _PROPS = schema()["properties"]
 # Ids become path components and Snakemake wildcard values (see rules/common.smk).
 ID_PATTERN = schema()["$defs"]["id"]["pattern"].removeprefix("^").removesuffix("$")
+#: A cell's partition id or algorithm label: a config id, then one ``,<short>=<value>`` per swept
+#: axis (:func:`expand_cells`); for the workflow's wildcards and results paths.
+CELL_ID_PATTERN = ID_PATTERN + r"(?:,[A-Za-z0-9_]+=[A-Za-z0-9_.+\-]+)*"
 #: Weights & Biases logging (runtime only), as the schema's defaults.
 WANDB_DEFAULTS = {k: p["default"] for k, p in _PROPS["wandb"]["properties"].items()}
 #: Formatting of the Markdown tables (aggregate rule only), as the schema's defaults.
@@ -780,6 +783,10 @@ def _swept_cells(ctx: dict, ds: str, pid: str, label: str, axes: dict, factors: 
                                 if (_axis_kind(a) == "partition") == (kind == "partition"))
                   for kind in ("partition", "algorithm")}
         name = (pid + suffix["partition"], label + suffix["algorithm"])
+        for a, v in values.items():
+            if not re.fullmatch(r"[A-Za-z0-9_.+\-]+", _label_value(v)):
+                raise ConfigError(f"{where[a]}: the value {_fmt(v)} cannot be written into a cell's label or "
+                                  f"partition id (they become paths): use letters, digits, '_', '.', '+' or '-'")
         if name in owner:
             raise ConfigError(
                 f"{', '.join(where.values())}: this sweep point gives the same cell as "
