@@ -19,11 +19,25 @@ dataset's own ``augment`` < ``experiments.<e>.augment`` < ``experiments.<e>.data
 Mappings (``local``, ``sampling``) are merged key by key. In ``local``, a level that sets
 ``epochs`` clears an inherited ``steps`` and vice versa; one mapping may not set both.
 
+Sweeps (``sweep:`` under ``experiments.<e>``, ``experiments.<e>.datasets.<d>`` or
+``experiments.<e>.algorithms.<label>``): ``grid`` axes form a Cartesian product, ``zip`` axes are
+paired value by value; every point becomes a normal cell, resolved exactly as if its values had
+been given as single values where the sweep stands (hyperparameters in the algorithm, partition
+parameters in the partition), so every value gets the checks a single value gets and an error
+names the sweep key path (``experiments.s.algorithms.fedprox.sweep.grid.mu[2]: must be >= 0
+(got -1)``). An inner level's sweep of the same axis replaces the outer one's values; an inner
+level's single value wins over an outer sweep (that cell is not swept along the axis); ``select``
+is merged key by key. A swept cell's ``algorithm`` label (or, for ``partition.<param>`` axes, its
+``partition`` id) gets one ``,<short>=<value>`` per axis, and its report-only ``sweep`` key holds
+the configured label and partition, the point, the grid and ``select`` (:func:`expand_cells`).
+A point's spec depends on its values only: adding a value adds cells and changes no other cell's
+:func:`training_spec`.
+
 Runtime-only blocks never enter a cell spec, so changing them reruns no training:
 :func:`train_resources` (per experiment and dataset ``resources``: what a train job asks the
 scheduler for; :func:`job_resources` turns them into Snakemake resources per attempt),
 :func:`wandb_settings` (``wandb``), :func:`table_settings` (``tables``, aggregation only) and
-:func:`stacked_seeds` (``stack_seeds``).
+:func:`stacked_experiments` (``stack``).
 
 A cell (see :func:`expand_cells`) is built in a fixed key order with canonical types (floats as
 float, counts as int), so that reordering or reformatting the YAML does not change its ``repr``:
@@ -34,7 +48,9 @@ Snakemake's params trigger then reruns exactly the cells whose values changed.
 from __future__ import annotations
 
 import copy
+import itertools
 import math
+import re
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -44,8 +60,9 @@ import yaml
 __all__ = [
     "ConfigError", "validated", "typed_overrides", "load_yaml_strict", "check_config",
     "expand_cells", "training_spec", "datasets", "partitions",
-    "train_resources", "job_resources", "stacked_seeds", "wandb_settings", "table_settings", "SCHEMA_PATH",
-    "ID_PATTERN", "RESOURCE_DEFAULTS", "WANDB_DEFAULTS", "TABLE_DEFAULTS", "REPORT_KEYS",
+    "train_resources", "job_resources", "stacked_experiments", "wandb_settings", "table_settings", "SCHEMA_PATH",
+    "ID_PATTERN", "CELL_ID_PATTERN", "RESOURCE_DEFAULTS", "WANDB_DEFAULTS", "TABLE_DEFAULTS", "REPORT_KEYS",
+    "SELECT_DEFAULTS", "select_metrics",
 ]
 
 #: The JSON schema of the config (structure, types, ranges, defaults).
@@ -61,6 +78,9 @@ def schema() -> dict:
 _PROPS = schema()["properties"]
 # Ids become path components and Snakemake wildcard values (see rules/common.smk).
 ID_PATTERN = schema()["$defs"]["id"]["pattern"].removeprefix("^").removesuffix("$")
+#: A cell's partition id or algorithm label: a config id, then one ``,<short>=<value>`` per swept
+#: axis (:func:`expand_cells`); for the workflow's wildcards and results paths.
+CELL_ID_PATTERN = ID_PATTERN + r"(?:,[A-Za-z0-9_]+=[A-Za-z0-9_.+\-]+)*"
 #: Weights & Biases logging (runtime only), as the schema's defaults.
 WANDB_DEFAULTS = {k: p["default"] for k, p in _PROPS["wandb"]["properties"].items()}
 #: Formatting of the Markdown tables (aggregate rule only), as the schema's defaults.
@@ -78,7 +98,7 @@ LOCAL_DEFAULTS = {"lr_decay": 1.0, "weight_decay": 0.0, "clip_norm": None}
 LOCAL_KEYS = tuple(schema()["$defs"]["local"]["properties"])
 #: Keys of a cell that only the tables, paper outputs and reports read: not part of the training
 #: spec (:func:`training_spec`), so changing them re-aggregates without retraining.
-REPORT_KEYS = ("target_accuracy", "paper")
+REPORT_KEYS = ("target_accuracy", "paper", "sweep")
 
 # Ranges of registry parameters that the data registries do not state, by parameter name (the
 # algorithms state theirs: ``BOUNDS`` in each module). Intervals as in mathematics.
@@ -291,6 +311,13 @@ def validated(config: Any) -> dict:
     if not isinstance(config, dict):
         raise ConfigError(f"config: must be a mapping (the parsed YAML) (got {_fmt(config)})")
     config = copy.deepcopy(dict(config))
+    experiments = config.get("experiments")
+    for exp, ecfg in (experiments.items() if isinstance(experiments, dict) else ()):
+        if isinstance(ecfg, dict) and "stack_seeds" in ecfg:
+            raise ConfigError(f"experiments.{exp}.stack_seeds: renamed to `stack` (stack: true trains every set of "
+                              f"stackable cells of the experiment in one job: its seeds and the values of a sweep's "
+                              f"continuous hyperparameters); write "
+                              f"`stack: {_label_value(ecfg['stack_seeds'])}` instead")
     errors = list(_validator().iter_errors(config))
     if errors:
         raise ConfigError(_schema_message(max(errors, key=lambda e: len(e.absolute_path))))
@@ -510,7 +537,7 @@ def _resolve_algorithm(label: str, cfg: dict | None, path: str) -> tuple[str, di
         raise ConfigError(f"{where}: unknown algorithm {_fmt(name)}; known algorithms: {_known(algorithms.ALGORITHMS)} "
                           f"(a label other than a module name needs `algorithm: <name>`)")
     module = algorithms.get_algorithm(name)
-    given = {k: v for k, v in cfg.items() if k not in ("algorithm", "local")}
+    given = {k: v for k, v in cfg.items() if k not in ("algorithm", "local", "sweep")}
     for k in given:
         if k in LOCAL_KEYS and k not in module.HPARAMS:
             raise ConfigError(f"{path}.{k}: unknown hyperparameter for algorithm {name!r}; known: "
@@ -634,24 +661,6 @@ def _datasets(cfg: dict) -> dict[str, dict]:
     return {dataset_id: _resolve_dataset(dataset_id, dcfg) for dataset_id, dcfg in cfg["datasets"].items()}
 
 
-def _partitions(cfg: dict) -> dict[tuple[str, str], dict]:
-    out: dict[tuple[str, str], dict] = {}
-    where: dict[tuple[str, str], str] = {}
-    for exp, ecfg in cfg["experiments"].items():
-        for ds, dcfg in ecfg["datasets"].items():
-            for pid, pcfg in dcfg["partitions"].items():
-                ppath = f"experiments.{exp}.datasets.{ds}.partitions.{pid}"
-                resolved, key = _resolve_partition(ppath, pcfg), (ds, pid)
-                if key in out and out[key] != resolved:
-                    raise ConfigError(
-                        f"{ppath}: partition id {pid!r} of dataset {ds!r} is already defined at {where[key]} "
-                        f"with different parameters ({out[key]} vs {resolved}); partitions are shared across "
-                        f"experiments by id, so give this one a different id")
-                out.setdefault(key, resolved)
-                where.setdefault(key, ppath)
-    return out
-
-
 def _experiment_settings(exp: str, ecfg: dict) -> dict:
     """What every dataset of experiment ``exp`` starts from, its algorithms resolved."""
     from fedbench.papers import check_paper  # the paper registry (its modules import plotting)
@@ -711,23 +720,420 @@ def _dataset_settings(exp: dict, ecfg: dict, ds: str, dcfg: dict, known: dict, d
             "local": _merge_local(exp["local"], dcfg.get("local"), f"{dpath}.local"), "local_path": local_path}
 
 
-def _cells(exp: dict, dset: dict) -> list[dict]:
-    """The cells of one dataset of an experiment: partitions × algorithms × seeds."""
+def _seed_cells(exp: dict, dset: dict, pid: str, label: str, algo: tuple[str, dict, dict]) -> list[dict]:
+    """The cells of one (partition, algorithm label) of a dataset of an experiment, one per seed."""
+    name, hparams, local_over = algo
     after_local = {k: v for k, v in dset["shared"].items() if k != "model"}
-    cells = []
-    for pid in dset["partitions"]:
-        for label, (name, hparams, local_over) in exp["algorithms"].items():
-            apath = f"{exp['path']}.algorithms.{label}.local"
-            local = _finish_local(_merge_local(dset["local"], local_over, apath),
-                                  apath if local_over else dset["local_path"])
-            for seed in exp["seeds"]:
-                cells.append({
-                    "experiment": exp["experiment"], "dataset": dset["dataset"], "partition": pid,
-                    "algorithm": label, "seed": seed, "algorithm_name": name, "hparams": dict(hparams),
-                    "model": copy.deepcopy(dset["shared"]["model"]), "local": dict(local),
-                    **copy.deepcopy(after_local),
-                })
+    apath = f"{exp['path']}.algorithms.{label}.local"
+    local = _finish_local(_merge_local(dset["local"], local_over, apath), apath if local_over else dset["local_path"])
+    return [{
+        "experiment": exp["experiment"], "dataset": dset["dataset"], "partition": pid,
+        "algorithm": label, "seed": seed, "algorithm_name": name, "hparams": dict(hparams),
+        "model": copy.deepcopy(dset["shared"]["model"]), "local": dict(local),
+        **copy.deepcopy(after_local), "sweep": None,
+    } for seed in exp["seeds"]]
+
+
+def _canonical(axis: str, cell: dict, partition: dict) -> Any:
+    """The value of ``axis`` in a resolved cell (canonical type: what the cell trains with)."""
+    kind, key = _axis_kind(axis), axis.split(".", 1)[-1]
+    if kind == "local":
+        return cell["local"][key]
+    if kind == "participation":
+        return cell["sampling"]["participation"]
+    if kind == "rounds":
+        return cell["rounds"]
+    return partition[key] if kind == "partition" else cell["hparams"][axis]
+
+
+def _swept_cells(ctx: dict, ds: str, pid: str, label: str, axes: dict, factors: list, select: dict) -> list[dict]:
+    """The cells of the sweep of one (dataset, partition, algorithm label): one per point of the
+    product of ``factors`` and seed, each resolved as if its values had been given as single
+    values; errors name the sweep key path of the offending value."""
+    settings, cfgs, epath = ctx["settings"], [ctx["ecfg"], ctx["dcfg"], ctx["ecfg"]["algorithms"][label]], ctx["epath"]
+    dpath, apath = f"{epath}.datasets.{ds}", f"{epath}.algorithms.{label}"
+    cells, canon, owner = [], {a: {} for a in axes}, {}
+    for combo in itertools.product(*[[(group, i) for i in rows] for group, rows in factors]):
+        idx = {a: i for group, i in combo for a in group}
+        point = {a: (axes[a][0], axes[a][1][idx[a]]) for a in axes}
+        where = {a: f"{axes[a][2]}[{idx[a]}]" for a in axes}
+        e2, d2, a2 = _substituted(cfgs, pid, point)
+        try:
+            key = repr((pid, [(a, li, v) for a, (li, v) in point.items()
+                              if _axis_kind(a) != "hparam" and not (_axis_kind(a) == "local" and li == 2)]))
+            if key not in ctx["cache"]:
+                s2 = {**settings, "local": _merge_local({}, e2["local"], f"{epath}.local"),
+                      "sampling": {**SAMPLING_DEFAULTS, **(e2.get("sampling") or {})}}
+                ctx["cache"][key] = (s2, _dataset_settings(s2, e2, ds, d2, ctx["known"], ctx["dtype"]),
+                                     _resolve_partition(f"{dpath}.partitions.{pid}", d2["partitions"][pid]))
+            s2, dset2, part = ctx["cache"][key]
+            point_cells = _seed_cells(s2, dset2, pid, label, _resolve_algorithm(label, a2, apath))
+        except ConfigError as e:
+            plain = {_plain_path(a, li, epath, dpath, apath, pid): where[a] for a, (li, _) in point.items()}
+            msg, hit = _rewrite(str(e), plain)
+            if hit and any(_axis_kind(a) == "hparam" and li < 2 for a, (li, _) in point.items()):
+                msg += f" (algorithm {label!r})"
+            if not hit:
+                msg += f" (at the sweep point {', '.join(f'{where[a]} = {_fmt(v)}' for a, (_, v) in point.items())})"
+            raise ConfigError(msg) from None
+        values = {a: _canonical(a, point_cells[0], part) for a in axes}
+        for a in axes:
+            canon[a][idx[a]] = values[a]
+        suffix = {kind: "".join(f",{a.rsplit('.', 1)[-1]}={_label_value(v)}" for a, v in values.items()
+                                if (_axis_kind(a) == "partition") == (kind == "partition"))
+                  for kind in ("partition", "algorithm")}
+        name = (pid + suffix["partition"], label + suffix["algorithm"])
+        for a, v in values.items():
+            if not re.fullmatch(r"[A-Za-z0-9_.+\-]+", _label_value(v)):
+                raise ConfigError(f"{where[a]}: the value {_fmt(v)} cannot be written into a cell's label or "
+                                  f"partition id (they become paths): use letters, digits, '_', '.', '+' or '-'")
+        if name in owner:
+            raise ConfigError(
+                f"{', '.join(where.values())}: this sweep point gives the same cell as "
+                f"{', '.join(owner[name])} (partition {name[0]!r}, algorithm {name[1]!r}): two values that are "
+                f"equal once converted (1 and 1.0), or two axes with the same last key component; give each "
+                f"value once, or sweep one of the axes under another algorithm label")
+        owner[name] = list(where.values())
+        if suffix["partition"]:
+            ctx["add_partition"]((ds, name[0]), part, f"{dpath}.partitions.{pid} swept by {', '.join(where.values())}")
+        for c in point_cells:
+            c["partition"], c["algorithm"] = name
+            c["sweep"] = {"label": label, "partition": pid, "point": dict(values), "grid": None, "select": dict(select)}
+        cells += point_cells
+    grid = {a: [canon[a][i] for i in rows] for group, rows in factors for a in group}
+    grid = {a: grid[a] for a in axes}
+    for c in cells:
+        c["sweep"]["grid"] = copy.deepcopy(grid)
     return cells
+
+
+def _check_axes_exist(lvl: dict | None, where: int, hparams: dict[str, dict], schemes: list[str]) -> None:
+    """Each bare-name axis of a level is a hyperparameter of an algorithm it reaches (``hparams``:
+    label -> HPARAMS of those algorithms), each partition axis a parameter of a partition scheme it
+    reaches (``schemes``)."""
+    if lvl is None:
+        return
+    for axis, kp in lvl["paths"].items():
+        kind, key = _axis_kind(axis), axis.split(".", 1)[-1]
+        if kind == "hparam" and not any(axis in hp for hp in hparams.values()):
+            what = (f"algorithm label {next(iter(hparams))!r}" if where == 2
+                    else f"any algorithm of the experiment ({_known(list(hparams))})")
+            hint = f"; local optimizer settings are swept as local.{axis}" if axis in LOCAL_KEYS else ""
+            known = sorted({k for hp in hparams.values() for k in hp})
+            raise ConfigError(f"{kp}: {axis!r} is not a hyperparameter of {what}; known: {_known(known)}{hint}")
+        if kind == "partition" and not any(key in _schemes()[s] for s in schemes):
+            known = sorted({k for s in schemes for k in _schemes()[s]})
+            raise ConfigError(f"{kp}: {key!r} is not a parameter of the partition schemes it reaches "
+                              f"({_known(sorted(set(schemes)))}); known: {_known(known)}")
+
+
+def _expand(cfg: dict) -> tuple[list[dict], dict[tuple[str, str], dict]]:
+    """The cells of a validated config and the partitions they use (swept ones included)."""
+    _check_runtime(cfg)
+    known = _datasets(cfg)
+    parts: dict[tuple[str, str], dict] = {}
+    where: dict[tuple[str, str], str] = {}
+
+    def add_partition(key: tuple[str, str], resolved: dict, path: str) -> None:
+        if key in parts and parts[key] != resolved:
+            raise ConfigError(
+                f"{path}: partition id {key[1]!r} of dataset {key[0]!r} is already defined at {where[key]} "
+                f"with different parameters ({parts[key]} vs {resolved}); partitions are shared across "
+                f"experiments by id, so give this one a different id")
+        parts.setdefault(key, resolved)
+        where.setdefault(key, path)
+
+    for exp, ecfg in cfg["experiments"].items():  # cross-experiment consistency of partition ids
+        for ds, dcfg in ecfg["datasets"].items():
+            for pid, pcfg in dcfg["partitions"].items():
+                ppath = f"experiments.{exp}.datasets.{ds}.partitions.{pid}"
+                add_partition((ds, pid), _resolve_partition(ppath, pcfg), ppath)
+    import fedbench.algorithms as algorithms
+
+    cells = []
+    for exp, ecfg in cfg["experiments"].items():
+        settings = _experiment_settings(exp, ecfg)
+        epath = settings["path"]
+        hparams = {label: algorithms.get_algorithm(algo[0]).HPARAMS for label, algo in settings["algorithms"].items()}
+        all_schemes = [p["scheme"] for d in ecfg["datasets"].values() for p in d["partitions"].values()]
+        lvl_e = _parse_sweep(ecfg.get("sweep"), f"{epath}.sweep", ecfg.get("local"))
+        _check_axes_exist(lvl_e, 0, hparams, all_schemes)
+        lvl_a = {}
+        for label, acfg in ecfg["algorithms"].items():
+            acfg = acfg or {}
+            lvl_a[label] = _parse_sweep(acfg.get("sweep"), f"{epath}.algorithms.{label}.sweep", acfg.get("local"))
+            _check_axes_exist(lvl_a[label], 2, {label: hparams[label]}, all_schemes)
+        reached: set[str] = set()
+        for ds, dcfg in ecfg["datasets"].items():
+            dset = _dataset_settings(settings, ecfg, ds, dcfg, known, cfg["dtype"])
+            lvl_d = _parse_sweep(dcfg.get("sweep"), f"{epath}.datasets.{ds}.sweep", dcfg.get("local"))
+            _check_axes_exist(lvl_d, 1, hparams, [p["scheme"] for p in dcfg["partitions"].values()])
+            ctx = {"settings": settings, "ecfg": ecfg, "dcfg": dcfg, "epath": epath, "known": known,
+                   "dtype": cfg["dtype"], "cache": {}, "add_partition": add_partition}
+            for pid in dset["partitions"]:
+                scheme = dcfg["partitions"][pid]["scheme"]
+                for label, algo in settings["algorithms"].items():
+                    def applies(axis, hp=hparams[label], scheme=scheme):
+                        kind = _axis_kind(axis)
+                        return ((kind != "hparam" or axis in hp)
+                                and (kind != "partition" or axis.split(".", 1)[1] in _schemes()[scheme]))
+
+                    levels = [lvl_e, lvl_d, lvl_a[label]]
+                    axes, factors, select = _cell_sweep(levels, [ecfg, dcfg, ecfg["algorithms"][label]], applies,
+                                                        reached)
+                    cells += (_swept_cells(ctx, ds, pid, label, axes, factors, select) if axes
+                              else _seed_cells(settings, dset, pid, label, algo))
+            _check_reached(lvl_d, reached)
+        for lvl in (lvl_e, *lvl_a.values()):
+            _check_reached(lvl, reached)
+    return cells, parts
+
+
+def _check_reached(lvl: dict | None, reached: set[str]) -> None:
+    for axis, kp in (lvl or {"paths": {}})["paths"].items():
+        if kp not in reached:
+            raise ConfigError(f"{kp}: sweeps no cell: every cell it reaches gives {axis} a single value at an inner "
+                              f"level (a dataset's or algorithm's own value wins over an outer sweep; local epochs "
+                              f"and steps clear each other); move the sweep to that level or delete that value")
+
+
+# --------------------------------------------------------------------------------------------
+# Sweeps: grids of values, each point a normal cell
+
+#: What selects a sweep's best point, where the config leaves it out (``direction`` then follows
+#: the metric: max when its name contains "accuracy", else min).
+SELECT_DEFAULTS = {"metric": "test_accuracy", "statistic": "final", "last": 10, "average_seeds": True}
+
+
+def select_metrics() -> tuple[str, ...]:
+    """The metrics a sweep may select on: the numeric per-round columns of
+    :data:`fedbench.metrics.schema.METRICS_SCHEMA` (``round`` aside) and its algorithm metrics."""
+    import pyarrow as pa
+
+    from fedbench.metrics.schema import ALGORITHM_METRICS, PER_ROUND
+
+    return tuple(name for name, t in PER_ROUND + ALGORITHM_METRICS
+                 if name != "round" and (pa.types.is_integer(t) or pa.types.is_floating(t)))
+
+
+def _axis_kind(axis: str) -> str:
+    """'local', 'participation', 'rounds', 'partition' or 'hparam' (a bare name), or '' (unknown)."""
+    if axis in ("sampling.participation", "rounds"):
+        return axis.rsplit(".", 1)[-1]
+    head, _, tail = axis.partition(".")
+    if head == "local" and tail in LOCAL_KEYS:
+        return "local"
+    if head == "partition" and tail and "." not in tail and tail != "scheme":
+        return "partition"
+    return "hparam" if not tail else ""
+
+
+def _label_value(v: Any) -> str:
+    """A swept value in a cell label: repr of a float, str of an int, null, true/false."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if v is None:
+        return "null"
+    return repr(v) if isinstance(v, float) else str(v)
+
+
+def _value_key(v: Any) -> tuple:
+    """Equality of config values, with true distinct from 1 (duplicate detection)."""
+    return (isinstance(v, bool), repr(v) if isinstance(v, (list, dict)) else v)
+
+
+@cache
+def _value_validator(sub_json: str):
+    import json
+
+    import jsonschema
+
+    sub = {"$defs": schema()["$defs"], **json.loads(sub_json)}
+    return jsonschema.validators.validator_for(schema())(sub)
+
+
+def _check_value(sub: dict, v: Any, path: str) -> None:
+    """``v`` against the (sub)schema ``sub`` as a single value at ``path`` would be checked."""
+    import json
+
+    errors = list(_value_validator(json.dumps(sub, sort_keys=True)).iter_errors(v))
+    if errors:
+        msg = _schema_message(max(errors, key=lambda e: len(e.absolute_path)))
+        raise ConfigError(path + msg.removeprefix("config"))
+    if _is_number(v):
+        _finite(v, path)
+
+
+def _value_schema(axis: str) -> dict | None:
+    """The schema of a single value of a local / sampling / rounds axis (None: checked by resolution)."""
+    kind = _axis_kind(axis)
+    if kind == "local":
+        return schema()["$defs"]["local"]["properties"][axis.split(".", 1)[1]]
+    if kind == "participation":
+        return {"$ref": "#/$defs/probability"}
+    if kind == "rounds":
+        return _PROPS["experiments"]["additionalProperties"]["properties"]["rounds"]
+    return None
+
+
+def _parse_sweep(sweep: dict | None, path: str, local: dict | None) -> dict | None:
+    """One level's ``sweep`` (``path`` = its key path): axes, their key paths, its zip group and
+    ``select``. Raises :class:`ConfigError` for an unknown axis, a duplicate value, zip lists of
+    unequal length or an axis both gridded and zipped; a value of a local, sampling or rounds axis
+    that a single value could not be."""
+    if not sweep:
+        return None
+    grid, zipped = sweep.get("grid") or {}, sweep.get("zip") or {}
+    axes: dict[str, list] = {}
+    paths: dict[str, str] = {}
+    for part, block in (("grid", grid), ("zip", zipped)):
+        for axis, values in block.items():
+            kp = f"{path}.{part}.{axis}"
+            if not _axis_kind(axis):
+                raise ConfigError(
+                    f"{kp}: unknown sweep axis {axis!r}; allowed: local.<key> ({_known(LOCAL_KEYS)}), "
+                    f"sampling.participation, rounds, partition.<a parameter of the partition scheme>, or an "
+                    f"algorithm hyperparameter by its bare name (e.g. mu)")
+            if part == "zip" and axis in grid:
+                raise ConfigError(f"{kp}: {axis!r} is also in {path}.grid; an axis is either gridded or zipped "
+                                  f"at one level: delete one of them")
+            if part == "grid":
+                seen: dict = {}
+                for i, v in enumerate(values):
+                    j = seen.setdefault(_value_key(v), i)
+                    if j != i:
+                        raise ConfigError(f"{kp}[{i}]: duplicate of {kp}[{j}] ({_fmt(v)}); give each value once")
+            sub = _value_schema(axis)
+            for i, v in enumerate(values):
+                if sub is not None:
+                    _check_value(sub, v, f"{kp}[{i}]")
+            key = axis.split(".", 1)[-1]
+            other = {"epochs": "steps", "steps": "epochs"}.get(key)
+            if _axis_kind(axis) == "local" and other and (local or {}).get(other) is not None:
+                raise ConfigError(f"{kp}: the same level sets local.{other} ({path.removesuffix('.sweep')}.local."
+                                  f"{other}); give exactly one of epochs or steps per level: delete local.{other}")
+            axes[axis], paths[axis] = list(values), kp
+    if zipped:
+        lengths = {axis: len(v) for axis, v in zipped.items()}
+        if len(set(lengths.values())) > 1:
+            raise ConfigError(f"{path}.zip: zipped lists must have equal lengths (got "
+                              f"{', '.join(f'{a}: {n}' for a, n in lengths.items())}); they are paired value by value")
+        seen = {}
+        for i, row in enumerate(zip(*zipped.values())):
+            j = seen.setdefault(tuple(_value_key(v) for v in row), i)
+            if j != i:
+                raise ConfigError(f"{path}.zip: the pairs [{j}] and [{i}] are equal "
+                                  f"({', '.join(f'{a}={_fmt(v)}' for a, v in zip(zipped, row))}); give each pair once")
+    return {"path": path, "axes": axes, "paths": paths, "zip": tuple(zipped), "select": dict(sweep.get("select") or {})}
+
+
+def _select(levels: list[dict | None]) -> dict:
+    """``select`` merged key by key over the levels, with :data:`SELECT_DEFAULTS`; the metric checked."""
+    out, where = dict(SELECT_DEFAULTS), None
+    for lvl in levels:
+        if lvl is not None:
+            out.update(lvl["select"])
+            where = f"{lvl['path']}.select.metric" if "metric" in lvl["select"] else where
+    if out["metric"] not in select_metrics():
+        raise ConfigError(f"{where}: unknown metric {_fmt(out['metric'])}; allowed: {_known(select_metrics())} "
+                          f"(numeric per-round columns of fedbench.metrics.schema)")
+    out.setdefault("direction", "max" if "accuracy" in out["metric"] else "min")
+    return {k: out[k] for k in ("metric", "statistic", "last", "direction", "average_seeds")}
+
+
+def _inner_sets(axis: str, cfgs: list[dict], levels: list[dict | None], li: int) -> bool:
+    """Whether a level inside level ``li`` gives ``axis`` a single value (or, for local epochs /
+    steps, sets or sweeps the other one): the inner value wins, the outer sweep does not apply."""
+    kind, key = _axis_kind(axis), axis.split(".", 1)[-1]
+    other = {"epochs": "steps", "steps": "epochs"}.get(key)
+    for inner in range(li + 1, 3):
+        cfg, lvl = cfgs[inner] or {}, levels[inner]
+        if kind == "local":
+            local = cfg.get("local") or {}
+            if key in local or (other and local.get(other) is not None):
+                return True
+            if other and lvl is not None and f"local.{other}" in lvl["axes"]:
+                return True
+        elif kind == "participation" and inner == 1 and "participation" in (cfg.get("sampling") or {}):
+            return True
+        elif kind == "rounds" and inner == 1 and "rounds" in cfg:
+            return True
+        elif kind == "hparam" and inner == 2 and axis in cfg:
+            return True
+    return False
+
+
+def _cell_sweep(levels: list[dict | None], cfgs: list[dict], applies, reached: set) -> tuple[dict, list, dict]:
+    """The sweep of one (dataset, partition, algorithm): ``axes`` (axis -> (level, values, key
+    path), in axis order: outer levels first, an inner level's axis replacing the outer one's in
+    place) and the factors of the product (each a tuple of axes and the rows of value indices:
+    one axis, or a zip group less the axes that do not apply, repeated rows dropped)."""
+    axes: dict[str, tuple] = {}
+    for li, lvl in enumerate(levels):
+        if lvl is None:
+            continue
+        for axis, values in lvl["axes"].items():
+            if applies(axis) and not _inner_sets(axis, cfgs, levels, li):
+                axes[axis] = (li, values, lvl["paths"][axis])
+                reached.add(lvl["paths"][axis])
+    factors, done = [], set()
+    for axis, (li, values, _) in axes.items():
+        if axis in done:
+            continue
+        group = [a for a in axes if a in (levels[li]["zip"] if axis in levels[li]["zip"] else (axis,))
+                 and axes[a][0] == li]
+        rows, seen = [], set()
+        for i in range(len(values)):
+            key = tuple(_value_key(axes[a][1][i]) for a in group)
+            if key not in seen:
+                seen.add(key)
+                rows.append(i)
+        factors.append((tuple(group), rows))
+        done.update(group)
+    return axes, factors, _select(levels) if axes else {}
+
+
+def _substituted(cfgs: list[dict], pid: str, point: dict[str, tuple]) -> tuple[dict, dict, dict]:
+    """Copies of the experiment, dataset and algorithm configs with each point value put where a
+    single value would have been given: at the sweep's level (rounds and participation of an
+    algorithm-level sweep at the dataset's: nothing is inside an algorithm), hyperparameters in
+    the algorithm, partition parameters in the partition."""
+    e, d, a = (dict(c or {}) for c in cfgs)
+    for axis, (li, v) in point.items():
+        kind, key = _axis_kind(axis), axis.split(".", 1)[-1]
+        target = (e, d, a)[li] if kind == "local" else (e, d, d)[li]
+        if kind == "local":
+            target["local"] = {**(target.get("local") or {}), key: v}
+        elif kind == "participation":
+            target["sampling"] = {**(target.get("sampling") or {}), "participation": v}
+        elif kind == "rounds":
+            target["rounds"] = v
+        elif kind == "partition":
+            d["partitions"] = {**d["partitions"], pid: {**d["partitions"][pid], key: v}}
+        else:
+            a[axis] = v
+    d["partitions"] = {pid: d["partitions"][pid]}
+    return e, d, a
+
+
+def _plain_path(axis: str, li: int, epath: str, dpath: str, apath: str, pid: str) -> str:
+    """The key path a single value of ``axis`` given at level ``li`` has in error messages."""
+    kind, key = _axis_kind(axis), axis.split(".", 1)[-1]
+    if kind == "partition":
+        return f"{dpath}.partitions.{pid}.{key}"
+    if kind == "hparam":
+        return f"{apath}.{axis}"
+    base = (epath, dpath, dpath if kind != "local" else apath)[li]
+    return f"{base}.{axis}" if kind in ("local", "rounds") else f"{base}.sampling.participation"
+
+
+def _rewrite(msg: str, paths: dict[str, str]) -> tuple[str, bool]:
+    """``msg`` with each plain key path replaced by the sweep key path of its value."""
+    hit = False
+    for plain, swept in paths.items():
+        new = re.sub(r"(?<![\w.])" + re.escape(plain) + r"(?![\w.\[-])", lambda _, swept=swept: swept, msg)
+        hit, msg = hit or new != msg, new
+    return msg, hit
 
 
 # --------------------------------------------------------------------------------------------
@@ -744,19 +1150,26 @@ def expand_cells(config: dict) -> list[dict]:
     (a source with an ``augment`` parameter), ``augmentation``: the training augmentation record
     or None (see :func:`_augmentation`); and, for experiments with ``delta_histogram``,
     ``delta_histogram: {"rounds": [sorted ints]}`` ("last" resolved to the cell's rounds; a round
-    beyond them is an error). ``device`` is deliberately absent: it changes where a cell runs, not
-    its result. :data:`REPORT_KEYS` are for the tables and reports only (see :func:`training_spec`).
+    beyond them is an error); last, ``sweep``: None for a cell of no sweep, else
+    ``{"label": <configured label>, "partition": <configured partition id>, "point": {axis: value},
+    "grid": {axis: [values]}, "select": {metric, statistic, last, direction, average_seeds}}``
+    (axes in axis order: experiment level, then dataset, then algorithm, an inner level's axis in
+    place of the outer one's; values canonical, as the cell trains with them; zipped axes as lists
+    of equal length). A swept cell's ``algorithm`` is the label plus ``,<short>=<value>`` per axis
+    (short: the axis key's last dotted component; value: repr of a float, str of an int, null,
+    true/false), e.g. ``fedprox,lr=0.1,mu=0.01``; ``partition.<param>`` axes suffix ``partition``
+    instead (``iid,num_clients=10``). ``device`` is deliberately absent: it changes where a cell
+    runs, not its result. :data:`REPORT_KEYS` are for the tables and reports only (see
+    :func:`training_spec`).
+
+    Raises:
+        ConfigError: anything :func:`check_config` rejects; for sweeps also an unknown axis, an empty
+            list, a duplicate value, zip lists of unequal length, an axis both gridded and zipped at
+            one level, a bare name no algorithm of the experiment has (a partition parameter no
+            partition it reaches has), an axis that reaches no cell (inner single values everywhere),
+            an unknown ``select.metric`` and two points giving the same cell.
     """
-    cfg = validated(config)
-    _check_runtime(cfg)
-    known = _datasets(cfg)
-    _partitions(cfg)  # cross-experiment consistency of partition ids
-    cells = []
-    for exp, ecfg in cfg["experiments"].items():
-        settings = _experiment_settings(exp, ecfg)
-        for ds, dcfg in ecfg["datasets"].items():
-            cells += _cells(settings, _dataset_settings(settings, ecfg, ds, dcfg, known, cfg["dtype"]))
-    return cells
+    return _expand(validated(config))[0]
 
 
 def training_spec(cell: dict) -> dict:
@@ -784,13 +1197,14 @@ def datasets(config: dict) -> dict[str, dict]:
 
 
 def partitions(config: dict) -> dict[tuple[str, str], dict]:
-    """``{(dataset_id, partition_id): {"scheme": ..., **params with defaults}}`` over all experiments.
+    """``{(dataset_id, partition_id): {"scheme": ..., **params with defaults}}`` over all experiments,
+    the partitions of sweeps over ``partition.<param>`` included (ids such as ``iid,num_clients=10``).
 
     Raises:
         ConfigError: the same partition id is given different parameters for the same dataset
             (they would share one ``results/partitions/<dataset>/<partition>/`` directory).
     """
-    return _partitions(validated(config))
+    return _expand(validated(config))[1]
 
 
 def train_resources(config: dict) -> dict[tuple[str, str], dict]:
@@ -803,12 +1217,12 @@ def train_resources(config: dict) -> dict[tuple[str, str], dict]:
             for exp, ecfg in validated(config)["experiments"].items() for ds, dcfg in ecfg["datasets"].items()}
 
 
-def stacked_seeds(config: dict) -> dict[str, list[int]]:
-    """``{experiment: seeds}`` of the experiments with ``stack_seeds: true`` and at least two seeds:
-    their train jobs train all seeds of a cell at once (:func:`fedbench.engine.loop.run_cells`).
-    Runtime only: it never enters a cell spec."""
-    return {exp: [int(s) for s in ecfg["seeds"]] for exp, ecfg in validated(config)["experiments"].items()
-            if ecfg["stack_seeds"] and len(ecfg["seeds"]) > 1}
+def stacked_experiments(config: dict) -> list[str]:
+    """The experiments with ``stack: true``, in config order: the workflow trains each set of their
+    stackable cells (:func:`fedbench.engine.stacking.stack_key` of :func:`training_spec`: cells
+    differing only in seed, local lr, lr_decay, weight_decay, clip_norm value, algorithm label and
+    numeric hyperparameters) in one job. Runtime only: it never enters a cell spec."""
+    return [exp for exp, ecfg in validated(config)["experiments"].items() if ecfg["stack"]]
 
 
 def job_resources(resources: dict, attempt: int = 1) -> dict:
