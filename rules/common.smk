@@ -11,6 +11,7 @@ from snakemake.utils import update_config
 
 from fedbench.codeversion import code_version
 from fedbench.config import (
+    CELL_ID_PATTERN,
     ID_PATTERN,
     ConfigError,
     datasets as config_datasets,
@@ -54,15 +55,14 @@ PARTITION_DIR = "results/partitions/{dataset}/{partition}/seed={seed}"
 
 
 # A swept cell's algorithm label (and, for an axis on a partition parameter, its partition id) is
-# the configured id plus one ",<name>=<value>" per axis (fedbench.config.expand_cells).
-SWEPT_ID_PATTERN = ID_PATTERN + r"(?:,[A-Za-z0-9_]+=[A-Za-z0-9_.+\-]+)*"
+# the configured id plus one ",<name>=<value>" per axis: CELL_ID_PATTERN (fedbench.config.expand_cells).
 
 
 wildcard_constraints:
     experiment=ID_PATTERN,
     dataset=ID_PATTERN,
-    partition=SWEPT_ID_PATTERN,
-    algorithm=SWEPT_ID_PATTERN,
+    partition=CELL_ID_PATTERN,
+    algorithm=CELL_ID_PATTERN,
     seed=r"\d+",
 
 

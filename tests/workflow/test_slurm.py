@@ -5,8 +5,8 @@ Needs a running Slurm (one node is enough). `.ci/run` starts one with `.ci/start
 installed, this module starts it itself (set FEDBENCH_SLURM_AUTOSTART=0 to forbid that).
 Otherwise the tests skip, saying why.
 
-A small experiment (digits, logreg, 2 algorithms, 1 seed, 3 rounds) and a stacked one (1
-algorithm, 2 seeds in one job: `stack_seeds`) run twice: through Slurm and locally. Every train
+A small experiment (digits, logreg, 2 algorithms, 1 seed, 3 rounds) and a stacked one (an
+lr sweep of 2 values x 2 seeds in one job: `stack: true`) run twice: through Slurm and locally. Every train
 cell must have run inside its own Slurm job, with the time limit, memory and CPUs of the
 config's `resources`, the light rules on the submitting node, and results/metrics.parquet must
 equal the local run's (wall_seconds aside).
@@ -51,12 +51,13 @@ CONFIG = {
     "device": "cpu",
     "experiments": {
         "slurm": copy.deepcopy(EXPERIMENT),
-        # seed stacking: both seeds of the one cell in a single Slurm job (train_seeds_stacked)
-        "stacked": copy.deepcopy(EXPERIMENT) | {"seeds": [0, 1], "stack_seeds": True, "algorithms": {"fedavg": {}}},
+        # stacking: a 2-value lr sweep x 2 seeds, all four cells in a single Slurm job (train_stacked_<id>)
+        "stacked": copy.deepcopy(EXPERIMENT) | {"seeds": [0, 1], "stack": True, "algorithms": {"fedavg": {}},
+                                                 "sweep": {"grid": {"local.lr": [0.05, 0.1]}}},
     },
 }
 CELLS = ["fedavg", "scaffold"]
-STACKED = ["stacked/digits/iid/fedavg/seed=0", "stacked/digits/iid/fedavg/seed=1"]
+STACKED = [f"stacked/digits/iid/fedavg,lr={lr}/seed={s}" for lr in (0.05, 0.1) for s in (0, 1)]
 
 
 def _node_state() -> str | None:
@@ -136,7 +137,8 @@ def test_slurm_run_matches_local_run(slurm, tmp_path):
 
     # Only the train cells went to Slurm, each as its own job; the light rules stayed local.
     submitted = re.findall(r"Job \d+ has been submitted with SLURM jobid (\d+) \(log: .*?rule_(\w+)/", out)
-    assert sorted(rule for _, rule in submitted) == ["train"] * len(CELLS) + ["train_seeds_stacked"], out[-4000:]
+    rules = sorted(rule for _, rule in submitted)
+    assert rules[:-1] == ["train"] * len(CELLS) and rules[-1].startswith("train_stacked_"), out[-4000:]
     for rule in ("prepare_dataset", "partition", "collect", "aggregate", "all"):
         assert re.search(rf"^localrule {rule}:", out, re.M), f"{rule} did not run locally"
 
@@ -160,12 +162,12 @@ def test_slurm_run_matches_local_run(slurm, tmp_path):
         local_summary = json.loads((local / "results/runs" / cell / "summary.json").read_text())
         assert local_summary["job"]["slurm"] is None
     assert len(job_ids) == len(CELLS)
-    # The stacked cell: both seeds trained in one Slurm job, with one log.
+    # The stacked cells: both lrs x both seeds trained in one Slurm job, with one log.
     summaries = [json.loads((on_slurm / "results/runs" / cell / "summary.json").read_text()) for cell in STACKED]
     stacked_jobs = {s["job"]["slurm"]["job_id"] for s in summaries}
     assert len(stacked_jobs) == 1 and not stacked_jobs & job_ids
-    log = (on_slurm / "results/logs/train/stacked/digits/iid/fedavg/seeds=0-1.log").read_text()
-    assert f"Slurm job {next(iter(stacked_jobs))}" in log and "seeds=0,1" in log
+    (log,) = [p.read_text() for p in (on_slurm / "results/logs/train/stacked/digits/iid").glob("stack-*.log")]
+    assert f"Slurm job {next(iter(stacked_jobs))}" in log and all(cell in log for cell in STACKED)
 
     a = pl.read_parquet(on_slurm / "results/metrics.parquet").drop("wall_seconds")
     b = pl.read_parquet(local / "results/metrics.parquet").drop("wall_seconds")

@@ -231,17 +231,17 @@ def test_the_reference_engine_gives_the_same_tables(tiny_run, tmp_path):
 
 @pytest.mark.slow
 def test_stacked_seeds_run_one_job_per_cell_with_the_tables_of_one_job_per_seed(tmp_path):
-    """`stack_seeds: true`: one train_seeds_<experiment> job per (dataset, partition, algorithm)
-    trains all seeds in lockstep and writes each seed's outputs where rule train would, with the
-    metrics of the seeds run one by one (float32: to rounding; here the chunks happen to agree)."""
+    """`stack: true`: one train job per group of stackable cells (here: all seeds of one
+    algorithm) trains them in lockstep and writes each seed's outputs where rule train would, with
+    the metrics of the seeds run one by one (float32: to rounding; here the chunks happen to agree)."""
     cfg = copy.deepcopy(TINY)
     cfg["experiments"]["tiny"]["seeds"] = [0, 1, 2]
     cfg["experiments"]["tiny"]["delta_histogram"] = True  # the stacked rule declares those outputs too
     stacked = copy.deepcopy(cfg)
-    stacked["experiments"]["tiny"]["stack_seeds"] = True
-    jobs = planned_jobs(ok(snakemake(tmp_path, stacked, "-n")).stdout)
-    trains = sorted((r, w["algorithm"]) for r, w in jobs if r.startswith("train"))
-    assert trains == [("train_seeds_tiny", "fedavg"), ("train_seeds_tiny", "fedprox")]
+    stacked["experiments"]["tiny"]["stack"] = True
+    out = ok(snakemake(tmp_path, stacked, "-n")).stdout
+    trains = sorted(r for r, _ in planned_jobs(out) if r.startswith("train"))
+    assert len(trains) == 2 and all(r.startswith("train_tiny_") for r in trains), trains
     (tmp_path / "stacked").mkdir()
     (tmp_path / "one").mkdir()
     ok(snakemake(tmp_path / "stacked", stacked))
@@ -255,8 +255,9 @@ def test_stacked_seeds_run_one_job_per_cell_with_the_tables_of_one_job_per_seed(
     for col in ("train_loss", "test_loss", "test_accuracy", "uplink_entropy_bits"):
         assert np.allclose(a[col].to_numpy(), b[col].to_numpy(), rtol=1e-4, atol=1e-6), col
     summary = json.loads((tmp_path / "stacked/results/runs/tiny/digits/iid/fedavg/seed=1/summary.json").read_text())
-    assert summary["stacked_seeds"] == [0, 1, 2] and summary["spec"]["seed"] == 1
-    assert (tmp_path / "stacked/results/logs/train/tiny/digits/iid/fedavg/seeds=0-1-2.log").exists()
+    assert summary["stacked_cells"] == [f"tiny/digits/iid/fedavg/seed={s}" for s in (0, 1, 2)]
+    assert summary["spec"]["seed"] == 1 and summary["fingerprint"]
+    assert len(list((tmp_path / "stacked/results/logs/train/tiny/digits/iid").glob("stack-*.log"))) == 2
     for seed in (0, 1, 2):
         rel = f"results/runs/tiny/digits/iid/fedprox/seed={seed}/delta_histogram.parquet"
         ha, hb = pl.read_parquet(tmp_path / "stacked" / rel), pl.read_parquet(tmp_path / "one" / rel)
