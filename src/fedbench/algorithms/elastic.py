@@ -57,11 +57,15 @@ from __future__ import annotations
 
 import torch
 
-from fedbench.algorithms.hparams import hparam
+from fedbench.algorithms.hparams import hparam, number
 from fedbench.tree import Tree, tree_weighted_mean, tree_zeros_like
 
 HPARAMS: dict = {"tau": 0.5, "rho": 0.95, "sensitivity": "momentum", "sensitivity_fraction": 0.1}
 BOUNDS: dict[str, str] = {"tau": "[0, inf)", "rho": "[0, 1)"}
+#: Numeric hyperparameters that change a round's structure (:mod:`fedbench.engine.stacking`):
+#: the fraction sets |B_k|, hence every client's training rows and step count; cells that differ
+#: in it are not trained together.
+STRUCTURAL_HPARAMS: tuple[str, ...] = ("sensitivity_fraction",)
 SENSITIVITIES = ("momentum", "average", "none")
 
 
@@ -103,7 +107,7 @@ def accumulate(omega: Tree, grads: Tree, batches_before, hparams: dict) -> Tree:
     ``batches_before`` may be an int or a 0-d integer tensor (vectorized engine)."""
     mode = sensitivity_mode(hparams)
     if mode == "momentum":
-        rho = float(hparam(hparams, HPARAMS, "rho"))
+        rho = number(hparam(hparams, HPARAMS, "rho"))  # a 0-d tensor when stacked cells differ in ρ
         return {k: rho * omega[k] + (1.0 - rho) * grads[k].abs() for k in omega}
     count = batches_before + 1
     return {k: omega[k] + (grads[k].abs() - omega[k]) / count for k in omega}
