@@ -42,7 +42,8 @@ class ClientEngine(Protocol):
         """Round ``t`` of the cells ``cells`` (default 0, 1, ...): per cell, its server state, its
         sampled client ids (ascending) and its round's hyperparameters (its ``hparams`` plus
         ``lr`` = local.lr × lr_decay^(t−1), ``weight_decay``, ``clip_norm``); one
-        :class:`RoundResult` per given cell, in that order."""
+        :class:`RoundResult` per given cell, in that order. ``hps`` may also be one dict, the
+        same for every cell."""
         ...
 
     def client_states(self, cell: int = 0) -> dict[int, dict]:

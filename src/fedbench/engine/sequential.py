@@ -112,6 +112,8 @@ class SequentialClients:
         arguments, same results to float rounding). ``executed_steps`` and ``real_steps`` are the
         engine's totals."""
         cells = list(range(len(servers))) if cells is None else [int(c) for c in cells]
+        if isinstance(hps, dict):  # one dict: the same hyperparameters for every cell
+            hps = [hps] * len(servers)
         if not (len(cells) == len(servers) == len(sampled) == len(hps)):
             raise ValueError(f"train_cells: {len(servers)} server states, {len(sampled)} sampled sets and "
                              f"{len(hps)} hyperparameter dicts for {len(cells)} cells; give one of each per cell")

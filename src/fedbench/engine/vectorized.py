@@ -60,13 +60,22 @@ How a round is run
     steps runs its step (gather, augmentation, vmapped ``client_step``, masked select, loss sum)
     as a CUDA graph, captured once per group shape and hyperparameters and replayed for every
     step (:mod:`fedbench.engine.graphs`); the same kernels, so the same values as the eager loop.
-    CPU rounds run eagerly.
-11. **Seeds stacked** (:meth:`VectorizedClients.stacked`, :meth:`VectorizedClients.train_cells`):
-    the clients of several cells that differ only in their seed are one engine's clients (cell c
-    owns ids ``offsets[c]`` to ``offsets[c + 1] - 1``), each drawing its batches, augmentation and
-    held-out batches with its own cell's key (seed_c, t, k). Groups and chunks mix cells;
-    ``client_init`` and ``client_final`` run per cell with that cell's server state; messages,
-    losses and communication come back per cell.
+    CPU rounds run eagerly, and so do chunks that mix hyperparameter values (point 11).
+11. **Cells stacked** (:meth:`VectorizedClients.stacked`, :meth:`VectorizedClients.train_cells`):
+    the clients of several stackable cells (:mod:`fedbench.engine.stacking`: they may differ in
+    seed and in numeric hyperparameters) are one engine's clients (cell c owns ids ``offsets[c]``
+    to ``offsets[c + 1] - 1``), each drawing its batches, augmentation and held-out batches with
+    its own cell's key (seed_c, t, k). Groups and chunks mix cells; ``client_init`` and
+    ``client_final`` run per cell with that cell's server state and hyperparameters; messages,
+    losses and communication come back per cell. In ``client_step`` and ``client_holdout_step``
+    a chunk whose cells share every hyperparameter value runs with those Python numbers (the
+    single-cell code path, bitwise); a chunk that mixes values (:meth:`VectorizedClients._chunk_hparams`)
+    passes each differing one as a ``[G]`` tensor of the parameters' dtype through ``vmap``
+    (in_dims 0), so inside the step it is a 0-d tensor (the algorithms read such values
+    tensor-friendly: :mod:`fedbench.algorithms.hparams`). Such chunks run their steps eagerly
+    on CUDA too, not as CUDA graphs: a captured graph bakes Python hyperparameters into its
+    kernels and is keyed by them, and feeding per-client tensors as graph inputs is not done
+    (untested without a GPU); correctness first, the speed of graphs for mixed chunks is left.
 
 Equivalence: in float64 the parameters match the reference to ~1e-14 relative after several
 rounds (tests require 1e-10); bitwise equality is not promised, since batched kernels may sum in
@@ -377,7 +386,8 @@ class VectorizedClients:
                 seeds: Sequence[int], clients: Sequence[Sequence[np.ndarray]], local: dict, chunk_size=None,
                 step_overhead: float | None = None, augmentation: dict | None = None,
                 holdout: Sequence[Sequence[np.ndarray]] | None = None, output_grad_fn=None) -> VectorizedClients:
-        """One engine for C cells that differ only in their seed (seed stacking), trained in lockstep.
+        """One engine for C stackable cells (:mod:`fedbench.engine.stacking`: seeds, hyperparameter
+        values), trained in lockstep.
 
         Cell c's clients (``clients[c]``, its partition; ``holdout[c]`` its held-out rows) become
         the engine's clients ``offsets[c] .. offsets[c+1] - 1``; every random draw of client k of
@@ -385,11 +395,13 @@ class VectorizedClients:
         batches it would alone. :meth:`train_cells` trains the sampled clients of all cells of a
         round as one set: groups and chunks mix cells, so a small model's round over C cells costs
         about one round over C× the clients (``benchmarks/RESULTS.md``, "Seeds stacked").
-        ``client_init`` and ``client_final`` run per cell (each with its own server state).
+        ``client_init`` and ``client_final`` run per cell (each with its own server state and
+        hyperparameters; the cells' hyperparameters are given per round to :meth:`train_cells`).
 
         Equal to training the cells one by one to float rounding (chunks of another size may sum
         in another order; tested to 1e-10 relative in float64 for every algorithm,
-        ``tests/engine/test_loop.py``); a stacked run repeated is bitwise identical.
+        ``tests/engine/test_loop.py`` and ``tests/engine/test_stacking.py``); a stacked run
+        repeated is bitwise identical.
 
         Raises:
             ValueError: no cells, or ``seeds`` and ``clients`` (and ``holdout``) of different lengths.
@@ -583,7 +595,7 @@ class VectorizedClients:
             hps: per cell, its round's hyperparameters (its ``hparams`` plus ``lr``, ``weight_decay``,
                 ``clip_norm``). ``client_init`` and ``client_final`` get their cell's; a chunk that
                 mixes cells with different values gets those as per-client tensors in its steps
-                (:meth:`_chunk_hparams`).
+                (:meth:`_chunk_hparams`); one dict (not a list): the same for every cell.
             t: the round (1-based).
             cells: which cells ``servers`` and ``sampled`` belong to (default: 0, 1, ...); a cell
                 that stopped (diverged) or has not reached round ``t`` (resumed later) is left out.
@@ -597,6 +609,8 @@ class VectorizedClients:
         caller queues next.
         """
         cells = list(range(len(servers))) if cells is None else [int(c) for c in cells]
+        if isinstance(hps, dict):  # one dict: the same hyperparameters for every cell
+            hps = [hps] * len(servers)
         if not (len(cells) == len(servers) == len(sampled) == len(hps)):
             raise ValueError(f"train_cells: {len(servers)} server states, {len(sampled)} sampled sets and "
                              f"{len(hps)} hyperparameter dicts for {len(cells)} cells; give one of each per cell")
