@@ -261,3 +261,34 @@ def test_run_cells_records_the_stacked_cells_and_the_extras(tmp_path, data):
         run_cells(specs, tmp_path / "toy", [tmp_path / "part0" / "partition.parquet"] * 3,
                   [d / "metrics.parquet" for d in dirs], [d / "summary.json" for d in dirs], device="cpu",
                   progress=False, summary_extra=[{}])
+
+
+def test_the_engine_refuses_cells_whose_non_numeric_hyperparameters_differ():
+    from fedbench.models import build_model, make_grad_fn
+
+    model = build_model({"name": "logreg"}, (3,), 2)
+    x = torch.randn(12, 3, dtype=torch.float64)
+    y = torch.arange(12) % 2
+    clients = [[np.arange(0, 3), np.arange(3, 6)], [np.arange(6, 9), np.arange(9, 12)]]
+    eng = VectorizedClients.stacked(get_algorithm("fedavg"), model, make_grad_fn(model), x, y, [0, 1], clients,
+                                    {"batch_size": 1, "epochs": 1, "steps": None}, chunk_size=4)
+    servers = [{"params": model.init(np.random.default_rng(s), dtype=torch.float64)} for s in (0, 1)]
+    hp = {"lr": 0.1, "weight_decay": 0.0, "clip_norm": None}
+    with pytest.raises(ValueError, match="differ in hyperparameter 'clip_norm'"):
+        eng.train_cells(servers, [np.arange(2)] * 2, [hp, hp | {"clip_norm": 1.0}], 1)
+    results = eng.train_cells(servers, [np.arange(2)] * 2, [hp, hp | {"lr": 0.2}], 1)  # numbers may differ
+    assert [len(r.messages) for r in results] == [2, 2]
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_sgd_step_with_tensor_hyperparameters_is_bitwise_the_number_path(dtype):
+    """torch.addcmul rounds as torch.add(..., alpha=x) (one fused multiply-add): same bits."""
+    from fedbench.algorithms.local import sgd_step
+
+    g = torch.Generator().manual_seed(0)
+    params = {"w": torch.randn(50, 7, generator=g, dtype=dtype), "b": torch.randn(7, generator=g, dtype=dtype)}
+    direction = {k: torch.randn(v.shape, generator=g, dtype=dtype) for k, v in params.items()}
+    hp = {"lr": 0.4641588833612777, "weight_decay": 1.3e-3, "clip_norm": 0.7}
+    ref = sgd_step(params, direction, hp)
+    out = sgd_step(params, direction, {k: torch.tensor(v, dtype=dtype) for k, v in hp.items()})
+    assert all(torch.equal(out[k], ref[k]) for k in ref)

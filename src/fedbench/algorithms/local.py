@@ -16,7 +16,7 @@ Everything here is pure and branch-free on tensor values (no ``.item()``), so it
 :func:`torch.func.vmap` over a client dimension. Hyperparameters may be Python numbers or 0-d
 tensors (one value per client under vmap, when the vectorized engine stacks cells with different
 values: :mod:`fedbench.engine.stacking`): Python numbers take the ``torch.add(..., alpha=x)``
-path, tensors the equal ``x * d`` arithmetic (equal to float rounding).
+path, tensors ``torch.addcmul`` (the same rounding: bitwise equal on CPU, tested).
 """
 
 from __future__ import annotations
@@ -61,12 +61,14 @@ def sgd_step(params: Tree, direction: Tree, hparams: dict) -> Tree:
     d = direction
     if clip_norm is not None:
         d = clip_by_global_norm(d, clip_norm if torch.is_tensor(clip_norm) else float(clip_norm))
+    # A tensor hyperparameter goes through torch.addcmul, which rounds as torch.add(..., alpha=x)
+    # does (one fused multiply-add on CPU): the same bits as the Python-number path.
     if torch.is_tensor(weight_decay):
-        d = {k: d[k] + weight_decay * params[k] for k in d}
+        d = {k: torch.addcmul(d[k], params[k], weight_decay) for k in d}
     elif weight_decay:  # None or 0: no decay
         d = {k: torch.add(d[k], params[k], alpha=weight_decay) for k in d}
     if torch.is_tensor(lr):
-        return {k: params[k] - lr * d[k] for k in params}
+        return {k: torch.addcmul(params[k], d[k], lr, value=-1) for k in params}
     return {k: torch.add(params[k], d[k], alpha=-lr) for k in params}
 
 
