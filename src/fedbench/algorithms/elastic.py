@@ -30,10 +30,11 @@ float64 tensor; 0 before the first round), recorded by the engine as the ``boost
 
 Hyperparameters shared by the three modules (:data:`HPARAMS`): ``tau`` τ, ``rho`` ρ,
 ``sensitivity`` ∈ {"momentum", "average", "none"} and ``sensitivity_fraction`` (|B_k| / n_k,
-in (0, 1)). "none" is naive aggregation (ζ ≡ 1, nothing held out, no Ω sent): exactly the base
-optimizer with the same data, the "naive" column of the paper's Table 1. τ = 0.5 and ρ = 0.95
-are FL-bench's defaults: the supplement gives no values, so they are
-assumed; the fraction 10 % is the supplement's (§4, its "μ").
+in (0, 1); it sets |B_k|, so it is listed in :data:`STRUCTURAL_HPARAMS`: cells that differ in it
+are never stacked, :mod:`fedbench.engine.stacking`). "none" is naive aggregation (ζ ≡ 1,
+nothing held out, no Ω sent): exactly the base optimizer with the same data, the "naive" column
+of the paper's Table 1. τ = 0.5 and ρ = 0.95 are FL-bench's defaults: the supplement gives no
+values, so they are assumed; the fraction 10 % is the supplement's (§4, its "μ").
 
 Decisions where the supplement is silent:
 

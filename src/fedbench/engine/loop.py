@@ -1,4 +1,4 @@
-"""The round loop: train one cell, or several seeds of one cell in lockstep, from start to metrics.
+"""The round loop: train one cell, or several stackable cells in lockstep, from start to metrics.
 
 For t = 1..T (McMahan et al., "Communication-Efficient Learning of Deep Networks from
 Decentralized Data", AISTATS 2017, Algorithm 1, generalised by the algorithm protocol of
