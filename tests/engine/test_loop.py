@@ -153,8 +153,8 @@ class _Recorder:
         recorder = self
 
         class Recording(base):
-            def train_cells(self, servers, sampled, hp, t, cells=None):
-                results = super().train_cells(servers, sampled, hp, t, cells)
+            def train_cells(self, servers, sampled, hps, t, cells=None):
+                results = super().train_cells(servers, sampled, hps, t, cells)
                 for server, result in zip(servers, results):
                     recorder.rounds.append(({k: v.clone() for k, v in server["params"].items()},
                                             [{e: {n: v.clone() for n, v in tree.items()} for e, tree in m.items()}
@@ -341,11 +341,11 @@ def test_stacking_refuses_cells_that_differ_in_more_than_the_seed(data):
 
     ds, _ = data
     specs, parts = _seed_cells(ds, "fedavg", [0, 1])
-    with pytest.raises(ValueError, match="differ in hparams_id"):
+    with pytest.raises(ValueError, match="differ in rounds"):
         train_seeds([specs[0], specs[1] | {"rounds": 9}], ds, parts, device="cpu")
-    with pytest.raises(ValueError, match="differ in algorithm"):
-        train_seeds([specs[0], specs[1] | {"algorithm": "x"}], ds, parts, device="cpu")
-    with pytest.raises(ValueError, match="seed repeated"):
+    with pytest.raises(ValueError, match="differ in algorithm_name"):
+        train_seeds([specs[0], specs[1] | {"algorithm_name": "fedprox"}], ds, parts, device="cpu")
+    with pytest.raises(ValueError, match="cell repeated"):
         train_seeds([specs[0], specs[0]], ds, parts, device="cpu")
     with pytest.raises(ValueError, match="one of each per cell"):
         train_seeds(specs, ds, parts[:1], device="cpu")

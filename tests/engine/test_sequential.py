@@ -50,7 +50,8 @@ def test_train_cells_equals_train_round_of_each_cell_alone(setup):
     for t in (1, 2, 3):
         sampled = [sample_clients("uniform", len(c), 0.5, s, t) for s, c in zip(SEEDS, clients)]
         cells = [1] if t == 2 else [0, 1]  # a round where cell 0 sits out (diverged, or resumed later)
-        results = stacked.train_cells([servers_s[c] for c in cells], [sampled[c] for c in cells], HP, t, cells=cells)
+        results = stacked.train_cells([servers_s[c] for c in cells], [sampled[c] for c in cells], [HP] * len(cells), t,
+                                     cells=cells)
         assert len(results) == len(cells)
         for c, res in zip(cells, results):
             ref = alone[c].train_round(servers_a[c], sampled[c], HP, t)
@@ -74,7 +75,7 @@ def test_both_engines_build_and_train_alike(setup):
                for cls in (SequentialClients, VectorizedClients)]
     servers = _servers(algo, model, clients)
     sampled = [sample_clients("uniform", len(c), 0.5, s, 1) for s, c in zip(SEEDS, clients)]
-    seq, vec = (e.train_cells(servers, sampled, HP, 1) for e in engines)
+    seq, vec = (e.train_cells(servers, sampled, [HP] * len(servers), 1) for e in engines)
     for a, b in zip(seq, vec):
         assert np.allclose(a.losses, b.losses, rtol=1e-12, atol=0)
         for ma, mb in zip(a.messages, b.messages):
@@ -89,4 +90,6 @@ def test_stacked_and_train_cells_check_their_lengths(setup):
         SequentialClients.stacked(algo, model, make_grad_fn(model), x, y, SEEDS, clients[:1], LOCAL)
     eng = SequentialClients.stacked(algo, model, make_grad_fn(model), x, y, SEEDS, clients, LOCAL)
     with pytest.raises(ValueError, match="one of each per cell"):
-        eng.train_cells(_servers(algo, model, clients), [np.arange(2)], HP, 1)
+        eng.train_cells(_servers(algo, model, clients), [np.arange(2)], [HP], 1)
+    with pytest.raises(ValueError, match="one of each per cell"):
+        eng.train_cells(_servers(algo, model, clients), [np.arange(2)] * 2, [HP], 1)

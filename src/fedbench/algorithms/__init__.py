@@ -65,9 +65,16 @@ Optional: a held-out pass (only Elastic Aggregation has one; see :mod:`fedbench.
     gradient of the mean over real rows of ‖F(θ; x_i)‖²₂, F = the model's logits. Same rules as
     ``client_step`` (pure, vmap-compatible).
 
+Optional: ``STRUCTURAL_HPARAMS: tuple[str, ...]``, the numeric hyperparameters that change a
+round's structure (Elastic Aggregation's ``sensitivity_fraction``, the held-out split's size):
+cells that differ in them are never trained together (:mod:`fedbench.engine.stacking`).
+
 All functions are pure: they return new dicts and never modify their inputs in place.
 Hyperparameters arrive as one flat dict: the algorithm's HPARAMS (overridden by the config)
-plus ``lr``, ``weight_decay`` and ``clip_norm`` for the round.
+plus ``lr``, ``weight_decay`` and ``clip_norm`` for the round. In ``client_step`` and
+``client_holdout_step`` a numeric one may be a 0-d tensor (the vectorized engine training
+cells with different values together); read it with :func:`fedbench.algorithms.hparams.number`
+and use it in arithmetic only (no ``float()``, ``bool()``, comparisons in Python ``if``).
 """
 
 from __future__ import annotations

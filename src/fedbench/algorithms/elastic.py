@@ -30,10 +30,11 @@ float64 tensor; 0 before the first round), recorded by the engine as the ``boost
 
 Hyperparameters shared by the three modules (:data:`HPARAMS`): ``tau`` τ, ``rho`` ρ,
 ``sensitivity`` ∈ {"momentum", "average", "none"} and ``sensitivity_fraction`` (|B_k| / n_k,
-in (0, 1)). "none" is naive aggregation (ζ ≡ 1, nothing held out, no Ω sent): exactly the base
-optimizer with the same data, the "naive" column of the paper's Table 1. τ = 0.5 and ρ = 0.95
-are FL-bench's defaults: the supplement gives no values, so they are
-assumed; the fraction 10 % is the supplement's (§4, its "μ").
+in (0, 1); it sets |B_k|, so it is listed in :data:`STRUCTURAL_HPARAMS`: cells that differ in it
+are never stacked, :mod:`fedbench.engine.stacking`). "none" is naive aggregation (ζ ≡ 1,
+nothing held out, no Ω sent): exactly the base optimizer with the same data, the "naive" column
+of the paper's Table 1. τ = 0.5 and ρ = 0.95 are FL-bench's defaults: the supplement gives no
+values, so they are assumed; the fraction 10 % is the supplement's (§4, its "μ").
 
 Decisions where the supplement is silent:
 
@@ -57,11 +58,15 @@ from __future__ import annotations
 
 import torch
 
-from fedbench.algorithms.hparams import hparam
+from fedbench.algorithms.hparams import hparam, number
 from fedbench.tree import Tree, tree_weighted_mean, tree_zeros_like
 
 HPARAMS: dict = {"tau": 0.5, "rho": 0.95, "sensitivity": "momentum", "sensitivity_fraction": 0.1}
 BOUNDS: dict[str, str] = {"tau": "[0, inf)", "rho": "[0, 1)"}
+#: Numeric hyperparameters that change a round's structure (:mod:`fedbench.engine.stacking`):
+#: the fraction sets |B_k|, hence every client's training rows and step count; cells that differ
+#: in it are not trained together.
+STRUCTURAL_HPARAMS: tuple[str, ...] = ("sensitivity_fraction",)
 SENSITIVITIES = ("momentum", "average", "none")
 
 
@@ -103,7 +108,7 @@ def accumulate(omega: Tree, grads: Tree, batches_before, hparams: dict) -> Tree:
     ``batches_before`` may be an int or a 0-d integer tensor (vectorized engine)."""
     mode = sensitivity_mode(hparams)
     if mode == "momentum":
-        rho = float(hparam(hparams, HPARAMS, "rho"))
+        rho = number(hparam(hparams, HPARAMS, "rho"))  # a 0-d tensor when stacked cells differ in ρ
         return {k: rho * omega[k] + (1.0 - rho) * grads[k].abs() for k in omega}
     count = batches_before + 1
     return {k: omega[k] + (grads[k].abs() - omega[k]) / count for k in omega}

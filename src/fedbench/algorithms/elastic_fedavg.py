@@ -20,9 +20,10 @@ from fedbench.tree import Tree, tree_add
 
 HPARAMS: dict = dict(elastic.HPARAMS)
 BOUNDS: dict[str, str] = dict(elastic.BOUNDS)
+STRUCTURAL_HPARAMS: tuple[str, ...] = elastic.STRUCTURAL_HPARAMS  # the held-out fraction (stacking)
 
-__all__ = ["BOUNDS", "HPARAMS", "broadcast", "client_final", "client_holdout_step", "client_init", "client_step",
-           "holdout_fraction", "server_init", "server_update"]
+__all__ = ["BOUNDS", "HPARAMS", "STRUCTURAL_HPARAMS", "broadcast", "client_final", "client_holdout_step",
+           "client_init", "client_step", "holdout_fraction", "server_init", "server_update"]
 
 holdout_fraction = elastic.holdout_fraction
 client_holdout_step = elastic.client_holdout_step

@@ -25,9 +25,10 @@ from fedbench.tree import Tree
 
 HPARAMS: dict = {**fedavgm.HPARAMS, "dampening": 0.9, **elastic.HPARAMS}
 BOUNDS: dict[str, str] = {**fedavgm.BOUNDS, **elastic.BOUNDS}
+STRUCTURAL_HPARAMS: tuple[str, ...] = elastic.STRUCTURAL_HPARAMS  # the held-out fraction (stacking)
 
-__all__ = ["BOUNDS", "HPARAMS", "broadcast", "client_final", "client_holdout_step", "client_init", "client_step",
-           "holdout_fraction", "server_init", "server_update"]
+__all__ = ["BOUNDS", "HPARAMS", "STRUCTURAL_HPARAMS", "broadcast", "client_final", "client_holdout_step",
+           "client_init", "client_step", "holdout_fraction", "server_init", "server_update"]
 
 
 def server_init(params: Tree, hparams: dict, num_clients: int) -> dict:

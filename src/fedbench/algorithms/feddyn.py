@@ -39,7 +39,9 @@ Departures and choices:
 
 from __future__ import annotations
 
-from fedbench.algorithms.hparams import hparam
+import torch
+
+from fedbench.algorithms.hparams import hparam, number
 from fedbench.algorithms.local import advance, init_step_state, sgd_step
 from fedbench.tree import Tree, tree_add, tree_axpy, tree_mean, tree_scale, tree_sub, tree_sum, tree_zeros_like
 
@@ -47,8 +49,13 @@ HPARAMS: dict[str, float] = {"alpha": 0.01}
 BOUNDS: dict[str, str] = {"alpha": "(0, inf)"}  # the server step divides by α
 
 
-def _alpha(hparams: dict) -> float:
-    alpha = float(hparam(hparams, HPARAMS, "alpha"))
+def _alpha(hparams: dict):
+    """α, checked > 0 when it is a Python number; a 0-d tensor (per-client α in the vectorized
+    engine's step, :mod:`fedbench.algorithms.hparams`) is returned unchecked: the same values were
+    checked as numbers by ``server_init`` and ``client_init``."""
+    alpha = number(hparam(hparams, HPARAMS, "alpha"))
+    if torch.is_tensor(alpha):
+        return alpha
     if not alpha > 0:
         raise ValueError(f"feddyn: alpha must be > 0 (got {alpha}); the server step divides by it")
     return alpha
@@ -87,7 +94,10 @@ def dyn_sgd(step_state: dict, direction: Tree, loss, hparams: dict) -> dict:
     """The local step given the direction d = ∇L_k − g_k − α θ^{t−1} (+ extra terms):
     θ ← θ − η_l (clip(d) + (α + weight_decay) θ)."""
     alpha = _alpha(hparams)
-    local_hp = {**hparams, "weight_decay": alpha + (hparams.get("weight_decay", 0.0) or 0.0)}
+    weight_decay = hparams.get("weight_decay", 0.0)
+    if not torch.is_tensor(weight_decay):
+        weight_decay = weight_decay or 0.0
+    local_hp = {**hparams, "weight_decay": alpha + weight_decay}
     return advance(step_state, sgd_step(step_state["params"], direction, local_hp), loss)
 
 

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 from fedbench.algorithms import feddyn
 from fedbench.algorithms.feddyn import broadcast
-from fedbench.algorithms.hparams import hparam
+from fedbench.algorithms.hparams import hparam, number
 from fedbench.algorithms.local import elastic_net_direction
 from fedbench.tree import Tree, tree_add, tree_axpy, tree_mean, tree_sign, tree_sub, tree_sum, tree_threshold
 
@@ -56,7 +56,7 @@ __all__ = ["BOUNDS", "HPARAMS", "broadcast", "client_final", "client_init", "cli
 
 def _dyn(hparams: dict) -> dict:
     """hparams with FedDyn's name for λ2 (``alpha``), for the reused FedDyn helpers."""
-    return {**hparams, "alpha": float(hparam(hparams, HPARAMS, "lambda2"))}
+    return {**hparams, "alpha": number(hparam(hparams, HPARAMS, "lambda2"))}
 
 
 def server_init(params: Tree, hparams: dict, num_clients: int) -> dict:
@@ -76,7 +76,7 @@ def client_step(step_state: dict, batch, hparams: dict, grad_fn) -> dict:
     params = step_state["params"]
     grads, loss = grad_fn(params, x, y)
     direction = elastic_net_direction(tree_add(grads, step_state["linear"]), params, step_state["global_params"],
-                                      float(hparam(hparams, HPARAMS, "lambda1")), 0.0)
+                                      number(hparam(hparams, HPARAMS, "lambda1")), 0.0)
     return feddyn.dyn_sgd(step_state, direction, loss, _dyn(hparams))
 
 

@@ -33,7 +33,7 @@ Decisions on the points the paper leaves open:
 from __future__ import annotations
 
 from fedbench.algorithms import scaffold
-from fedbench.algorithms.hparams import hparam
+from fedbench.algorithms.hparams import hparam, number
 from fedbench.algorithms.local import advance, elastic_net_direction, sgd_step
 from fedbench.algorithms.scaffold import broadcast, server_init, server_update
 from fedbench.tree import tree_add, tree_threshold
@@ -56,7 +56,7 @@ def client_step(step_state: dict, batch, hparams: dict, grad_fn) -> dict:
     x, y = batch
     params = step_state["params"]
     grads, loss = grad_fn(params, x, y)
-    lambda1, lambda2 = (float(hparam(hparams, HPARAMS, k)) for k in ("lambda1", "lambda2"))
+    lambda1, lambda2 = (number(hparam(hparams, HPARAMS, k)) for k in ("lambda1", "lambda2"))
     direction = elastic_net_direction(tree_add(grads, step_state["correction"]), params,
                                       step_state["global_params"], lambda1, lambda2)
     return advance(step_state, sgd_step(params, direction, hparams), loss)

@@ -26,7 +26,7 @@ Departures and choices:
 from __future__ import annotations
 
 from fedbench.algorithms.fedavg import broadcast, client_final, server_update
-from fedbench.algorithms.hparams import hparam
+from fedbench.algorithms.hparams import hparam, number
 from fedbench.algorithms.local import advance, init_step_state, sgd_step
 from fedbench.tree import Tree, tree_axpy, tree_sub
 
@@ -47,14 +47,15 @@ def client_init(server_state: dict, client_state: dict | None, hparams: dict) ->
     return init_step_state(server_state["params"], global_params=server_state["params"])
 
 
-def prox_direction(grads: Tree, params: Tree, anchor: Tree, mu: float) -> Tree:
-    """FedProx's local direction ∇L_k + μ (θ_k − θ^{t−1}), computed as μ·(θ_k − θ^{t−1}) + ∇L_k."""
+def prox_direction(grads: Tree, params: Tree, anchor: Tree, mu) -> Tree:
+    """FedProx's local direction ∇L_k + μ (θ_k − θ^{t−1}), computed as μ·(θ_k − θ^{t−1}) + ∇L_k
+    (μ a Python number or a 0-d tensor)."""
     return tree_axpy(mu, tree_sub(params, anchor), grads)
 
 
 def client_step(step_state: dict, batch, hparams: dict, grad_fn) -> dict:
     """θ_k ← θ_k − η_l (∇L_k(θ_k; b) + μ (θ_k − θ^{t−1}))."""
-    mu = float(hparam(hparams, HPARAMS, "mu"))
+    mu = number(hparam(hparams, HPARAMS, "mu"))
     x, y = batch
     params = step_state["params"]
     grads, loss = grad_fn(params, x, y)

@@ -14,7 +14,9 @@ How a group of S steps runs (:meth:`StepGraphs.run`):
 1. The group's key (:func:`graph_key`: the state's structure, shapes and dtypes, the per-step
    inputs' shapes, and ``repr`` of the round's hyperparameters) is looked up. Python numbers in
    the hyperparameters (the learning rate, μ, α, ...) are baked into the captured kernels, so a
-   round whose learning rate decayed gets a new graph: never a stale one.
+   round whose learning rate decayed gets a new graph: never a stale one. A chunk of stacked
+   cells with *different* hyperparameter values (per-client tensors,
+   :mod:`fedbench.engine.stacking`) is never graphed: the engine runs its steps eagerly.
 2. Miss: step 0 runs eagerly (real work, and the warm-up that lazy cuBLAS/cuDNN initialisation
    needs before a capture), then step 1 is *captured* (recorded, not run) against static
    buffers. Hit: the group's initial state is copied into the cached graph's buffers.

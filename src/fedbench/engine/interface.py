@@ -6,8 +6,9 @@ by one of two engines with the same results to float rounding:
 - :class:`fedbench.engine.sequential.SequentialClients`, the reference: one client at a time;
 - :class:`fedbench.engine.vectorized.VectorizedClients`, the default: all sampled clients at once.
 
-Both satisfy :class:`ClientEngine`: built for one or several cells that differ only in their seed
-(``stacked``), they train a round of the given cells (``train_cells``) and hand back one
+Both satisfy :class:`ClientEngine`: built for one or several stackable cells (``stacked``; they
+may differ in seed and in numeric hyperparameters: :mod:`fedbench.engine.stacking`), they train a
+round of the given cells, each with its own hyperparameters (``train_cells``), and hand back one
 :class:`RoundResult` per cell. The round loop calls nothing else, so it never asks which engine
 it has.
 """
@@ -36,10 +37,13 @@ class ClientEngine(Protocol):
     """A client engine over C cells (C = 1 for one cell), built by the engine's ``stacked``
     classmethod (the same arguments for both engines; :func:`fedbench.engine.loop.make_engine`)."""
 
-    def train_cells(self, servers: Sequence[dict], sampled: Sequence[np.ndarray], hp: dict, t: int,
+    def train_cells(self, servers: Sequence[dict], sampled: Sequence[np.ndarray], hps: Sequence[dict], t: int,
                     cells: Sequence[int] | None = None) -> list[RoundResult]:
-        """Round ``t`` of the cells ``cells`` (default 0, 1, ...): per cell, its server state and its
-        sampled client ids (ascending); one :class:`RoundResult` per given cell, in that order."""
+        """Round ``t`` of the cells ``cells`` (default 0, 1, ...): per cell, its server state, its
+        sampled client ids (ascending) and its round's hyperparameters (its ``hparams`` plus
+        ``lr`` = local.lr × lr_decay^(t−1), ``weight_decay``, ``clip_norm``); one
+        :class:`RoundResult` per given cell, in that order. ``hps`` may also be one dict, the
+        same for every cell."""
         ...
 
     def client_states(self, cell: int = 0) -> dict[int, dict]:

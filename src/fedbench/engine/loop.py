@@ -1,4 +1,4 @@
-"""The round loop: train one cell, or several seeds of one cell in lockstep, from start to metrics.
+"""The round loop: train one cell, or several stackable cells in lockstep, from start to metrics.
 
 For t = 1..T (McMahan et al., "Communication-Efficient Learning of Deep Networks from
 Decentralized Data", AISTATS 2017, Algorithm 1, generalised by the algorithm protocol of
@@ -36,10 +36,12 @@ held-out pass on B_k each round. Training minibatches of image datasets are augm
 cell says so (:func:`augmentation_of`; :mod:`fedbench.engine.augment`): draws keyed by
 (seed, t, k, "augment"), identical in both engines. Evaluation never sees augmented data.
 
-Seed stacking: :func:`train_seeds` (and :func:`run_cells`, the workflow's ``stack_seeds``) runs
-several cells that differ only in their seed in lockstep: steps 1, 3 and 4 stay per cell; step 2
-trains the sampled clients of all of them in one call of the engine, each client with its own
-cell's keys and server state. :func:`train` is the one-cell case of the same loop.
+Stacking: :func:`train_seeds` (and :func:`run_cells`, the workflow's ``stack: true``) runs
+several stackable cells in lockstep (:mod:`fedbench.engine.stacking`: they may differ in seed,
+label, local lr, lr_decay, weight_decay, clip_norm value and numeric non-structural
+hyperparameters): steps 1, 3 and 4 stay per cell; step 2 trains the sampled clients of all of
+them in one call of the engine, each client with its own cell's keys, server state and
+hyperparameters. :func:`train` is the one-cell case of the same loop.
 
 Files: :func:`run_cell` / :func:`run_cells` load a cell's dataset and partition, train it with a
 resume checkpoint beside its metrics, and write its files (:mod:`fedbench.engine.output`).
@@ -63,12 +65,13 @@ from fedbench.data.partition import read_partition
 from fedbench.data.store import Dataset, load_dataset
 from fedbench.engine.allocator import keep_freed_memory
 from fedbench.engine.augment import check_record
-from fedbench.engine.cell import Cell, identity_of, spec_id
+from fedbench.engine.cell import Cell, identity_of, spec_id  # noqa: F401 - re-exported (callers import them from here)
 from fedbench.engine.holdout import holdout_fraction, make_output_grad_fn
 from fedbench.engine.interface import ClientEngine
 from fedbench.engine.lifetime import CellLock
 from fedbench.engine.output import write_cell
 from fedbench.engine.sequential import SequentialClients
+from fedbench.engine.stacking import cell_name, check_stackable  # noqa: F401 - check_stackable re-exported
 from fedbench.engine.vectorized import VectorizedClients
 from fedbench.files import remove_stale_temporaries
 from fedbench.models import build_model, make_grad_fn
@@ -119,27 +122,6 @@ def make_engine(name: str, algo, model, grad_fn, x_train: torch.Tensor, y_train:
     return cls.stacked(algo, model, grad_fn, x_train, y_train, seeds, clients, local, **options)
 
 
-def check_stackable(specs: list[dict]) -> None:
-    """Raise ValueError unless ``specs`` are cells that differ only in their seed (and runtime keys).
-
-    Seed stacking trains such cells in lockstep (:func:`train_seeds`): one dataset, one model,
-    one algorithm and hyperparameters, one round schedule; only the seed (hence the partition, the
-    initial model and every random draw) differs.
-    """
-    if not specs:
-        raise ValueError("train_seeds: no cell specs given")
-    first = {**identity_of(specs[0]), "hparams_id": spec_id(specs[0])}
-    for spec in specs[1:]:
-        other = {**identity_of(spec), "hparams_id": spec_id(spec)}
-        diff = sorted(k for k in first if k != "seed" and first[k] != other[k])
-        if diff:
-            raise ValueError(f"train_seeds: cells {first} and {other} differ in {', '.join(diff)}; only seeds of "
-                             "one cell (same experiment, dataset, partition, algorithm and spec) can be stacked")
-    seeds = [int(s["seed"]) for s in specs]
-    if len(set(seeds)) != len(seeds):
-        raise ValueError(f"train_seeds: seed repeated in {seeds}; give each seed once")
-
-
 def train(
     spec: dict,
     dataset: Dataset,
@@ -175,6 +157,14 @@ def train(
                        checkpoint_every=checkpoint_every)[0]
 
 
+def round_hparams(spec: dict, t: int) -> dict:
+    """Cell ``spec``'s hyperparameters in round ``t``: its ``hparams`` plus ``lr`` = local.lr ×
+    local.lr_decay^(t−1), ``weight_decay`` and ``clip_norm`` (what the algorithm's functions get)."""
+    local = spec["local"]
+    return {**spec["hparams"], "lr": local["lr"] * local["lr_decay"] ** (t - 1),
+            "weight_decay": local["weight_decay"], "clip_norm": local["clip_norm"]}
+
+
 def train_seeds(
     specs: list[dict],
     dataset: Dataset,
@@ -186,19 +176,22 @@ def train_seeds(
     checkpoint_paths: list[str | os.PathLike | None] | None = None,
     checkpoint_every: int = 0,
 ) -> list[tuple[list[dict], dict]]:
-    """Train several seeds of one cell in lockstep (seed stacking).
+    """Train several stackable cells in lockstep (stacking: seeds, and hyperparameter values).
 
-    Each round, the sampled clients of every seed are trained in one call of the client engine
-    (:func:`make_engine`); the vectorized engine trains them as one set
-    (:meth:`fedbench.engine.vectorized.VectorizedClients.stacked`), so C seeds of a small
+    Each round, the sampled clients of every cell are trained in one call of the client engine
+    (:func:`make_engine`), each cell with its own round hyperparameters (:func:`round_hparams`);
+    the vectorized engine trains them as one set
+    (:meth:`fedbench.engine.vectorized.VectorizedClients.stacked`), so C cells of a small
     model (where one round's clients do not fill the machine: W3-shaped logistic regression, the
     digits MLP, anything on a GPU) cost about one round of C× the clients instead of C rounds.
     Everything else is per cell, exactly as :func:`train` runs one cell: sampling, server update,
-    communication counts, evaluation, divergence (a diverged seed stops; the others go on) and
+    communication counts, evaluation, divergence (a diverged cell stops; the others go on) and
     checkpoints. With ``engine: sequential`` the cells run one after the other within each round.
 
     Args:
-        specs: the cells (:func:`check_stackable`: equal but for the seed).
+        specs: the cells (:func:`fedbench.engine.stacking.check_stackable`: equal
+            :func:`fedbench.engine.stacking.stack_key`; seed, label, local lr, lr_decay,
+            weight_decay, clip_norm value and numeric non-structural hyperparameters may differ).
         dataset: the prepared dataset (shared).
         partitions: per cell, its partition table (partitions are keyed by seed).
         device, progress, engine, chunk_size, checkpoint_every: as for :func:`train`.
@@ -212,7 +205,8 @@ def train_seeds(
         ValueError: the specs cannot be stacked, or the lists have different lengths.
 
     The metrics equal those of the cells run one by one to float rounding (vectorized chunks of
-    another size may sum in another order; ``tests/engine/test_loop.py``).
+    another size may sum in another order; ``tests/engine/test_loop.py`` for seeds,
+    ``tests/engine/test_stacking.py`` for hyperparameters: 1e-10 relative in float64).
     """
     check_stackable(specs)
     checkpoint_paths = [None] * len(specs) if checkpoint_paths is None else list(checkpoint_paths)
@@ -226,10 +220,9 @@ def train_seeds(
     if chunk_size is None:
         chunk_size = spec.get("chunk_size")
     dtype = DTYPES[spec["dtype"]]
-    local = spec["local"]
-    hp_base = dict(spec["hparams"])
+    local = spec["local"]  # batch size, epochs, steps: equal for stackable cells
     algo = get_algorithm(spec["algorithm_name"])
-    held_fraction = holdout_fraction(algo, hp_base)
+    held_fraction = holdout_fraction(algo, dict(spec["hparams"]))  # its hyperparameters are structural
     # Integer inputs (Shakespeare's character ids) stay integer ids; real inputs take the cell's dtype.
     x_dtype = dtype if np.issubdtype(dataset.x_train.dtype, np.floating) else torch.int64
     x_train = torch.as_tensor(np.array(dataset.x_train), dtype=x_dtype, device=dev)
@@ -255,18 +248,19 @@ def train_seeds(
     rounds = int(spec["rounds"])
     first_round = min(c.first_round for c in cells)
     seeds = ",".join(str(c.seed) for c in cells)
-    bar = tqdm(range(first_round, rounds + 1), desc=f"{spec['algorithm']} seed{'s' * (len(cells) > 1)}={seeds}",
+    desc = (f"{spec['algorithm']} seed{'s' * (len(cells) > 1)}={seeds}" if len({s["algorithm"] for s in specs}) == 1
+            else f"{spec['algorithm_name']} ×{len(cells)} cells")
+    bar = tqdm(range(first_round, rounds + 1), desc=desc,
                disable=not progress, file=sys.stderr, mininterval=2.0, unit="round", initial=first_round - 1,
                total=rounds)
     for t in bar:
         active = [i for i, c in enumerate(cells) if c.status == "ok" and t >= c.first_round]
         if not active:
             break
-        hp = {**hp_base, "lr": local["lr"] * local["lr_decay"] ** (t - 1),
-              "weight_decay": local["weight_decay"], "clip_norm": local["clip_norm"]}
+        hps = [round_hparams(cells[i].spec, t) for i in active]
         sampled = [cells[i].sample(t) for i in active]
-        results = clients.train_cells([cells[i].server for i in active], sampled, hp, t, cells=active)
-        for i, s, result in zip(active, sampled, results):
+        results = clients.train_cells([cells[i].server for i in active], sampled, hps, t, cells=active)
+        for i, s, result, hp in zip(active, sampled, results, hps):
             cells[i].end_round(t, s, result, hp, partial(clients.client_states, i), checkpoint_paths[i],
                                checkpoint_every)
         latest = cells[active[0]].rows[-1] if cells[active[0]].rows else None
@@ -340,23 +334,28 @@ def run_cells(
     chunk_size: int | str | None = None,
     checkpoint_every: int = 0,
     delta_histogram_paths: list[str | os.PathLike] | None = None,
+    summary_extra: list[dict] | None = None,
 ) -> list[dict]:
-    """:func:`run_cell` for several seeds of one cell trained in lockstep (:func:`train_seeds`):
+    """:func:`run_cell` for several stackable cells trained in lockstep (:func:`train_seeds`):
     per cell, the same outputs, checkpoint and summary as :func:`run_cell` writes for it alone,
-    plus ``stacked_seeds`` (the seeds trained together) in its summary. Arguments are per cell,
-    in the order of ``specs``; returns the summaries in that order.
+    plus, when more than one cell is given, ``stacked_cells`` (the names
+    experiment/dataset/partition/algorithm/seed=s of the cells trained together, in the order
+    of ``specs``) in its summary, and ``summary_extra[i]`` merged into cell i's summary (the
+    workflow records its fingerprint there). Arguments are per cell, in the order of ``specs``;
+    returns the summaries in that order.
 
     Raises:
         ValueError: the lists have different lengths, the specs cannot be stacked
-            (:func:`check_stackable`), or a Δ-histogram path is given for a spec without
-            ``delta_histogram``.
+            (:func:`fedbench.engine.stacking.check_stackable`), or a Δ-histogram path is given for
+            a spec without ``delta_histogram``.
     """
     n = len(specs)
     hist_paths = [None] * n if delta_histogram_paths is None else list(delta_histogram_paths)
-    if not (len(partition_paths) == len(metrics_paths) == len(summary_paths) == len(hist_paths) == n):
+    extras = [{} for _ in range(n)] if summary_extra is None else [dict(e or {}) for e in summary_extra]
+    if not (len(partition_paths) == len(metrics_paths) == len(summary_paths) == len(hist_paths) == len(extras) == n):
         raise ValueError(f"run_cells: {n} specs, {len(partition_paths)} partitions, {len(metrics_paths)} metrics "
-                         f"paths, {len(summary_paths)} summary paths, {len(hist_paths)} Δ-histogram paths; "
-                         "give one of each per cell")
+                         f"paths, {len(summary_paths)} summary paths, {len(hist_paths)} Δ-histogram paths, "
+                         f"{len(extras)} summary extras; give one of each per cell")
     for spec, hist_path in zip(specs, hist_paths):
         if hist_path is not None and spec.get("delta_histogram") is None:
             raise ValueError(f"delta_histogram_path {hist_path} given, but the cell's spec does not ask "
@@ -378,16 +377,11 @@ def run_cells(
             for stale in remove_stale_temporaries(path):
                 print(f"removed {stale}, left by an interrupted write", file=sys.stderr)
         return _run_locked(specs, dataset_dir, partition_paths, metrics_paths, summary_paths, hist_paths,
-                           checkpoint_paths, device, progress, engine, chunk_size, checkpoint_every)
-
-
-def cell_name(spec: dict) -> str:
-    """experiment/dataset/partition/algorithm/seed=s: a cell's name in messages."""
-    return f"{spec['experiment']}/{spec['dataset']}/{spec['partition']}/{spec['algorithm']}/seed={spec['seed']}"
+                           checkpoint_paths, device, progress, engine, chunk_size, checkpoint_every, extras)
 
 
 def _run_locked(specs, dataset_dir, partition_paths, metrics_paths, summary_paths, hist_paths, checkpoint_paths,
-                device, progress, engine, chunk_size, checkpoint_every) -> list[dict]:
+                device, progress, engine, chunk_size, checkpoint_every, extras) -> list[dict]:
     """:func:`run_cells` once it holds the cells' locks."""
     n = len(specs)
     dataset = load_dataset(dataset_dir)
@@ -395,10 +389,11 @@ def _run_locked(specs, dataset_dir, partition_paths, metrics_paths, summary_path
     results = train_seeds(specs, dataset, partitions, device=device, progress=progress, engine=engine,
                           chunk_size=chunk_size, checkpoint_paths=checkpoint_paths, checkpoint_every=checkpoint_every)
     summaries = []
-    for spec, (rows, info), metrics_path, summary_path, hist_path, ckpt in zip(
-            specs, results, metrics_paths, summary_paths, hist_paths, checkpoint_paths):
-        summary = write_cell(spec, rows, info, metrics_path, summary_path, hist_path,
-                             stacked_seeds=[int(s["seed"]) for s in specs] if n > 1 else None)
+    stacked = [cell_name(s) for s in specs] if n > 1 else None
+    for spec, (rows, info), metrics_path, summary_path, hist_path, ckpt, extra in zip(
+            specs, results, metrics_paths, summary_paths, hist_paths, checkpoint_paths, extras):
+        summary = write_cell(spec, rows, info, metrics_path, summary_path, hist_path, stacked_cells=stacked,
+                             extra=extra)
         ckpt.unlink(missing_ok=True)
         last = rows[-1]
         reason = f" ({info['status_reason']})" if info.get("status_reason") else ""

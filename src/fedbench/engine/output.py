@@ -30,9 +30,11 @@ def rows_to_table(rows: list[dict]) -> pa.Table:
     return table
 
 
-def cell_summary(spec: dict, rows: list[dict], info: dict, stacked_seeds: list[int] | None = None) -> dict:
-    """The ``summary.json`` of a cell from its rows and info; ``stacked_seeds``: the seeds trained
-    together with it (None: trained alone)."""
+def cell_summary(spec: dict, rows: list[dict], info: dict, stacked_cells: list[str] | None = None,
+                 extra: dict | None = None) -> dict:
+    """The ``summary.json`` of a cell from its rows and info; ``stacked_cells``: the names
+    (experiment/dataset/partition/algorithm/seed=s) of the cells trained together with it, itself
+    included (None: trained alone); ``extra``: entries merged in last (the workflow's fingerprint)."""
     last = rows[-1]
     ok_rows = [r for r in rows if r["status"] == "ok"]
     summary = {
@@ -54,14 +56,15 @@ def cell_summary(spec: dict, rows: list[dict], info: dict, stacked_seeds: list[i
     }
     if info.get("status_reason") is not None:  # why a diverged run is not a result (absent when ok)
         summary["status_reason"] = info["status_reason"]
-    if stacked_seeds is not None:
-        summary["stacked_seeds"] = stacked_seeds
+    if stacked_cells is not None:
+        summary["stacked_cells"] = list(stacked_cells)
+    summary.update(extra or {})
     return summary
 
 
 def write_cell(spec: dict, rows: list[dict], info: dict, metrics_path: str | os.PathLike,
                summary_path: str | os.PathLike, delta_histogram_path: str | os.PathLike | None = None,
-               stacked_seeds: list[int] | None = None) -> dict:
+               stacked_cells: list[str] | None = None, extra: dict | None = None) -> dict:
     """Write a trained cell's files; returns its summary.
 
     The Δ histograms (when ``info["delta_histogram"]`` holds them) go to ``delta_histogram_path``,
@@ -69,7 +72,7 @@ def write_cell(spec: dict, rows: list[dict], info: dict, metrics_path: str | os.
     """
     metrics_path = Path(metrics_path)
     table = rows_to_table(rows)
-    summary = cell_summary(spec, rows, info, stacked_seeds)
+    summary = cell_summary(spec, rows, info, stacked_cells, extra)
     if info["delta_histogram"] is not None:
         hist_file = Path(delta_histogram_path or metrics_path.parent / "delta_histogram.parquet")
         hist_table = info["delta_histogram"].to_table(identity_of(spec))

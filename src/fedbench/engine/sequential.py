@@ -8,8 +8,10 @@ minibatches from the held-out key (:mod:`fedbench.engine.holdout`), and runs
 tests of the vectorized engine (:mod:`fedbench.engine.vectorized`).
 
 It has the vectorized engine's interface (:class:`fedbench.engine.interface.ClientEngine`):
-:meth:`SequentialClients.stacked` builds it for several cells that differ only in their seed,
-and :meth:`SequentialClients.train_cells` trains a round of them, one cell after the other.
+:meth:`SequentialClients.stacked` builds it for several stackable cells
+(:mod:`fedbench.engine.stacking`: they may differ in seed and in numeric hyperparameters), and
+:meth:`SequentialClients.train_cells` trains a round of them, one cell after the other, each with
+its own hyperparameters.
 """
 
 from __future__ import annotations
@@ -64,7 +66,7 @@ class SequentialClients:
                 seeds: Sequence[int], clients: Sequence[Sequence[np.ndarray]], local: dict, chunk_size=None,
                 step_overhead: float | None = None, augmentation: dict | None = None,
                 holdout: Sequence[Sequence[np.ndarray]] | None = None, output_grad_fn=None) -> SequentialClients:
-        """The engine for C cells that differ only in their seed, with the arguments of
+        """The engine for C stackable cells (:mod:`fedbench.engine.stacking`), with the arguments of
         :meth:`fedbench.engine.vectorized.VectorizedClients.stacked`: cell c's client k trains on
         the rows ``clients[c][k]`` of ``x_all``/``y_all`` (and holds out ``holdout[c][k]``) with the
         keys (seeds[c], t, k, ...). ``model``, ``chunk_size`` and ``step_overhead`` concern
@@ -101,18 +103,21 @@ class SequentialClients:
 
     def train_round(self, server: dict, sampled: np.ndarray, hp: dict, t: int) -> RoundResult:
         """Local training of the clients ``sampled`` (ascending ids) in round ``t`` (one cell)."""
-        return self.train_cells([server], [sampled], hp, t)[0]
+        return self.train_cells([server], [sampled], [hp], t)[0]
 
-    def train_cells(self, servers: Sequence[dict], sampled: Sequence[np.ndarray], hp: dict, t: int,
+    def train_cells(self, servers: Sequence[dict], sampled: Sequence[np.ndarray], hps: Sequence[dict], t: int,
                     cells: Sequence[int] | None = None) -> list[RoundResult]:
-        """Round ``t`` of several cells, one after the other: as
-        :meth:`fedbench.engine.vectorized.VectorizedClients.train_cells` (same arguments, same
-        results to float rounding). ``executed_steps`` and ``real_steps`` are the engine's totals."""
+        """Round ``t`` of several cells, one after the other, each with its own hyperparameters
+        ``hps[i]``: as :meth:`fedbench.engine.vectorized.VectorizedClients.train_cells` (same
+        arguments, same results to float rounding). ``executed_steps`` and ``real_steps`` are the
+        engine's totals."""
         cells = list(range(len(servers))) if cells is None else [int(c) for c in cells]
-        if not (len(cells) == len(servers) == len(sampled)):
-            raise ValueError(f"train_cells: {len(servers)} server states and {len(sampled)} sampled sets "
-                             f"for {len(cells)} cells; give one of each per cell")
-        results = [self._train_cell(c, server, s, hp, t) for c, server, s in zip(cells, servers, sampled)]
+        if isinstance(hps, dict):  # one dict: the same hyperparameters for every cell
+            hps = [hps] * len(servers)
+        if not (len(cells) == len(servers) == len(sampled) == len(hps)):
+            raise ValueError(f"train_cells: {len(servers)} server states, {len(sampled)} sampled sets and "
+                             f"{len(hps)} hyperparameter dicts for {len(cells)} cells; give one of each per cell")
+        results = [self._train_cell(c, server, s, hp, t) for c, server, s, hp in zip(cells, servers, sampled, hps)]
         for r in results:
             r.executed_steps, r.real_steps = self.executed_steps, self.real_steps
         return results

@@ -60,13 +60,22 @@ How a round is run
     steps runs its step (gather, augmentation, vmapped ``client_step``, masked select, loss sum)
     as a CUDA graph, captured once per group shape and hyperparameters and replayed for every
     step (:mod:`fedbench.engine.graphs`); the same kernels, so the same values as the eager loop.
-    CPU rounds run eagerly.
-11. **Seeds stacked** (:meth:`VectorizedClients.stacked`, :meth:`VectorizedClients.train_cells`):
-    the clients of several cells that differ only in their seed are one engine's clients (cell c
-    owns ids ``offsets[c]`` to ``offsets[c + 1] - 1``), each drawing its batches, augmentation and
-    held-out batches with its own cell's key (seed_c, t, k). Groups and chunks mix cells;
-    ``client_init`` and ``client_final`` run per cell with that cell's server state; messages,
-    losses and communication come back per cell.
+    CPU rounds run eagerly, and so do chunks that mix hyperparameter values (point 11).
+11. **Cells stacked** (:meth:`VectorizedClients.stacked`, :meth:`VectorizedClients.train_cells`):
+    the clients of several stackable cells (:mod:`fedbench.engine.stacking`: they may differ in
+    seed and in numeric hyperparameters) are one engine's clients (cell c owns ids ``offsets[c]``
+    to ``offsets[c + 1] - 1``), each drawing its batches, augmentation and held-out batches with
+    its own cell's key (seed_c, t, k). Groups and chunks mix cells; ``client_init`` and
+    ``client_final`` run per cell with that cell's server state and hyperparameters; messages,
+    losses and communication come back per cell. In ``client_step`` and ``client_holdout_step``
+    a chunk whose cells share every hyperparameter value runs with those Python numbers (the
+    single-cell code path, bitwise); a chunk that mixes values (:meth:`VectorizedClients._chunk_hparams`)
+    passes each differing one as a ``[G]`` tensor of the parameters' dtype through ``vmap``
+    (in_dims 0), so inside the step it is a 0-d tensor (the algorithms read such values
+    tensor-friendly: :mod:`fedbench.algorithms.hparams`). Such chunks run their steps eagerly
+    on CUDA too, not as CUDA graphs: a captured graph bakes Python hyperparameters into its
+    kernels and is keyed by them, and feeding per-client tensors as graph inputs is not done
+    (untested without a GPU); correctness first, the speed of graphs for mixed chunks is left.
 
 Equivalence: in float64 the parameters match the reference to ~1e-14 relative after several
 rounds (tests require 1e-10); bitwise equality is not promised, since batched kernels may sum in
@@ -377,7 +386,8 @@ class VectorizedClients:
                 seeds: Sequence[int], clients: Sequence[Sequence[np.ndarray]], local: dict, chunk_size=None,
                 step_overhead: float | None = None, augmentation: dict | None = None,
                 holdout: Sequence[Sequence[np.ndarray]] | None = None, output_grad_fn=None) -> VectorizedClients:
-        """One engine for C cells that differ only in their seed (seed stacking), trained in lockstep.
+        """One engine for C stackable cells (:mod:`fedbench.engine.stacking`: seeds, hyperparameter
+        values), trained in lockstep.
 
         Cell c's clients (``clients[c]``, its partition; ``holdout[c]`` its held-out rows) become
         the engine's clients ``offsets[c] .. offsets[c+1] - 1``; every random draw of client k of
@@ -385,11 +395,13 @@ class VectorizedClients:
         batches it would alone. :meth:`train_cells` trains the sampled clients of all cells of a
         round as one set: groups and chunks mix cells, so a small model's round over C cells costs
         about one round over C× the clients (``benchmarks/RESULTS.md``, "Seeds stacked").
-        ``client_init`` and ``client_final`` run per cell (each with its own server state).
+        ``client_init`` and ``client_final`` run per cell (each with its own server state and
+        hyperparameters; the cells' hyperparameters are given per round to :meth:`train_cells`).
 
         Equal to training the cells one by one to float rounding (chunks of another size may sum
         in another order; tested to 1e-10 relative in float64 for every algorithm,
-        ``tests/engine/test_loop.py``); a stacked run repeated is bitwise identical.
+        ``tests/engine/test_loop.py`` and ``tests/engine/test_stacking.py``); a stacked run
+        repeated is bitwise identical.
 
         Raises:
             ValueError: no cells, or ``seeds`` and ``clients`` (and ``holdout``) of different lengths.
@@ -472,13 +484,13 @@ class VectorizedClients:
             return [(int(cells[0]), None)]
         return [(int(c), np.flatnonzero(cells == c)) for c in np.unique(cells)]
 
-    def _init_states(self, server_of: dict[int, dict], members: np.ndarray, hp: dict):
+    def _init_states(self, server_of: dict[int, dict], members: np.ndarray, hp_of: dict[int, dict]):
         """The stacked step state ``[G, ...]`` of ``members``: each cell's ``client_init`` with its
-        own server state (:meth:`_init_cell_states`), put back in member order."""
+        own server state and hyperparameters (:meth:`_init_cell_states`), put back in member order."""
         parts = self._by_cell(members)
         if len(parts) == 1:
-            return self._init_cell_states(server_of[parts[0][0]], members, hp)
-        outs = [self._init_cell_states(server_of[c], members[pos], hp) for c, pos in parts]
+            return self._init_cell_states(server_of[parts[0][0]], members, hp_of[parts[0][0]])
+        outs = [self._init_cell_states(server_of[c], members[pos], hp_of[c]) for c, pos in parts]
         if any(pytree.tree_structure(o) != pytree.tree_structure(outs[0]) for o in outs):
             raise ValueError(f"{self.algo.__name__}.client_init returns differently structured states with and "
                              "without client state; the vectorized engine needs one structure")
@@ -520,6 +532,37 @@ class VectorizedClients:
         self.has_state[rows] = True
         self.has_state_np[members] = True
 
+    def _chunk_hparams(self, members: np.ndarray, hp_of: dict[int, dict], dtype: torch.dtype):
+        """(common, varying) hyperparameters of a chunk for its vmapped steps.
+
+        ``common``: every value the chunk's cells share, as given (Python numbers: the single-cell
+        code path, bitwise). ``varying``: None when the cells share every value; else, per key
+        whose values differ, a ``[G]`` tensor of ``dtype`` (member j's cell's value), passed
+        through vmap so that inside the step each is a 0-d tensor.
+
+        Raises:
+            ValueError: a non-numeric value (None, bool, str) differs between the cells (such
+                cells are not stackable: :func:`fedbench.engine.stacking.check_stackable`).
+        """
+        cells = [c for c, _ in self._by_cell(members)]
+        first = hp_of[cells[0]]
+        if len(cells) == 1:
+            return first, None
+        keys = set().union(*(hp_of[c] for c in cells))
+        differ = sorted(k for k in keys if any(k not in hp_of[c] or hp_of[c][k] != first.get(k) for c in cells))
+        if not differ:
+            return first, None
+        cell_of = self.cell_of[members]
+        varying = {}
+        for k in differ:
+            values = [hp_of[c].get(k) for c in cells]
+            if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+                raise ValueError(f"vectorized engine: stacked cells differ in hyperparameter {k!r} ({values}); "
+                                 "only numbers can differ between cells trained together")
+            per_cell = {c: float(hp_of[c][k]) for c in cells}
+            varying[k] = torch.tensor([per_cell[int(c)] for c in cell_of], dtype=dtype, device=self.device)
+        return {k: v for k, v in first.items() if k not in varying}, varying
+
     def client_states(self, cell: int = 0) -> dict[int, dict]:
         """Cell ``cell``'s persistent client states as the reference returns them: ``{k: state}``
         (k its own client ids)."""
@@ -540,16 +583,19 @@ class VectorizedClients:
     # -- one round -------------------------------------------------------------------------------
     def train_round(self, server: dict, sampled: np.ndarray, hp: dict, t: int) -> RoundResult:
         """Local training of the clients ``sampled`` (ascending ids) in round ``t`` (one cell)."""
-        return self.train_cells([server], [sampled], hp, t)[0]
+        return self.train_cells([server], [sampled], [hp], t)[0]
 
-    def train_cells(self, servers: Sequence[dict], sampled: Sequence[np.ndarray], hp: dict, t: int,
+    def train_cells(self, servers: Sequence[dict], sampled: Sequence[np.ndarray], hps: Sequence[dict], t: int,
                     cells: Sequence[int] | None = None) -> list[RoundResult]:
         """Round ``t`` of several stacked cells (:meth:`stacked`) as one set of clients.
 
         Args:
             servers: per cell, its server state (θ^{t-1} and the algorithm's server variables).
             sampled: per cell, its sampled client ids (its own ids, ascending).
-            hp: the round's hyperparameters, the same for every cell (cells differ only in seed).
+            hps: per cell, its round's hyperparameters (its ``hparams`` plus ``lr``, ``weight_decay``,
+                ``clip_norm``). ``client_init`` and ``client_final`` get their cell's; a chunk that
+                mixes cells with different values gets those as per-client tensors in its steps
+                (:meth:`_chunk_hparams`); one dict (not a list): the same for every cell.
             t: the round (1-based).
             cells: which cells ``servers`` and ``sampled`` belong to (default: 0, 1, ...); a cell
                 that stopped (diverged) or has not reached round ``t`` (resumed later) is left out.
@@ -563,53 +609,47 @@ class VectorizedClients:
         caller queues next.
         """
         cells = list(range(len(servers))) if cells is None else [int(c) for c in cells]
-        if not (len(cells) == len(servers) == len(sampled)):
-            raise ValueError(f"train_cells: {len(servers)} server states and {len(sampled)} sampled sets "
-                             f"for {len(cells)} cells; give one of each per cell")
+        if isinstance(hps, dict):  # one dict: the same hyperparameters for every cell
+            hps = [hps] * len(servers)
+        if not (len(cells) == len(servers) == len(sampled) == len(hps)):
+            raise ValueError(f"train_cells: {len(servers)} server states, {len(sampled)} sampled sets and "
+                             f"{len(hps)} hyperparameter dicts for {len(cells)} cells; give one of each per cell")
         server_of = dict(zip(cells, servers))
+        hp_of = dict(zip(cells, (dict(h) for h in hps)))
         sizes = [len(s) for s in sampled]
         flat = np.concatenate([self.offsets[c] + np.asarray(s, dtype=np.int64) for c, s in zip(cells, sampled)]
                               + [np.zeros(0, dtype=np.int64)])
         if self.graphs is None:
-            result = self._train_round(server_of, flat, hp, t)
+            result = self._train_round(server_of, flat, hp_of, t)
         else:
             caller = torch.cuda.current_stream(self.device)
             self.graphs.stream.wait_stream(caller)
             with torch.cuda.stream(self.graphs.stream):
-                result = self._train_round(server_of, flat, hp, t)
+                result = self._train_round(server_of, flat, hp_of, t)
             caller.wait_stream(self.graphs.stream)
         messages, losses, counted = result
         bounds = np.concatenate([[0], np.cumsum(sizes)]).tolist()
         return [RoundResult(messages[a:b], losses[a:b], counted[c], self.executed_steps, self.real_steps)
                 for c, a, b in zip(cells, bounds[:-1], bounds[1:])]
 
-    def _train_round(self, server_of: dict[int, dict], sampled: np.ndarray, hp: dict, t: int):
-        """Train ``sampled`` (engine-wide client ids; ascending within each cell); returns
-        (messages and losses in the order of ``sampled``, {cell: messages to count})."""
-        algo, grad_fn = self.algo, self.grad_fn
+    def _train_round(self, server_of: dict[int, dict], sampled: np.ndarray, hp_of: dict[int, dict], t: int):
+        """Train ``sampled`` (engine-wide client ids; ascending within each cell) with each cell's
+        hyperparameters ``hp_of[c]``; returns (messages and losses in the order of ``sampled``,
+        {cell: messages to count})."""
+        algo = self.algo
         any_server = next(iter(server_of.values()))
+        hp_any = hp_of[next(iter(server_of))]
+        dtype = next(iter(any_server["params"].values())).dtype
         batches = {int(k): self._client_batches(t, int(k)) for k in sampled}
         draws = None
         if self.aug is not None:
             draws = {k: augmentation.draw(self.aug, int(self.key_seed[k]), t, int(self.key_id[k]), [len(b) for b in bl])
                      for k, bl in batches.items()}
         steps = [len(batches[int(k)]) for k in sampled]
-        chunk = self.chunk_size or self._auto_chunk(any_server, hp, max(steps, default=0))
+        chunk = self.chunk_size or self._auto_chunk(any_server, hp_any, max(steps, default=0))
         plan = plan_groups(steps, chunk, self.step_overhead)
 
-        def step_one(state, x, y):
-            return algo.client_step(state, (x, y), hp, grad_fn)
-
-        step_g = vmap(step_one)  # the graphed step: a lone client too (one captured code path)
-
-        def graphed_body(st, ls, idx_s, y_s, m_s, *aug_s):
-            new = step_g(st, self._gather(idx_s, aug_s), y_s)
-            return _select(m_s, new, st), ls + torch.where(m_s, new["loss"].double(), 0.0)
-
-        def holdout_one(state, x, y):
-            return algo.client_holdout_step(state, (x, y), hp, self.output_grad_fn)
-
-        def final_for(server):
+        def final_for(server, hp):
             def final_one(state):
                 msg, cs = algo.client_final(server, state, hp)
                 return msg, ({} if cs is None else cs)
@@ -628,13 +668,19 @@ class VectorizedClients:
             members = sampled[positions]
             idx, y, mask_np, ks, aug = self._group_tensors(members.tolist(), batches, draws)
             g = len(members)
-            step_v = _batched(step_one, g, self.device)
-            state = self._init_states(server_of, members, hp)
+            hp, varying = self._chunk_hparams(members, hp_of, dtype)
+            step_one, step_v, holdout_v, step_g = self._step_fns(hp, varying, g)
+            state = self._init_states(server_of, members, hp_of)
             if held is not None:
-                state = self._holdout_pass(state, members, held, _batched(holdout_one, g, self.device))
+                state = self._holdout_pass(state, members, held, holdout_v)
             loss_sum = torch.zeros(g, dtype=torch.float64, device=self.device)
             mask_t = torch.from_numpy(mask_np).to(self.device)  # one host-to-device copy per group
-            if self.graphs is not None and idx.shape[0] >= graphs.MIN_STEPS:
+            if self.graphs is not None and varying is None and idx.shape[0] >= graphs.MIN_STEPS:
+
+                def graphed_body(st, ls, idx_s, y_s, m_s, *aug_s, step_g=step_g):
+                    new = step_g(st, self._gather(idx_s, aug_s), y_s)
+                    return _select(m_s, new, st), ls + torch.where(m_s, new["loss"].double(), 0.0)
+
                 state, loss_sum = self.graphs.run(graphed_body, _tensorize(state, self.device), loss_sum,
                                                   [idx, y, mask_t, *(aug or ())], hp)
                 eager_steps = 0  # every step ran graphed
@@ -661,10 +707,10 @@ class VectorizedClients:
                 state = pytree.tree_map(lambda v: v.unsqueeze(0), _tensorize(state, self.device))
             for c, pos in self._by_cell(members):  # client_final with each cell's own server state
                 if pos is None:
-                    msg, cs = _batched(final_for(server_of[c]), g, self.device)(state)
+                    msg, cs = _batched(final_for(server_of[c], hp_of[c]), g, self.device)(state)
                     at = positions
                 else:
-                    msg, cs = _batched(final_for(server_of[c]), len(pos), self.device)(
+                    msg, cs = _batched(final_for(server_of[c], hp_of[c]), len(pos), self.device)(
                         _take(state, torch.as_tensor(pos, device=self.device)))
                     at = positions[pos]
                 self._save_states(sampled[at], cs)
@@ -676,6 +722,36 @@ class VectorizedClients:
             self.executed_steps += int(idx.shape[0]) * g
             self.real_steps += int(ks.sum())
         return messages, losses.tolist(), counted
+
+    def _step_fns(self, hp: dict, varying: dict | None, g: int):
+        """(step_one, step_v, holdout_v, step_g) of a chunk of g clients: one client's
+        ``client_step`` with the chunk's hyperparameters, the chunk's step (:func:`_batched`), its
+        held-out step, and the vmapped step for CUDA graphs (None when ``varying``).
+
+        ``varying`` (:meth:`_chunk_hparams`): per-client ``[G]`` hyperparameter tensors, mapped by
+        vmap along with the state (in_dims 0), merged into ``hp`` inside the step (0-d tensors).
+        Without it, the functions close over ``hp`` alone: the single-cell code path."""
+        algo, grad_fn, output_grad_fn = self.algo, self.grad_fn, self.output_grad_fn
+
+        def step_one(state, x, y):
+            return algo.client_step(state, (x, y), hp, grad_fn)
+
+        def holdout_one(state, x, y):
+            return algo.client_holdout_step(state, (x, y), hp, output_grad_fn)
+
+        if varying is None:
+            # the graphed step is vmapped for a lone client too (one captured code path)
+            return step_one, _batched(step_one, g, self.device), _batched(holdout_one, g, self.device), vmap(step_one)
+
+        def step_hv(state, x, y, hv):
+            return algo.client_step(state, (x, y), {**hp, **hv}, grad_fn)
+
+        def holdout_hv(state, x, y, hv):
+            return algo.client_holdout_step(state, (x, y), {**hp, **hv}, output_grad_fn)
+
+        step_m, holdout_m = vmap(step_hv), vmap(holdout_hv)  # g > 1: one cell per chunk of one client
+        return (None, lambda st, x, y: step_m(st, x, y, varying), lambda st, x, y: holdout_m(st, x, y, varying),
+                None)
 
     def _gather(self, idx_s: torch.Tensor, aug_s) -> torch.Tensor:
         """One step's inputs ``x[G, B, ...]`` from its rows ``idx_s[G, B]``, augmented when
