@@ -6,11 +6,17 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import polars as pl
 import pytest
-from test_snakemake import ok, snakemake
+import yaml
+
+SNAKEFILE = Path(__file__).resolve().parents[2] / "Snakefile"
 
 SWEEP = {
     "datasets": {"digits": {"source": "digits"}},
@@ -33,6 +39,20 @@ SWEEP = {
         }
     },
 }
+
+
+def snakemake(workdir: Path, config: dict, *args: str) -> subprocess.CompletedProcess:
+    """``snakemake --cores 2`` on ``config`` (written to workdir/config.yaml) in ``workdir``."""
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    env = {k: v for k, v in os.environ.items() if k != "SNAKEMAKE_PROFILE"} | {"MPLBACKEND": "Agg"}
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(SNAKEFILE), "--directory", str(workdir),
+           "--configfile", str(workdir / "config.yaml"), "--cores", "2", *args]
+    return subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True, timeout=600)
+
+
+def ok(proc: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
+    assert proc.returncode == 0, f"snakemake failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
+    return proc
 
 
 def train_jobs(out: str) -> list[tuple[str, list[str]]]:
