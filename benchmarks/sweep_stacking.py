@@ -58,6 +58,9 @@ def config(mirror: Path, stack: bool, lrs: list[float], seeds: list[int], client
                 "rounds": rounds,
                 "eval_every": rounds,
                 "stack": stack,
+                # what a user gives each job: one job per cell runs two at a time on --cores 2;
+                # the stacked job is alone, so it gets both cores
+                "resources": {"cpus": 2 if stack else 1},
                 "sampling": {"scheme": "uniform", "participation": participation},
                 "local": {"steps": steps, "batch_size": 1, "lr": 0.1},
                 "sweep": {"grid": {"local.lr": lrs}},

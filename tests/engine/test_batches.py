@@ -34,3 +34,36 @@ def test_exactly_one_of_epochs_steps():
         local_batches(0, 1, 0, 10, 2)
     with pytest.raises(ValueError, match="exactly one"):
         local_batches(0, 1, 0, 10, 2, epochs=1, steps=1)
+
+
+def _reference_batches(seed, round, client, n, b, epochs=None, steps=None):
+    """The draws as a DataLoader-like loop makes them, one step at a time (the definition)."""
+    from fedbench.rng import generator
+
+    rng = generator(seed, round, client, "batches")
+    if epochs is not None:
+        out = []
+        for _ in range(epochs):
+            perm = rng.permutation(n)
+            out.extend(perm[i : i + b] for i in range(0, n, b))
+        return out
+    b = min(b, n)
+    out, perm, pos = [], rng.permutation(n), 0
+    for _ in range(steps):
+        if pos + b > n:
+            perm, pos = rng.permutation(n), 0
+        out.append(perm[pos : pos + b])
+        pos += b
+    return out
+
+
+@pytest.mark.parametrize("n", [1, 5, 7, 32, 33])
+@pytest.mark.parametrize("b", [1, 2, 5, 8, 40])
+def test_batches_equal_the_step_by_step_definition(n, b):
+    """The [K, B] arrays drawn at once hold exactly the batches of the step-by-step loop."""
+    for kw in ({"steps": 0}, {"steps": 1}, {"steps": 13}, {"steps": 64}, {"epochs": 0}, {"epochs": 1}, {"epochs": 3}):
+        got = local_batches(4, 2, 9, n, b, **kw)
+        want = _reference_batches(4, 2, 9, n, b, **kw)
+        assert len(got) == len(want), kw
+        for g, w in zip(got, want):
+            assert np.array_equal(g, w) and np.asarray(g).dtype == np.int64, kw

@@ -37,7 +37,9 @@ def local_batches(
         batch_size: B ≥ 1.
 
     Returns:
-        A list of int64 arrays, one per local step.
+        One int64 array of row indices per local step: an array ``[K, B']`` (its rows are the
+        steps) when every step has the same size B' (``steps``; ``epochs`` when B divides n_k),
+        else a list of 1-D arrays. Either way ``len()`` is K and iterating gives the steps.
 
     Raises:
         ValueError: both or neither of epochs/steps given, or a non-positive count.
@@ -50,6 +52,9 @@ def local_batches(
     if epochs is not None:
         if epochs < 0:
             raise ValueError(f"local.epochs must be >= 0 (got {epochs})")
+        if num_samples % batch_size == 0:  # equal batches: one [K, B] array, the same rows
+            perms = [rng.permutation(num_samples) for _ in range(epochs)]
+            return _rows(perms, num_samples, epochs * (num_samples // batch_size), batch_size)
         out = []
         for _ in range(epochs):
             perm = rng.permutation(num_samples)
@@ -57,11 +62,17 @@ def local_batches(
         return out
     if steps < 0:
         raise ValueError(f"local.steps must be >= 0 (got {steps})")
+    # K batches of b in order from consecutive permutations: each permutation gives n_k // b of
+    # them (a pass restarts when fewer than b rows are left), so ⌈K / (n_k // b)⌉ permutations.
     b = min(batch_size, num_samples)
-    out, perm, pos = [], rng.permutation(num_samples), 0
-    for _ in range(steps):
-        if pos + b > num_samples:
-            perm, pos = rng.permutation(num_samples), 0
-        out.append(perm[pos : pos + b])
-        pos += b
-    return out
+    per = num_samples // b
+    perms = [rng.permutation(num_samples)[: per * b] for _ in range(-(-steps // per))]
+    return _rows(perms, per * b, steps, b)
+
+
+def _rows(perms: list[np.ndarray], length: int, steps: int, b: int) -> np.ndarray:
+    """The first ``steps`` rows of the concatenated permutations (each ``length`` long) cut into
+    rows of ``b``: an int64 array [steps, b]."""
+    if not perms:
+        return np.empty((0, b), dtype=np.int64)
+    return np.concatenate(perms).reshape(len(perms) * length // b, b)[:steps]
