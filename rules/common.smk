@@ -327,12 +327,13 @@ def stack_rule_resources(group):
 
 def print_results(wandb_enabled):
     """After a successful run: each experiment's table (results/tables/<experiment>.md, as
-    written) and where the rest is, on stderr (where Snakemake's own messages go)."""
+    written) and, for a sweep, its selection table (results/tables/sweeps/<experiment>.md), and
+    where the rest is, on stderr (where Snakemake's own messages go)."""
     for experiment in EXPERIMENTS:
-        path = f"results/tables/{experiment}.md"
-        if os.path.exists(path):
-            with open(path) as f:
-                print(f"\n{path}:\n{f.read().rstrip()}", file=sys.stderr)
+        for path in (f"results/tables/{experiment}.md", f"results/tables/sweeps/{experiment}.md"):
+            if os.path.exists(path):
+                with open(path) as f:
+                    print(f"\n{path}:\n{f.read().rstrip()}", file=sys.stderr)
     wandb = ", W&B runs: results/wandb/ (upload: snakemake wandb_sync)" if wandb_enabled else ""
     print(
         "\nfedbench: done. tables: results/tables/<experiment>.md|.csv, plots: results/plots/, "
