@@ -17,8 +17,10 @@ Stackable differences (:func:`stack_key` ignores them)
     - numeric (int or float, not bool) algorithm hyperparameters (``hparams``, the module's
       ``HPARAMS`` defaults filled in), unless the algorithm module lists them in
       ``STRUCTURAL_HPARAMS``;
-    - runtime and report-only keys (``engine``, ``chunk_size``, :data:`fedbench.config.REPORT_KEYS`,
-      ``sweep``): they never change what a cell computes.
+    - runtime keys (``engine``, ``chunk_size``): they never change what a cell computes.
+
+It reads training specs (:func:`fedbench.config.training_spec`: a cell without its report-only
+keys); this module does not import the config, so that editing the config code reruns no cell.
 
 Everything else must be equal, because it changes a round's structure: the batch size, epochs
 or steps (how many local steps, over which batches), the model, sampling scheme and
@@ -43,11 +45,10 @@ from __future__ import annotations
 import json
 
 from fedbench.algorithms import get_algorithm
-from fedbench.config import REPORT_KEYS
 from fedbench.engine.cell import RUNTIME_KEYS
 
 #: Spec keys a stack key ignores outright (identity parts that may differ, runtime, report-only).
-IGNORED_KEYS = ("seed", "algorithm", *RUNTIME_KEYS, *REPORT_KEYS, "sweep")
+IGNORED_KEYS = ("seed", "algorithm", *RUNTIME_KEYS)
 #: ``local`` keys whose values may differ (numbers inside the SGD step).
 STACKABLE_LOCAL = ("lr", "lr_decay", "weight_decay")
 _ANY_NUMBER = "<number>"
