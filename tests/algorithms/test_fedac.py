@@ -348,6 +348,8 @@ def test_registered_and_run_by_both_engines(toy, algorithm):
     d = sum(v.numel() for v in info_s["params"].values())
     per_client = {"fedac": 2 * d, "mb_sgd": d, "mb_ac_sgd": d}[algorithm]
     assert [r["uplink_floats"] for r in rows_s] == [4 * per_client * t for t in (1, 2)]
+    down = {"fedac": 2 * d, "mb_sgd": d, "mb_ac_sgd": 2 * d}[algorithm]
+    assert [r["downlink_floats"] for r in rows_s] == [4 * down * t for t in (1, 2)]
     for k, v in info_s["params"].items():
         assert float((v - info_v["params"][k]).abs().max()) <= 1e-10 * float(v.abs().max())
     assert rows_s[-1]["train_loss"] < rows_s[0]["train_loss"] or algorithm != "fedac"

@@ -3,7 +3,7 @@ NeurIPS 2020, Algorithm 1, with the hyperparameter choices FedAc-I, eq. (3.1), F
 and the "vanilla" direct parallelization of accelerated SGD of §5).
 
 Every client keeps two sequences, w (the "momentum" sequence) and w^ag (the aggregated output),
-both starting at the server's averages. Each local step (Algorithm 1, lines 4–7), with η the
+both starting at the server's averages. Each local step (Algorithm 1, lines 5–8), with η the
 round's client learning rate and λ the ℓ2 regularization (``weight_decay``):
 
     w^md = β⁻¹ w + (1 − β⁻¹) w^ag                      (coupling)
@@ -11,10 +11,12 @@ round's client learning rate and λ the ℓ2 regularization (``weight_decay``):
     w^ag ← w^md − η g                                    (short "SGD" step)
     w    ← (1 − α⁻¹) w + α⁻¹ w^md − γ g                  (long "momentum" step)
 
-After the K local steps of a round the client sends both sequences, ``{"w": w, "w_ag": w^ag}``
-(2d floats, twice FedAvg's payload), and the server averages each (Algorithm 1, line 8) and
-sends both averages back. The server state's ``"params"`` is the average of w^ag (the paper's
-output w̄^ag, what the engine evaluates); ``"w"`` the average of w.
+After the K local steps of a round the client sends both sequences, as changes from the round's
+start (fedbench's message convention, :mod:`fedbench.algorithms`): ``{"delta": w^ag − w̄^ag,
+"delta_w": w − w̄}`` (2d floats, twice FedAvg's payload), and the server averages each sequence,
+w̄^ag + Σ n_k Δ^ag_k / Σ n_k = Σ n_k w^ag_k / Σ n_k (and the same for w), and sends both averages
+back (Algorithm 1, lines 9–10, the sync step every K steps). The server state's ``"params"`` is the
+average of w^ag (the paper's output w̄^ag, what the engine evaluates); ``"w"`` the average of w.
 
 Hyperparameters α, β, γ from η, μ (strong convexity) and K (local steps), with x = γμ:
 
@@ -25,7 +27,7 @@ Hyperparameters α, β, γ from η, μ (strong convexity) and K (local steps), w
   ``beta_formula: "code"`` β = 2α²/(α − 1) (the authors' experiment code), i.e.
   β⁻¹ = 3x(1 − x) / (3 − x)². Both are computed as β⁻¹, which is 0 (not a division by zero)
   at γμ = 1, where α = 1 and β = ∞.
-- ``variant: "vanilla"`` (§5, "Vanilla FedAc"): γ = √(η/μ), α = 1/(γμ), β = α + 1, the standard
+- ``variant: "vanilla"`` (§5, "vanilla FedAc", the text before Fig. 2): γ = √(η/μ), α = 1/(γμ), β = α + 1, the standard
   accelerated SGD parameters with no trade-off in K.
 
 ``mu`` (μ): None (the default) means μ = λ = ``weight_decay``, the paper's setting (ℓ2-regularized
@@ -60,7 +62,7 @@ import torch
 
 from fedbench.algorithms.hparams import hparam, number
 from fedbench.algorithms.local import init_step_state
-from fedbench.tree import Tree, tree_weighted_mean
+from fedbench.tree import Tree, tree_add, tree_sub, tree_weighted_mean
 
 #: ``variant`` (str, selects the formulas for α, β, γ: structural) and ``beta_formula`` (str, FedAc-II's β)
 #: are non-numeric; ``mu`` is None (use ``weight_decay``) or a number > 0.
@@ -172,12 +174,12 @@ def coefficients(eta, mu, k: int, variant: str = "I", beta_formula: str = "paper
 
 
 def couple(w: Tree, w_ag: Tree, beta_inv) -> Tree:
-    """w^md = β⁻¹ w + (1 − β⁻¹) w^ag (Algorithm 1, line 4); ``beta_inv`` a number or a 0-d tensor."""
+    """w^md = β⁻¹ w + (1 − β⁻¹) w^ag (Algorithm 1, line 5); ``beta_inv`` a number or a 0-d tensor."""
     return {k: beta_inv * w[k] + (1 - beta_inv) * w_ag[k] for k in w}
 
 
 def accelerated_step(w: Tree, w_md: Tree, g: Tree, eta, alpha_inv, gamma) -> tuple[Tree, Tree]:
-    """(w^ag, w) after one step from w^md with direction g (Algorithm 1, lines 6–7):
+    """(w^ag, w) after one step from w^md with direction g (Algorithm 1, lines 7–8):
     w^ag = w^md − η g, w = (1 − α⁻¹) w + α⁻¹ w^md − γ g. Scalars: numbers or 0-d tensors."""
     w_ag = {k: w_md[k] - eta * g[k] for k in w_md}
     w_new = {k: (1 - alpha_inv) * w[k] + alpha_inv * w_md[k] - gamma * g[k] for k in w}
@@ -240,11 +242,15 @@ def client_step(step_state: dict, batch, hparams: dict, grad_fn) -> dict:
 
 
 def client_final(server_state: dict, step_state: dict, hparams: dict) -> tuple[dict, None]:
-    """Message ``{"w": w, "w_ag": w^ag}`` (2d floats); no client state."""
-    return {"w": step_state["w"], "w_ag": step_state["params"]}, None
+    """Message ``{"delta": w^ag − w̄^ag, "delta_w": w − w̄}`` (both sequences as changes from the
+    round's start: 2d floats); no client state."""
+    return {"delta": tree_sub(step_state["params"], server_state["params"]),
+            "delta_w": tree_sub(step_state["w"], server_state["w"])}, None
 
 
 def server_update(server_state: dict, messages: list[dict], weights, hparams: dict) -> dict:
-    """w̄^ag = Σ n_k w_k^ag / Σ n_k (the new ``params``) and w̄ = Σ n_k w_k / Σ n_k (Algorithm 1, line 8)."""
-    return {**server_state, "params": tree_weighted_mean([m["w_ag"] for m in messages], weights),
-            "w": tree_weighted_mean([m["w"] for m in messages], weights)}
+    """w̄^ag ← w̄^ag + Σ n_k Δ^ag_k / Σ n_k (= Σ n_k w_k^ag / Σ n_k, the new ``params``) and
+    w̄ ← w̄ + Σ n_k Δ^w_k / Σ n_k (Algorithm 1, line 10)."""
+    return {**server_state,
+            "params": tree_add(server_state["params"], tree_weighted_mean([m["delta"] for m in messages], weights)),
+            "w": tree_add(server_state["w"], tree_weighted_mean([m["delta_w"] for m in messages], weights))}
