@@ -395,3 +395,35 @@ def test_unknown_variant_or_beta_formula_is_an_error():
         fedac.server_init(_tree(torch.zeros(D)), {"variant": "III"}, 2)
     with pytest.raises(ValueError, match=r"beta_formula must be one of 'paper', 'code' \(got 'x'\)"):
         mb_ac_sgd.server_init(_tree(torch.zeros(D)), {"beta_formula": "x"}, 2)
+
+
+# ---------------------------------------------------------------------------------------------
+# the config check
+
+
+def _config(algorithms):
+    return {
+        "datasets": {"digits": {"source": "digits"}},
+        "experiments": {"e": {
+            "seeds": [0], "rounds": 2, "local": {"steps": 4, "batch_size": 1, "lr": 0.05, "weight_decay": 1e-3},
+            "datasets": {"digits": {"model": {"name": "logreg"},
+                                    "partitions": {"iid": {"scheme": "iid", "num_clients": 4}}}},
+            "algorithms": algorithms}},
+    }
+
+
+def test_the_config_accepts_the_defaults_and_checks_mu_and_the_string_choices():
+    from fedbench.config import ConfigError, expand_cells
+
+    cells = expand_cells(_config({"fedac": {}, "mb_sgd": {}, "mb_ac_sgd": {},
+                                  "fedac_ii": {"algorithm": "fedac", "variant": "II", "beta_formula": "code",
+                                               "mu": 0.01}}))
+    by = {c["algorithm"]: c for c in cells}
+    assert by["fedac"]["hparams"] == {"variant": "I", "beta_formula": "paper", "mu": None}
+    assert by["mb_ac_sgd"]["hparams"] == {"variant": "vanilla", "beta_formula": "paper", "mu": None}
+    assert by["fedac_ii"]["hparams"] == {"variant": "II", "beta_formula": "code", "mu": 0.01}
+    assert by["fedac"]["local"]["steps"] == 4 and by["mb_sgd"]["hparams"] == {}
+    with pytest.raises(ConfigError, match=r"algorithms.fedac.mu: must be > 0 \(got 0"):
+        expand_cells(_config({"fedac": {"mu": 0.0}}))
+    with pytest.raises(ConfigError, match=r"algorithms.fedac.variant: must be a string"):
+        expand_cells(_config({"fedac": {"variant": 2}}))
