@@ -79,6 +79,9 @@ def _cells(algorithm: str, **local_over):
     lrs, wds, seeds = (0.1, 0.05, 0.2), (0.0, 1e-3, 5e-3), (0, 0, 1)
     if algorithm.startswith("elastic_"):
         local_over = {"batch_size": 2} | local_over
+    if algorithm in ("fedac", "mb_ac_sgd"):  # K local steps, and λ > 0 (μ = λ by default)
+        local_over = {"epochs": None, "steps": 3} | local_over
+        wds = (1e-2, 1e-3, 5e-3)
     return [_spec(algorithm, f"{algorithm},lr={lrs[i]}", seeds[i], _varied_hparams(algorithm, i), lr=lrs[i],
                   weight_decay=wds[i], **local_over) for i in range(3)]
 

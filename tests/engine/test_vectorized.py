@@ -34,7 +34,13 @@ HPARAMS = {"fedavg": {}, "fedavgm": {"server_lr": 1.0, "momentum": 0.9}, "fedpro
            "elastic_fedprox": {"mu": 0.1, "tau": 0.3, "rho": 0.95, "sensitivity": "momentum"},
            "fedadam": {"server_lr": 0.05, "beta1": 0.9, "beta2": 0.99, "tau": 1e-3},
            "fedyogi": {"server_lr": 0.05, "beta1": 0.9, "beta2": 0.99, "tau": 1e-3},
-           "fedadagrad": {"server_lr": 0.05, "beta1": 0.9, "tau": 1e-3}}
+           "fedadagrad": {"server_lr": 0.05, "beta1": 0.9, "tau": 1e-3},
+           "fedac": {"variant": "II", "beta_formula": "code", "mu": None}, "mb_sgd": {},
+           "mb_ac_sgd": {"variant": "vanilla", "beta_formula": "paper", "mu": 0.05}}
+#: Algorithms that need a fixed number of local steps, no clipping and a weight decay λ > 0 (μ = λ):
+#: their cells run these local settings instead of the epochs / clipping ones below.
+STEPS_ONLY = {"fedac": {"epochs": None, "steps": 3, "weight_decay": 1e-2, "clip_norm": None},
+              "mb_sgd": {"clip_norm": None}, "mb_ac_sgd": {"clip_norm": None}}
 SAMPLING = {"uniform": {"scheme": "uniform", "participation": 0.5},
             "bernoulli": {"scheme": "bernoulli", "participation": 0.4}}
 
@@ -132,6 +138,7 @@ def test_float64_matches_reference(data, algorithm, sampling, device):
         [("sample_index", "count")]).column("sample_index_count").to_pylist()
     assert len(set(sizes)) > 3 and any(s % 7 for s in sizes)  # unequal sizes and partial batches
     spec = _spec(algorithm, sampling=SAMPLING[sampling])
+    spec["local"] |= STEPS_ONLY.get(algorithm, {})
     _, info_v = _compare(spec, ds, part, device, rtol=1e-10)
     assert info_v["padding_efficiency"] <= 1.0
 
@@ -144,7 +151,7 @@ def test_float64_steps_mode_clipping_weight_decay_small_chunks(data, algorithm, 
     # decay, and chunks of 1 client (no vmap, unstacked step loop) or 2: still the reference to 1e-10
     ds, part = data
     local = _spec(algorithm)["local"] | {"epochs": None, "steps": 5, "batch_size": 40, "clip_norm": 1.0,
-                                          "weight_decay": 1e-3}
+                                          "weight_decay": 1e-3} | STEPS_ONLY.get(algorithm, {})
     spec = _spec(algorithm, local=local, sampling=SAMPLING["bernoulli"])
     _compare(spec, ds, part, device, rtol=1e-10, chunk_size=chunk_size)
 
@@ -153,7 +160,9 @@ def test_float64_steps_mode_clipping_weight_decay_small_chunks(data, algorithm, 
 @pytest.mark.parametrize("algorithm", sorted(HPARAMS))
 def test_float32_within_tolerance(data, algorithm, device):
     ds, part = data
-    _compare(_spec(algorithm, dtype="float32"), ds, part, device, rtol=1e-4)
+    spec = _spec(algorithm, dtype="float32")
+    spec["local"] |= STEPS_ONLY.get(algorithm, {})
+    _compare(spec, ds, part, device, rtol=1e-4)
 
 
 @pytest.mark.parametrize("device", DEVICES)

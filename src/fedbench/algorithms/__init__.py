@@ -71,7 +71,9 @@ cells that differ in them are never trained together (:mod:`fedbench.engine.stac
 
 All functions are pure: they return new dicts and never modify their inputs in place.
 Hyperparameters arrive as one flat dict: the algorithm's HPARAMS (overridden by the config)
-plus ``lr``, ``weight_decay`` and ``clip_norm`` for the round. In ``client_step`` and
+plus ``lr``, ``weight_decay`` and ``clip_norm`` for the round, and ``local_steps``: the spec's
+``local.steps`` (an int K), or None when local work is given in epochs (FedAc's γ depends on K).
+``server_init`` gets only the algorithm's HPARAMS (no round settings). In ``client_step`` and
 ``client_holdout_step`` a numeric one may be a 0-d tensor (the vectorized engine training
 cells with different values together); read it with :func:`fedbench.algorithms.hparams.number`
 and use it in arithmetic only (no ``float()``, ``bool()``, comparisons in Python ``if``).
@@ -87,6 +89,7 @@ ALGORITHMS = (
     "fedelasticnet_prox", "fedelasticnet_scaffold", "fedelasticnet_feddyn",
     "elastic_fedavg", "elastic_fedavgm", "elastic_fedprox",
     "fedadam", "fedyogi", "fedadagrad",
+    "fedac", "mb_sgd", "mb_ac_sgd",
 )
 
 

@@ -159,10 +159,11 @@ def train(
 
 def round_hparams(spec: dict, t: int) -> dict:
     """Cell ``spec``'s hyperparameters in round ``t``: its ``hparams`` plus ``lr`` = local.lr ×
-    local.lr_decay^(t−1), ``weight_decay`` and ``clip_norm`` (what the algorithm's functions get)."""
+    local.lr_decay^(t−1), ``weight_decay``, ``clip_norm`` and ``local_steps`` (local.steps, None
+    when local work is given in epochs): what the algorithm's functions get."""
     local = spec["local"]
     return {**spec["hparams"], "lr": local["lr"] * local["lr_decay"] ** (t - 1),
-            "weight_decay": local["weight_decay"], "clip_norm": local["clip_norm"]}
+            "weight_decay": local["weight_decay"], "clip_norm": local["clip_norm"], "local_steps": local.get("steps")}
 
 
 def train_seeds(
