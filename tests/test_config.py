@@ -783,9 +783,83 @@ def test_sizes_of_downloaded_and_generated_sources():
         "fed": {"model": "logreg", "partitions": {"p": {"scheme": "natural", "num_clients": 501}}}}
     rejects(cfg, "experiments.e.datasets.fed.partitions.p.num_clients: num_clients=501 but the dataset has at most "
                  "500 natural clients")
+    from fedbench.data.registry import build_dataset
+
+    n = len(build_dataset("syn", cfg["datasets"]["syn"]).y_train)  # the exact count, drawn from the seed
     cfg["experiments"]["e"]["datasets"] = {
-        "syn": {"model": "logreg", "partitions": {"p": {"scheme": "iid", "num_clients": 1801}}}}
-    rejects(cfg, "num_clients=1801 exceeds the 1800 train samples")  # 20 clients · int(0.9 · 100)
+        "syn": {"model": "logreg", "partitions": {"p": {"scheme": "iid", "num_clients": n + 1}}}}
+    rejects(cfg, f"num_clients={n + 1} exceeds the {n} train samples")
+    cfg["experiments"]["e"]["datasets"]["syn"]["partitions"]["p"]["num_clients"] = n
+    check_config(cfg)
+
+
+def _one_dataset(source: dict, model: str, **partition) -> dict:
+    cfg = tiny()
+    cfg["datasets"] = {"x": source}
+    cfg["experiments"]["e"]["datasets"] = {"x": {"model": model, "partitions": {"p": partition}}}
+    return cfg
+
+
+X = "experiments.e.datasets.x.partitions.p"
+
+
+def test_synthetic_without_a_cap_is_counted_before_any_job():
+    """Synthetic without max_samples_per_client: its train size is drawn from the seed before any
+    job (the exact count generate_synthetic gives), so a partition asking for more is rejected."""
+    from fedbench.data.registry import build_dataset
+
+    for law in ({}, {"size_distribution": "powerlaw"}):
+        source = {"source": "synthetic", "num_clients": 10, "max_samples_per_client": None, **law}
+        n = len(build_dataset("x", source).y_train)
+        rejects(_one_dataset(source, "logreg", scheme="iid", num_clients=n + 1),
+                f"{X}.num_clients: num_clients={n + 1} exceeds the {n} train samples", f"at most {n}")
+        check_config(_one_dataset(source, "logreg", scheme="iid", num_clients=n))
+        rejects(_one_dataset(source, "logreg", scheme="natural", num_clients=11),
+                f"{X}.num_clients: num_clients=11 but the dataset has at most 10 natural clients")
+
+
+def test_synthetic_parameters_are_checked_before_any_job():
+    syn = {"source": "synthetic", "num_clients": 5}
+    rejects(_one_dataset({**syn, "size_distribution": "zipf"}, "logreg", scheme="natural"),
+            "datasets.x.size_distribution: synthetic: size_distribution must be one of lognormal, powerlaw")
+    rejects(_one_dataset({**syn, "min_samples_per_client": 1}, "logreg", scheme="natural"),
+            "datasets.x.min_samples_per_client: synthetic: min_samples_per_client must be an integer >= 2")
+    rejects(_one_dataset({**syn, "size_mean": 800.0, "max_samples_per_client": None}, "logreg", scheme="natural"),
+            "datasets.x.max_samples_per_client: synthetic: without max_samples_per_client",
+            "set max_samples_per_client")
+    check_config(_one_dataset({**syn, "size_mean": 800.0}, "logreg", scheme="natural"))  # capped: every client 1000
+
+
+def test_shakespeare_sizes_are_bounded_before_any_job():
+    """Shakespeare cannot be counted before pg100.txt is parsed; its safe upper bounds
+    (fedbench.data.registry.SHAKESPEARE_MAX_SAMPLES, SHAKESPEARE_MAX_CLIENTS and the filters)
+    still reject what no edition can give."""
+    from fedbench.data.registry import SHAKESPEARE_MAX_CLIENTS, SHAKESPEARE_MAX_SAMPLES
+
+    sh = {"source": "shakespeare"}
+    rejects(_one_dataset(sh, "lstm", scheme="natural", num_clients=5000),
+            f"{X}.num_clients: num_clients=5000 but the dataset has at most {SHAKESPEARE_MAX_CLIENTS} natural clients")
+    rejects(_one_dataset(sh, "lstm", scheme="iid", num_clients=10**12),
+            f"{X}.num_clients: num_clients={10**12} exceeds the {SHAKESPEARE_MAX_SAMPLES} train samples")
+    feddyn = {**sh, "min_train_samples": 2000, "max_train_samples": 2000, "max_test_samples": 400}
+    check_config(_one_dataset(feddyn, "lstm", scheme="natural", num_clients=100))  # FedDyn's setting
+    rejects(_one_dataset({**sh, "min_train_samples": 10**6}, "lstm", scheme="natural", num_clients=9),
+            f"num_clients=9 but the dataset has at most {SHAKESPEARE_MAX_SAMPLES // (10**6 + 1)} natural clients")
+    rejects(_one_dataset(feddyn, "lstm", scheme="iid", num_clients=SHAKESPEARE_MAX_CLIENTS * 2000 + 1),
+            f"exceeds the {SHAKESPEARE_MAX_CLIENTS * 2000} train samples")  # clients · max_train_samples
+
+
+def test_fewer_shards_than_classes_is_rejected_before_any_job():
+    """shards: each shard holds one class, so num_clients·shards_per_client must reach the number
+    of classes (the partitioner's own check, made before any job for sources whose classes are known)."""
+    rejects(_digits_partition(scheme="shards", num_clients=3, shards_per_client=3),
+            f"{P}.shards_per_client: num_clients·shards_per_client = 3·3 = 9 shards cannot cover the 10 classes",
+            "at least 4")
+    check_config(_digits_partition(scheme="shards", num_clients=5, shards_per_client=2))
+    rejects(_one_dataset({"source": "cifar100"}, "logreg", scheme="shards", num_clients=10, shards_per_client=9),
+            f"{X}.shards_per_client: num_clients·shards_per_client = 10·9 = 90 shards cannot cover the 100 classes")
+    check_config(_one_dataset({"source": "synthetic"}, "logreg", scheme="shards", num_clients=2,
+                              shards_per_client=2))  # synthetic: which classes occur is not known before
 
 
 def test_collapse_rule_is_in_the_spec_only_when_set():

@@ -565,15 +565,21 @@ def _check_fits(dpath: str, source: str, model: str, parts: dict) -> None:
 
 def _check_sizes(dpath: str, dataset_id: str, dataset: dict, parts: dict[str, dict]) -> None:
     """Each partition asks no more of the dataset than it has (clients, shards, samples per
-    client, min_size against its train size; natural clients), by the sizes the data registry
-    knows before anything is downloaded or generated."""
+    client, min_size against its train size; natural clients; shards enough for its classes),
+    by the sizes the data registry knows before anything is downloaded or generated (a generated
+    source's parameters are checked on the way: ``datasets.<id>.<parameter>``)."""
     from fedbench.data.partition import size_problem
-    from fedbench.data.registry import natural_client_count, train_size
+    from fedbench.data.registry import natural_client_count, train_classes, train_size
 
     params = {k: v for k, v in dataset.items() if k != "source"}
-    n, natural = train_size(dataset["source"], params), natural_client_count(dataset["source"], params)
+    try:
+        n = train_size(dataset["source"], params)
+    except ValueError as e:  # fedbench.data.synthetic.ParamError: key names the parameter
+        raise ConfigError(f"datasets.{dataset_id}.{getattr(e, 'key', '')}".rstrip(".") + f": {e}") from None
+    natural = natural_client_count(dataset["source"], params)
+    classes = train_classes(dataset["source"], params)
     for pid, p in parts.items():
-        problem = size_problem(p["scheme"], p, n, natural)
+        problem = size_problem(p["scheme"], p, n, natural, classes)
         if problem is not None:
             key, message = problem
             raise ConfigError(f"{dpath}.partitions.{pid}.{key}: {message} (dataset {dataset_id!r}, source "

@@ -307,3 +307,92 @@ def test_a_refusing_proxy_is_named(tmp_path, monkeypatch):
     monkeypatch.setattr(download.urllib.request, "_opener", None)  # urlopen reads the proxies when it is built
     with pytest.raises(DataUnavailableError, match=r"cannot connect to the proxy http://127.0.0.1:9 \(for exam"):
         fetch(RemoteFile("a.bin", "https://example.org/a.bin"), tmp_path / "cache", progress=False)
+
+
+def _silent_server(behaviour):
+    """A TCP server on 127.0.0.1 whose every accepted connection is handed to ``behaviour(conn)``
+    in its own thread; returns (port, accepted connections, stop)."""
+    import socket
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(8)
+    srv.settimeout(0.1)
+    conns, stop = [], threading.Event()
+
+    def serve():
+        while not stop.is_set():
+            try:
+                conn, _ = srv.accept()
+            except OSError:
+                continue
+            conns.append(conn)
+            threading.Thread(target=behaviour, args=(conn,), daemon=True).start()
+        srv.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    return srv.getsockname()[1], conns, stop
+
+
+def test_a_host_that_accepts_and_never_answers_fails_within_the_deadline(tmp_path, monkeypatch):
+    """The server accepts every connection and sends nothing. With the default retries (3), the
+    file fails once DEADLINE seconds pass without an answer, not after 4 × TIMEOUT; the host is then
+    counted as unreachable, so the dataset's second file on it is not tried, and the message says
+    how to set data.mirror."""
+    import time
+
+    monkeypatch.setattr(download, "TIMEOUT", 0.4)
+    monkeypatch.setattr(download, "DEADLINE", 1.0)
+    monkeypatch.setattr(download, "BACKOFF", 0.05)
+    port, conns, stop = _silent_server(lambda conn: None)  # keeps the socket open, never writes
+    url = f"http://127.0.0.1:{port}/data"
+    outcome = {}
+
+    def run():
+        t = time.monotonic()
+        try:
+            fetch_all(_toy(_file("a.bin"), _file("b.bin")), tmp_path / "cache", url, progress=False)
+        except Exception as e:  # noqa: BLE001 - the test inspects it
+            outcome["error"] = e
+        outcome["seconds"] = time.monotonic() - t
+
+    worker = threading.Thread(target=run, daemon=True)  # the code before the deadline waits 4 × 60 s
+    worker.start()
+    worker.join(15)
+    stop.set()
+    assert not worker.is_alive(), "fetch_all still waiting on a silent host after 15 s"
+    assert 1.0 <= outcome["seconds"] < 3.0
+    err = outcome["error"]
+    assert isinstance(err, DataUnavailableError)
+    msg = str(err)
+    assert f"a.bin: no answer from 127.0.0.1:{port} for 1 s" in msg and "does not respond" in msg
+    assert f"b.bin from {url}/b.bin (not tried: 127.0.0.1:{port} is unreachable" in msg
+    assert "data:" in msg and "mirror:" in msg  # MIRROR_HELP
+    assert 2 <= len(conns) <= 4  # retried within the deadline, each attempt bounded by TIMEOUT
+    assert not (tmp_path / "cache").exists() or not list((tmp_path / "cache").iterdir())  # no .part left
+
+
+def test_a_slow_transfer_is_not_cut_by_the_deadline(tmp_path, monkeypatch):
+    """A host that keeps sending, a little at a time, for longer than DEADLINE (each gap shorter
+    than TIMEOUT) is a working download: it completes and verifies."""
+    import time
+
+    monkeypatch.setattr(download, "TIMEOUT", 0.5)
+    monkeypatch.setattr(download, "DEADLINE", 0.6)
+    data = b"x" * 2000
+
+    def trickle(conn):
+        conn.recv(65536)
+        conn.sendall(b"HTTP/1.0 200 OK\r\nContent-Length: %d\r\n\r\n" % len(data))
+        for i in range(0, len(data), 100):  # 20 pieces, 0.07 s apart: 1.4 s in all
+            time.sleep(0.07)
+            conn.sendall(data[i:i + 100])
+        conn.close()
+
+    port, conns, stop = _silent_server(trickle)
+    try:
+        t = time.monotonic()
+        got = fetch(_file("slow.bin", data), tmp_path / "cache", f"http://127.0.0.1:{port}", progress=False)
+        assert time.monotonic() - t > 0.6 and got.read_bytes() == data and len(conns) == 1
+    finally:
+        stop.set()

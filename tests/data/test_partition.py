@@ -254,6 +254,9 @@ def test_digits_dirichlet_end_to_end(tmp_path):
     {"scheme": "shards", "num_clients": 100, "shards_per_client": 11},
     {"scheme": "shards", "num_clients": 100, "shards_per_client": 10},
     {"scheme": "natural", "num_clients": 5}, {"scheme": "natural", "num_clients": 4},
+    {"scheme": "shards", "num_clients": 3, "shards_per_client": 3},
+    {"scheme": "shards", "num_clients": 5, "shards_per_client": 2},
+    {"scheme": "shards", "num_clients": 1, "shards_per_client": 9},
 ])
 def test_size_problem_is_what_the_partitioner_rejects(ds, natural_ds, cfg):
     """size_problem (checked by fedbench.config before any job) flags exactly the sizes that make
@@ -262,7 +265,8 @@ def test_size_problem_is_what_the_partitioner_rejects(ds, natural_ds, cfg):
 
     p = resolve_partition_params(cfg)
     data = natural_ds if cfg["scheme"] == "natural" else ds
-    problem = size_problem(cfg["scheme"], p, len(data.y_train), 4 if cfg["scheme"] == "natural" else None)
+    problem = size_problem(cfg["scheme"], p, len(data.y_train), 4 if cfg["scheme"] == "natural" else None,
+                           len(np.unique(data.y_train)))
     if problem is None:
         make_partition(data, cfg, seed=0)
     else:

@@ -3,7 +3,14 @@ import json
 import numpy as np
 import pytest
 
-from fedbench.data.registry import SOURCES, build_dataset, prepare_dataset, resolve_dataset_params
+from fedbench.data.registry import (
+    SHAKESPEARE_MAX_CLIENTS,
+    SHAKESPEARE_MAX_SAMPLES,
+    SOURCES,
+    build_dataset,
+    prepare_dataset,
+    resolve_dataset_params,
+)
 from fedbench.data.store import load_dataset
 
 
@@ -90,13 +97,31 @@ def test_train_sizes_known_before_the_data_exist():
         built = build_dataset("d", {"source": "digits", "test_fraction": tf})
         assert train_size("digits", params) == len(built.y_train)
     syn = resolve_dataset_params({"source": "synthetic", "num_clients": 5, "max_samples_per_client": 80})
-    assert len(build_dataset("s", {"source": "synthetic", **syn}).y_train) <= train_size("synthetic", syn) == 5 * 72
+    for extra in ({}, {"max_samples_per_client": None},
+                  {"size_distribution": "powerlaw", "max_samples_per_client": None},
+                  {"iid": True, "seed": 3, "test_fraction": 0.3}, {"size_mean": 800.0}):
+        params = {**syn, **extra}  # the exact count, drawn from the seed without generating the data
+        assert train_size("synthetic", params) == len(build_dataset("s", {"source": "synthetic", **params}).y_train)
     assert natural_client_count("synthetic", syn) == 5
-    assert train_size("synthetic", {**syn, "max_samples_per_client": None}) is None
     assert train_size("emnist", resolve_dataset_params({"source": "emnist"})) == 48_000  # EMNIST-L, a..j
     assert train_size("emnist", resolve_dataset_params({"source": "emnist", "num_classes": None})) == 124_800
     assert train_size("cinic10", resolve_dataset_params({"source": "cinic10", "train_splits": ["train", "valid"]})) \
         == 180_000
-    assert train_size("shakespeare", resolve_dataset_params({"source": "shakespeare"})) is None
+    sh = resolve_dataset_params({"source": "shakespeare"})
+    assert train_size("shakespeare", sh) == SHAKESPEARE_MAX_SAMPLES  # a bound: parsed only in the job
+    assert natural_client_count("shakespeare", sh) == SHAKESPEARE_MAX_CLIENTS
+    assert train_size("shakespeare", {**sh, "max_train_samples": 10}) == SHAKESPEARE_MAX_CLIENTS * 10
     assert natural_client_count("fed_emnist", {}) == 3_400 and natural_client_count("mnist", {}) is None
-    assert all(train_size(s, resolve_dataset_params({"source": s})) for s in SOURCES if s != "shakespeare")
+    assert all(train_size(s, resolve_dataset_params({"source": s})) for s in SOURCES)
+
+
+def test_classes_known_before_the_data_exist():
+    from fedbench.data.registry import train_classes
+
+    for tf in (0.2, 0.99):  # the stratified split keeps every class even in a tiny train split
+        params = resolve_dataset_params({"source": "digits", "test_fraction": tf})
+        built = build_dataset("d", {"source": "digits", **params})
+        assert train_classes("digits", params) == len(np.unique(built.y_train))
+    assert train_classes("emnist", resolve_dataset_params({"source": "emnist"})) == 10
+    assert train_classes("emnist", resolve_dataset_params({"source": "emnist", "num_classes": None})) == 26
+    assert train_classes("synthetic", {}) is None and train_classes("shakespeare", {}) is None

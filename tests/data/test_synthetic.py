@@ -73,3 +73,16 @@ def test_powerlaw_sizes():
 def test_bad_parameters_are_named(key, value):
     with pytest.raises(ValueError, match=key):
         generate_synthetic(**{key: value})
+
+
+def test_an_overflowing_size_draw_is_capped_or_refused():
+    """LogNormal(800, 2) overflows a float: with max_samples_per_client every client gets the cap
+    (once: a negative int64 size); without it the parameters are refused, naming the fix."""
+    from fedbench.data.synthetic import ParamError, train_counts
+
+    ds = generate_synthetic(num_clients=3, size_mean=800.0, max_samples_per_client=60)
+    assert np.bincount(ds.client_train).tolist() == [54] * 3 and np.bincount(ds.client_test).tolist() == [6] * 3
+    assert train_counts(num_clients=3, size_mean=800.0, max_samples_per_client=60).tolist() == [54] * 3
+    with pytest.raises(ParamError, match="without max_samples_per_client") as e:
+        generate_synthetic(num_clients=3, size_mean=800.0, max_samples_per_client=None)
+    assert e.value.key == "max_samples_per_client"

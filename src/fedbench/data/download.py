@@ -15,8 +15,12 @@ connections, HTTP 5xx/429) are retried ``retries`` times with exponential backof
 (``backoff * 2**attempt`` seconds). Failures that a retry cannot fix fail at once: HTTP 4xx (e.g.
 404), a host name that cannot be resolved (DNS failure: offline, or a wrong host), a refused
 connection and an unreachable network; the other files of the dataset on that host are then not
-tried, so an offline run fails within seconds. A cached file that fails verification is deleted
-and fetched again.
+tried, so an offline run fails within seconds. A host that accepts the connection but never
+answers (or a network that drops its packets) is bounded too: each attempt's socket waits at most
+:data:`TIMEOUT` seconds for the connection or the next bytes, and a file fails, its host counted
+as unreachable, once :data:`DEADLINE` seconds have passed without a byte from the host (over all
+attempts and backoff pauses; a transfer in progress is never cut by it). A cached file that fails
+verification is deleted and fetched again.
 
 Mirror checksums (tests and site mirrors; off by default): with ``trust_mirror_checksums=True``
 (config ``data.trust_mirror_checksums``) the files listed in ``<mirror>/SHA256SUMS`` (the
@@ -58,6 +62,14 @@ from fedbench.files import atomic_write
 log = logging.getLogger(__name__)
 
 CHUNK = 1 << 20  # bytes read per step
+#: Seconds one attempt's socket waits for the connection, the response headers or the next bytes.
+TIMEOUT = 20.0
+#: Seconds a file may go without a byte from its host, over all attempts and the pauses between
+#: them, before it fails and its host is counted as unreachable (a silent host fails within this).
+DEADLINE = 60.0
+#: Further attempts after a retryable failure, and the pause before the first (doubled each time).
+RETRIES = 3
+BACKOFF = 1.0
 MIRROR_HELP = (
     "To prepare it without network access, download these files on a machine that has it, put them "
     "(under the same names) in one directory that this machine can read, and point the workflow at it:\n"
@@ -255,7 +267,9 @@ def _unreachable(e: BaseException, url: str) -> HostUnreachableError | None:
     return None
 
 
-def _download_once(url: str, file: RemoteFile, dest: Path, timeout: float, progress: bool) -> None:
+def _download_once(url: str, file: RemoteFile, dest: Path, timeout: float, progress: bool,
+                   heard: list[float]) -> None:
+    """One attempt; ``heard[0]`` is set to ``time.monotonic()`` whenever the host answers (headers, data)."""
     from tqdm.auto import tqdm
 
     req = urllib.request.Request(url, headers={"User-Agent": "fedbench (dataset download)"})
@@ -272,6 +286,7 @@ def _download_once(url: str, file: RemoteFile, dest: Path, timeout: float, progr
                 if fatal is not None:
                     raise fatal from e
                 raise _Retryable(f"{type(e).__name__}: {getattr(e, 'reason', e)}") from e
+            heard[0] = time.monotonic()
             with resp:
                 length = resp.headers.get("Content-Length")
                 total = int(length) if length and length.isdigit() else file.size
@@ -283,6 +298,7 @@ def _download_once(url: str, file: RemoteFile, dest: Path, timeout: float, progr
                             out.write(chunk)
                             d.update(chunk)
                             bar.update(len(chunk))
+                            heard[0] = time.monotonic()
                     except (TimeoutError, ConnectionError, OSError) as e:  # incl. http.client.IncompleteRead
                         raise _Retryable(f"transfer interrupted after {d.size} bytes: {e}") from e
                 if length and length.isdigit() and d.size != int(length):
@@ -294,10 +310,11 @@ def fetch(
     file: RemoteFile,
     cache_dir: str | os.PathLike,
     mirror: str | os.PathLike | None = None,
-    retries: int = 3,
-    backoff: float = 1.0,
-    timeout: float = 60.0,
+    retries: int | None = None,
+    backoff: float | None = None,
+    timeout: float | None = None,
     progress: bool = True,
+    deadline: float | None = None,
 ) -> Path:
     """Return a verified local copy of ``file``.
 
@@ -306,19 +323,27 @@ def fetch(
         cache_dir: where downloads are kept (created if needed), e.g. ``resources/downloads``.
         mirror: None (canonical URL), a local directory / ``file://`` URL (read in place), or an
             ``http(s)://`` prefix (the file name is appended).
-        retries: further attempts after a retryable network failure (>= 0).
-        backoff: seconds before the first retry; doubled each time.
-        timeout: socket timeout per attempt, in seconds.
+        retries: further attempts after a retryable network failure (>= 0); None = :data:`RETRIES`.
+        backoff: seconds before the first retry, doubled each time; None = :data:`BACKOFF`.
+        timeout: seconds an attempt's socket waits for the connection or the next bytes; None =
+            :data:`TIMEOUT`.
         progress: show a tqdm progress bar (on stderr).
+        deadline: seconds the file may go without a byte from the host, over all attempts and
+            pauses, before it fails (not cutting a transfer in progress); None = :data:`DEADLINE`.
 
     Returns:
         The path of the verified file (under ``cache_dir``, or in the local mirror).
 
     Raises:
         DataUnavailableError: the file is not in the local mirror, or every attempt failed
-            (:class:`HostUnreachableError` at once, without retries, when the host cannot be reached).
+            (:class:`HostUnreachableError` at once, without retries, when the host cannot be reached,
+            and once ``deadline`` seconds pass without an answer from it).
         ChecksumError: the file was obtained but its size or digest is wrong.
     """
+    retries = RETRIES if retries is None else retries
+    backoff = BACKOFF if backoff is None else backoff
+    timeout = TIMEOUT if timeout is None else timeout
+    deadline = DEADLINE if deadline is None else deadline
     where = source_of(file, mirror)
     local = _local_mirror(mirror)
     if local is not None:
@@ -338,12 +363,16 @@ def fetch(
         except ChecksumError as e:
             log.warning("cached %s fails verification (%s); fetching it again", dest, e)
             dest.unlink()
-    last = ""
+    last, made = "", 0
+    heard = [time.monotonic()]  # when the host last answered (the start, before it has)
     for attempt in range(retries + 1):
-        if attempt:
-            time.sleep(backoff * 2 ** (attempt - 1))
+        pause = backoff * 2 ** (attempt - 1) if attempt else 0.0
+        if time.monotonic() + pause >= heard[0] + deadline:
+            break
+        time.sleep(pause)
         try:
-            _download_once(where, file, dest, timeout, progress)
+            made += 1
+            _download_once(where, file, dest, min(timeout, heard[0] + deadline - time.monotonic()), progress, heard)
             return dest
         except _Retryable as e:
             last = str(e)
@@ -352,7 +381,12 @@ def fetch(
             raise HostUnreachableError(f"{file.name}: {e}", e.host) from e
         except DataUnavailableError as e:
             raise DataUnavailableError(f"{file.name}: {e}") from e
-    raise DataUnavailableError(f"{file.name}: {retries + 1} attempts failed, last: {last}")
+    else:
+        raise DataUnavailableError(f"{file.name}: {retries + 1} attempts failed, last: {last}")
+    host = urllib.parse.urlparse(where).netloc or where
+    raise HostUnreachableError(
+        f"{file.name}: no answer from {host} for {deadline:g} s ({made} attempt(s), last: {last}): the host "
+        f"accepts connections but does not respond, or the network drops its packets; not retried further", host)
 
 
 class FetchedFiles(dict):

@@ -158,12 +158,29 @@ def resolve_partition_params(cfg: dict) -> dict:
 MAX_SIGMA = 5.0
 
 
-def size_problem(scheme: str, p: dict, n_train: int | None, natural: int | None = None) -> tuple[str, str] | None:
-    """What a partition with the resolved parameters ``p`` asks of a train split of (at most)
-    ``n_train`` samples and ``natural`` natural clients that cannot be had, checkable before the
-    data exist (the partitioner raises the same later): ``(parameter, message)``, or None.
-    ``None`` counts are unknown and not checked."""
+def size_problem(scheme: str, p: dict, n_train: int | None, natural: int | None = None,
+                 classes: int | None = None) -> tuple[str, str] | None:
+    """What a partition with the resolved parameters ``p`` asks of the data that cannot be had,
+    checkable before the data exist (the partitioner raises the same later).
+
+    Args:
+        scheme: the partition scheme; p: its resolved parameters (:func:`resolve_partition_params`).
+        n_train: at most how many train samples the dataset has.
+        natural: at most how many natural clients it has.
+        classes: at least how many classes its train split holds (``shards``: each shard holds one
+            class, so K·k shards must cover them).
+
+    Returns:
+        ``(parameter, message)``, the message naming the values and the fix, or None. ``None``
+        counts are unknown and not checked.
+    """
     K = p.get("num_clients")
+    if scheme == "shards" and classes is not None and K * p["shards_per_client"] < classes:
+        k, need = p["shards_per_client"], -(-classes // K)
+        return "shards_per_client", (f"num_clients·shards_per_client = {K}·{k} = {K * k} shards cannot cover the "
+                                     f"{classes} classes of the dataset (each shard holds one class): raise "
+                                     f"shards_per_client to at least {need}, or num_clients, so that "
+                                     f"num_clients·shards_per_client >= {classes}")
     if scheme == "natural":
         if K is not None and natural is not None and K > natural:
             return "num_clients", (f"num_clients={K} but the dataset has at most {natural} natural clients: lower "

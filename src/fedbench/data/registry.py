@@ -44,7 +44,7 @@ import math
 import os
 from pathlib import Path
 
-from fedbench.data import cifar, cinic, idx, libsvm, shakespeare, tff
+from fedbench.data import cifar, cinic, idx, libsvm, shakespeare, synthetic, tff
 from fedbench.data.digits import load_digits
 from fedbench.data.download import fetch_all, with_mirror_checksums
 from fedbench.data.images import check_normalize
@@ -143,18 +143,55 @@ EMNIST_TRAIN = {"byclass": 697_932, "bymerge": 697_932}
 CINIC_PER_SPLIT = 90_000
 #: Natural clients of the downloaded federated sources (synthetic: its num_clients).
 NATURAL_CLIENT_COUNTS = {"fed_emnist": 3_400, "fed_cifar100": 500}
+#: Shakespeare (pg100.txt, no fixed edition: sources.py) cannot be counted before it is parsed;
+#: these are safe upper bounds. LEAF's 1994 edition gives 1,129 (play, role) clients and 4,226,158
+#: samples (Caldas et al. 2018, Table 1); one sample is one character of a speech line (or its
+#: end), so there are fewer samples than characters in the file, under 6 million in either
+#: edition (~5.5 MB). The bounds leave a margin for a re-released edition: roughly twice each.
+SHAKESPEARE_MAX_SAMPLES = 8_000_000
+SHAKESPEARE_MAX_CLIENTS = 2_500
+#: Classes that every train split of a source holds for sure (all of them, for the full real
+#: files; digits: the split is stratified, and sklearn refuses a train split with fewer samples
+#: than classes). Not for synthetic (labels are argmax draws, a class can be absent) or
+#: shakespeare (not every one of the 80 letters occurs).
+TRAIN_CLASSES = {"digits": 10, "mnist": 10, "cifar10": 10, "cifar100": 100, "cinic10": 10, "fed_emnist": 62,
+                 "fed_cifar100": 100, "a9a": 2, "epsilon": 2}
+#: Synthetic clients whose sizes the size check draws (int64 each); beyond, only the cap bounds them.
+SYNTHETIC_DRAW_LIMIT = 10_000_000
+
+
+def _shakespeare_clients(params: dict) -> int:
+    """At most how many clients shakespeare keeps: a kept client has at least
+    max(2, min_samples, min_train_samples + 1) samples, out of at most SHAKESPEARE_MAX_SAMPLES."""
+    least = max(2, params["min_samples"], params["min_train_samples"] + 1)
+    return min(SHAKESPEARE_MAX_CLIENTS, SHAKESPEARE_MAX_SAMPLES // least)
 
 
 def train_size(source: str, params: dict) -> int | None:
-    """At most how many training samples ``source`` with the resolved ``params`` gives (exact
-    for the real files of the downloaded sources and for digits; for synthetic, clients times
-    the train share of max_samples_per_client), or None when it cannot be known before the data
-    exist (shakespeare, synthetic without max_samples_per_client)."""
+    """At most how many training samples ``source`` with the resolved ``params`` gives: exact for
+    the real files of the downloaded sources, for digits and for synthetic (its client sizes are
+    drawn from the seed as :func:`fedbench.data.synthetic.train_counts` does; above
+    :data:`SYNTHETIC_DRAW_LIMIT` clients, clients times the train share of max_samples_per_client,
+    or None without it); for shakespeare the bounds :data:`SHAKESPEARE_MAX_SAMPLES` and, with
+    max_train_samples, clients times it.
+
+    Raises:
+        fedbench.data.synthetic.ParamError (a ValueError): a synthetic parameter out of range
+            (``key`` names it), found while drawing the sizes.
+    """
     if source == "digits":
         return DIGITS_IMAGES - math.ceil(DIGITS_IMAGES * params["test_fraction"])  # sklearn rounds the test count up
     if source == "synthetic":
+        synthetic.check_params(**params)
+        if params["num_clients"] <= SYNTHETIC_DRAW_LIMIT:
+            return int(synthetic.train_counts(**params).sum())
         cap = params["max_samples_per_client"]
         return None if cap is None else params["num_clients"] * int((1 - params["test_fraction"]) * cap)
+    if source == "shakespeare":
+        cap = params["max_train_samples"]
+        if cap is None:
+            return SHAKESPEARE_MAX_SAMPLES
+        return min(SHAKESPEARE_MAX_SAMPLES, _shakespeare_clients(params) * cap)
     if source == "emnist":
         split, k = params["split"], params["num_classes"]
         if split in EMNIST_PER_CLASS:
@@ -166,10 +203,23 @@ def train_size(source: str, params: dict) -> int | None:
 
 
 def natural_client_count(source: str, params: dict) -> int | None:
-    """At most how many natural clients ``source`` has (None: unknown before the data exist, or none)."""
+    """At most how many natural clients ``source`` has (synthetic: exactly its num_clients, each
+    with train samples; shakespeare: the bound of :data:`SHAKESPEARE_MAX_CLIENTS` and its
+    filters); None: a source without natural clients."""
     if source == "synthetic":
         return params["num_clients"]
+    if source == "shakespeare":
+        return _shakespeare_clients(params)
     return NATURAL_CLIENT_COUNTS.get(source)
+
+
+def train_classes(source: str, params: dict) -> int | None:
+    """At least how many classes the train split of ``source`` holds (:data:`TRAIN_CLASSES`; emnist:
+    its num_classes, or all classes of its split), or None when that is not known before the data
+    exist (synthetic, shakespeare)."""
+    if source == "emnist":
+        return idx.EMNIST_SPLITS[params["split"]] if params["num_classes"] is None else params["num_classes"]
+    return TRAIN_CLASSES.get(source)
 
 
 def check_remote_params(source: str, params: dict) -> None:

@@ -52,6 +52,19 @@ SIZE_DISTRIBUTIONS = ("lognormal", "powerlaw")
 SOURCE = "fedprox-synthetic"
 
 
+class ParamError(ValueError):
+    """A Synthetic(α, β) parameter out of range; ``key`` names it (for the config's key path)."""
+
+    def __init__(self, key: str, message: str):
+        super().__init__(message)
+        self.key = key
+
+
+#: Largest client size (train + test) a draw may give: beyond it the float draw no longer converts
+#: to an exact int64 (LogNormal(size_mean, size_sigma) overflows for size_mean ~ 700).
+MAX_CLIENT_SIZE = 2**53
+
+
 def _is_int(v) -> bool:
     return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
 
@@ -78,16 +91,26 @@ def client_sizes(
         (num_clients,) int64 sizes, each in [min_samples_per_client, max_samples_per_client].
 
     Raises:
-        ValueError: an unknown ``size_distribution``.
+        ParamError: an unknown ``size_distribution``; without ``max_samples_per_client``, a draw
+            above :data:`MAX_CLIENT_SIZE` samples (or infinite).
     """
     if size_distribution == "lognormal":
-        sizes = rng.lognormal(size_mean, size_sigma, num_clients).astype(np.int64) + min_samples_per_client
+        raw = rng.lognormal(size_mean, size_sigma, num_clients)
+        offset = min_samples_per_client
     elif size_distribution == "powerlaw":
-        sizes = np.floor(min_samples_per_client * (1.0 + rng.pareto(powerlaw_a, num_clients))).astype(np.int64)
+        raw = min_samples_per_client * (1.0 + rng.pareto(powerlaw_a, num_clients))
+        offset = 0
     else:
-        raise ValueError(
-            f"synthetic: size_distribution must be one of {', '.join(SIZE_DISTRIBUTIONS)}, got {size_distribution!r}"
-        )
+        raise ParamError("size_distribution", f"synthetic: size_distribution must be one of "
+                                              f"{', '.join(SIZE_DISTRIBUTIONS)}, got {size_distribution!r}")
+    if max_samples_per_client is not None:  # capped as floats: an overflowing draw becomes the cap
+        raw = np.minimum(raw, max_samples_per_client)
+    elif num_clients and not (np.isfinite(raw).all() and raw.max() + offset < MAX_CLIENT_SIZE):
+        raise ParamError("max_samples_per_client",
+                         f"synthetic: without max_samples_per_client the {size_distribution} size law draws a client "
+                         f"of more than 2^53 samples: set max_samples_per_client (e.g. 1000), or lower size_mean / "
+                         f"size_sigma (raise powerlaw_a)")
+    sizes = np.floor(raw).astype(np.int64) + offset
     if max_samples_per_client is not None:
         sizes = np.minimum(sizes, max_samples_per_client)
     return sizes.astype(np.int64)
@@ -96,7 +119,7 @@ def client_sizes(
 def _validate(alpha, beta, num_clients, size_distribution, size_mean, size_sigma, powerlaw_a,
               min_samples_per_client, max_samples_per_client, test_fraction, seed) -> None:
     def bad(key, got, want):
-        raise ValueError(f"synthetic: {key} must be {want}, got {got!r}")
+        raise ParamError(key, f"synthetic: {key} must be {want}, got {got!r}")
 
     if not _is_num(alpha) or alpha < 0:
         bad("alpha", alpha, "a number >= 0 (standard deviation of u_k), e.g. 1.0")
@@ -129,6 +152,51 @@ def _validate(alpha, beta, num_clients, size_distribution, size_mean, size_sigma
             f"keeps >= 1 train and >= 1 test sample")
     if not _is_int(seed) or seed < 0:
         bad("seed", seed, "an integer >= 0")
+
+
+def check_params(alpha=1.0, beta=1.0, num_clients=30, iid=False, size_distribution="lognormal", size_mean=4.0,
+                 size_sigma=2.0, powerlaw_a=1.5, min_samples_per_client=50, max_samples_per_client=1000,
+                 test_fraction=0.1, seed=0) -> None:
+    """Check :func:`generate_synthetic`'s parameters without drawing anything.
+
+    Raises:
+        ParamError: the first parameter out of range (``key`` names it; the message the allowed values).
+    """
+    if not isinstance(iid, (bool, np.bool_)):
+        raise ParamError("iid", f"synthetic: iid must be true or false, got {iid!r}")
+    _validate(alpha, beta, num_clients, size_distribution, size_mean, size_sigma, powerlaw_a,
+              min_samples_per_client, max_samples_per_client, test_fraction, seed)
+
+
+def train_counts(
+    alpha: float = 1.0,
+    beta: float = 1.0,
+    num_clients: int = 30,
+    iid: bool = False,
+    size_distribution: str = "lognormal",
+    size_mean: float = 4.0,
+    size_sigma: float = 2.0,
+    powerlaw_a: float = 1.5,
+    min_samples_per_client: int = 50,
+    max_samples_per_client: int | None = 1000,
+    test_fraction: float = 0.1,
+    seed: int = 0,
+) -> np.ndarray:
+    """Each client's number of train samples in the dataset :func:`generate_synthetic` makes from
+    the same parameters, without generating it: the client sizes are the first draws of its
+    generator, so this repeats only those (``num_clients`` numbers).
+
+    Returns:
+        (num_clients,) int64 counts, each >= 1.
+
+    Raises:
+        ParamError: as :func:`check_params`, or client sizes beyond :data:`MAX_CLIENT_SIZE` without a cap.
+    """
+    check_params(alpha, beta, num_clients, iid, size_distribution, size_mean, size_sigma, powerlaw_a,
+                 min_samples_per_client, max_samples_per_client, test_fraction, seed)
+    sizes = client_sizes(num_clients, generator(int(seed), 0, -1, "dataset"), size_distribution, size_mean,
+                         size_sigma, powerlaw_a, min_samples_per_client, max_samples_per_client)
+    return ((1 - test_fraction) * sizes.astype(np.float64)).astype(np.int64)  # = int((1 - tf) * n), as generated
 
 
 def generate_synthetic(
@@ -168,7 +236,8 @@ def generate_synthetic(
         Rows are grouped by client in increasing client id, train and test alike.
 
     Raises:
-        ValueError: a parameter out of range (the message names it and the allowed values).
+        ParamError (a ValueError): a parameter out of range (the message names it and the allowed
+            values), or client sizes beyond :data:`MAX_CLIENT_SIZE` without a cap.
     """
     _validate(alpha, beta, num_clients, size_distribution, size_mean, size_sigma, powerlaw_a,
               min_samples_per_client, max_samples_per_client, test_fraction, seed)
