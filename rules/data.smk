@@ -5,11 +5,24 @@
 # data.mirror and data.trust_mirror_checksums are read at run time (runtime only). A dataset that
 # cannot be obtained or read fails the job with one message on stderr (which files, from where,
 # how to set data.mirror) and leaves nothing under resources/datasets/<id>/.
+# A source that reads a user's local file (libsvm_file: path, test_path) has that file as the
+# job's input: a changed file (newer mtime, or another path) re-prepares the dataset, and its
+# size and sha256 are recorded in meta.json (raw_files). Relative paths are relative to the
+# directory Snakemake runs in, where the config check found them.
+
+
+def dataset_local_files(wildcards):
+    """The local files the dataset reads (fedbench.data.registry.local_files); [] for the others."""
+    from fedbench.data.registry import local_files
+
+    return local_files(dataset_params(wildcards))
 
 
 rule prepare_dataset:
     # On the submitting node: downloads need the internet that cluster compute nodes often lack.
     localrule: True
+    input:
+        dataset_local_files,
     output:
         meta="resources/datasets/{dataset}/meta.json",
     params:
