@@ -176,6 +176,24 @@ def check_file_params(path, test_path=None, n_features=None, test_fraction=0.0, 
         raise FileParamError("split_seed", f"must be an integer >= 0 (got {split_seed!r})")
 
 
+def max_rows(path) -> int | None:
+    """At most how many examples a plain svmlight file holds: its number of lines (blank and
+    comment-only lines count too), read as bytes at about disk speed; None for a ``.gz``/``.bz2``
+    file (it is not decompressed just to count) or a file that cannot be read."""
+    path = Path(path)
+    if path.suffix in (".gz", ".bz2"):
+        return None
+    lines, last = 0, b"\n"
+    try:
+        with open(path, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 24), b""):
+                lines += chunk.count(b"\n")
+                last = chunk[-1:]
+    except OSError:
+        return None
+    return lines + (last != b"\n")
+
+
 def _open_text(path: Path):
     """A text reader of ``path``, decompressing ``.gz``/``.bz2`` as scikit-learn's reader does."""
     if path.suffix == ".gz":

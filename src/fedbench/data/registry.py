@@ -181,7 +181,8 @@ def train_size(source: str, params: dict) -> int | None:
     drawn from the seed as :func:`fedbench.data.synthetic.train_counts` does; above
     :data:`SYNTHETIC_DRAW_LIMIT` clients, clients times the train share of max_samples_per_client,
     or None without it); for shakespeare the bounds :data:`SHAKESPEARE_MAX_SAMPLES` and, with
-    max_train_samples, clients times it.
+    max_train_samples, clients times it; for libsvm_file the lines of its plain file less the
+    rows held out (:func:`fedbench.data.libsvm.max_rows`; None for a compressed file).
 
     Raises:
         fedbench.data.synthetic.ParamError (a ValueError): a synthetic parameter out of range
@@ -207,6 +208,9 @@ def train_size(source: str, params: dict) -> int | None:
         return EMNIST_TRAIN.get(split)
     if source == "cinic10":
         return CINIC_PER_SPLIT * len(params["train_splits"])
+    if source == "libsvm_file":  # the lines of the file (compressed: unknown), less the rows held out
+        n = libsvm.max_rows(params["path"]) if params.get("path") is not None else None
+        return None if n is None else n - math.ceil(n * params["test_fraction"])
     return TRAIN_SIZES.get(source)
 
 
