@@ -9,13 +9,7 @@
 # job's input: a changed file (newer mtime, or another path) re-prepares the dataset, and its
 # size and sha256 are recorded in meta.json (raw_files). Relative paths are relative to the
 # directory Snakemake runs in, where the config check found them.
-
-
-def dataset_local_files(wildcards):
-    """The local files the dataset reads (fedbench.data.registry.local_files); [] for the others."""
-    from fedbench.data.registry import local_files
-
-    return local_files(dataset_params(wildcards))
+# (dataset_local_files: rules/common.smk, since snakemake --lint wants no functions among rules.)
 
 
 rule prepare_dataset:
