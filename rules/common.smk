@@ -120,6 +120,14 @@ def cell_code_version(wildcards):
     return train_version(spec["algorithm_name"], spec["model"]["name"])
 
 
+def dataset_local_files(wildcards):
+    """The local files the dataset reads (fedbench.data.registry.local_files: libsvm_file's path
+    and test_path), inputs of prepare_dataset so that a changed file re-prepares it; [] else."""
+    from fedbench.data.registry import local_files
+
+    return local_files(dataset_params(wildcards))
+
+
 def dataset_code_version(wildcards):
     """The code version of the dataset's reader or generator (fedbench.codeversion.dataset_version)."""
     return dataset_version(dataset_params(wildcards)["source"])

@@ -5,11 +5,18 @@
 # data.mirror and data.trust_mirror_checksums are read at run time (runtime only). A dataset that
 # cannot be obtained or read fails the job with one message on stderr (which files, from where,
 # how to set data.mirror) and leaves nothing under resources/datasets/<id>/.
+# A source that reads a user's local file (libsvm_file: path, test_path) has that file as the
+# job's input: a changed file (newer mtime, or another path) re-prepares the dataset, and its
+# size and sha256 are recorded in meta.json (raw_files). Relative paths are relative to the
+# directory Snakemake runs in, where the config check found them.
+# (dataset_local_files: rules/common.smk, since snakemake --lint wants no functions among rules.)
 
 
 rule prepare_dataset:
     # On the submitting node: downloads need the internet that cluster compute nodes often lack.
     localrule: True
+    input:
+        dataset_local_files,
     output:
         meta="resources/datasets/{dataset}/meta.json",
     params:

@@ -118,6 +118,8 @@ _DATASET_BOUNDS = {
     "num_classes": "[2, inf)",
     "test_fraction": "(0, 1)",  # digits, synthetic, shakespeare: a share held out for the test split
 }
+# A source's own bounds where they differ (libsvm_file: no test split is allowed, test_fraction 0).
+_SOURCE_BOUNDS = {"libsvm_file": {"test_fraction": "[0, 1)", "n_features": "[1, inf)", "split_seed": "[0, inf)"}}
 
 
 class ConfigError(ValueError):
@@ -485,15 +487,20 @@ def _resolve_dataset(dataset_id: str, cfg: dict) -> dict:
     path = f"datasets.{dataset_id}"
     source = _entry(cfg, "source", _sources(), path, "dataset source")
     params = {k: v for k, v in cfg.items() if k != "source"}
-    resolved = _resolve_params(params, dict(_sources()[source]), _DATASET_BOUNDS, path,
-                               f"unknown parameter for source {source!r}")
-    from fedbench.data.registry import REMOTE, check_remote_params
+    resolved = _resolve_params(params, dict(_sources()[source]), {**_DATASET_BOUNDS, **_SOURCE_BOUNDS.get(source, {})},
+                               path, f"unknown parameter for source {source!r}")
+    from fedbench.data.registry import LOCAL_FILES, REMOTE, check_local_params, check_remote_params
 
     if source in REMOTE:  # value checks of downloaded sources, made before anything is fetched
         try:
             check_remote_params(source, resolved)
         except ValueError as e:
             raise ConfigError(f"{path}: {e}") from None
+    if source in LOCAL_FILES:  # a local file's source (libsvm_file): the files exist, relative to the cwd
+        try:
+            check_local_params(source, resolved)
+        except ValueError as e:
+            raise ConfigError(f"{path}.{e.key}: {e}" if hasattr(e, "key") else f"{path}: {e}") from None
     return {"source": source, **resolved}
 
 

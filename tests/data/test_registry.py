@@ -16,7 +16,7 @@ from fedbench.data.store import load_dataset
 
 def test_sources_and_defaults():
     assert set(SOURCES) == {"digits", "synthetic", "mnist", "emnist", "cifar10", "cifar100", "cinic10", "fed_emnist",
-                            "fed_cifar100", "shakespeare", "a9a", "epsilon"}
+                            "fed_cifar100", "shakespeare", "a9a", "epsilon", "libsvm_file"}
     assert resolve_dataset_params({"source": "digits"}) == {"test_fraction": 0.2, "split_seed": 0}
     p = resolve_dataset_params({"source": "synthetic", "alpha": 0.5})
     assert p["alpha"] == 0.5 and p["beta"] == 1.0 and p["num_clients"] == 30 and set(p) == set(SOURCES["synthetic"])
@@ -112,7 +112,20 @@ def test_train_sizes_known_before_the_data_exist():
     assert natural_client_count("shakespeare", sh) == SHAKESPEARE_MAX_CLIENTS
     assert train_size("shakespeare", {**sh, "max_train_samples": 10}) == SHAKESPEARE_MAX_CLIENTS * 10
     assert natural_client_count("fed_emnist", {}) == 3_400 and natural_client_count("mnist", {}) is None
-    assert all(train_size(s, resolve_dataset_params({"source": s})) for s in SOURCES)
+    assert all(train_size(s, resolve_dataset_params({"source": s})) for s in SOURCES if s != "libsvm_file")
+
+
+def test_libsvm_file_train_size_is_its_lines(tmp_path):
+    from fedbench.data.registry import train_size
+
+    p = tmp_path / "d.svm"
+    p.write_text("1 1:1\n-1 2:1\n1 1:2\n-1 3:1")  # no newline at the end: 4 rows
+    params = resolve_dataset_params({"source": "libsvm_file", "path": str(p)})
+    for tf, n in ((0.0, 4), (0.5, 2)):
+        params["test_fraction"] = tf
+        assert train_size("libsvm_file", params) == len(build_dataset("d", {"source": "libsvm_file", **params}).y_train)
+        assert train_size("libsvm_file", params) == n
+    assert train_size("libsvm_file", {**params, "path": str(tmp_path / "d.svm.bz2")}) is None
 
 
 def test_classes_known_before_the_data_exist():

@@ -17,6 +17,9 @@ a9a             a9a, a9a.t (svmlight)                       iid, 4 clients      
 epsilon         epsilon_normalized(.t).bz2 (svmlight bz2)   iid, 4 clients              logreg
 ==============  ==========================================  ==========================  ============
 
+A user's own LIBSVM file (source ``libsvm_file``) runs in its own small invocation: 2 rounds of
+logreg, no test split, re-prepared when the file changes.
+
 Then a corrupted archive (a truncated CIFAR-100 tar.gz, a TFF tar.bz2 with a flipped byte) is
 refused naming the file, with nothing left under resources/datasets/.
 """
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -251,3 +255,41 @@ def test_corrupted_archives_are_refused_by_name_and_nothing_is_left(tmp_path):
     for name in names:
         assert not (datasets / name).exists() and not list(datasets.glob(f".{name}*")), name
     assert not (work / "results/metrics.parquet").exists()
+
+
+def test_a_local_libsvm_file_runs_and_a_changed_file_re_prepares(tmp_path):
+    """Source ``libsvm_file``: a user's own LIBSVM file (labels 1/2, given by a path relative to the
+    directory Snakemake runs in) trains a logreg for 2 rounds with no test split (FedAc's protocol:
+    the training objective only); rewriting the file re-prepares the dataset (the file is the prepare
+    job's input); a missing file fails before any job, naming ``datasets.mine.path``."""
+    from test_snakemake import planned_jobs
+
+    work = tmp_path / "work"
+    (work / "data").mkdir(parents=True)
+    x, y = make_svmlight(work / "data", "mine.svm", 48, 6, seed=5)  # labels -1/+1 ...
+    svm = work / "data/mine.svm"
+    svm.write_text(re.sub(r"^\+1", "2", re.sub(r"^-1", "1", svm.read_text(), flags=re.M), flags=re.M))  # as 1/2
+    exp = dict(EXPERIMENT, local={"epochs": 1, "batch_size": 8, "lr": 0.1},
+               datasets={"mine": {"model": LOGREG, "partitions": {"iid": {"scheme": "iid", "num_clients": 3}}}})
+    config = {"datasets": {"mine": {"source": "libsvm_file", "path": "data/mine.svm"}}, "device": "cpu",
+              "experiments": {"mine": exp}}
+    ok(snakemake(work, config))
+    meta = _meta(work, "mine")
+    assert (meta["n_train"], meta["n_test"], meta["feature_shape"], meta["label_map"]) == (48, 0, [6], {"1": 0, "2": 1})
+    np.testing.assert_allclose(np.load(work / "resources/datasets/mine/x_train.npy"), x.astype(np.float32), rtol=1e-6)
+    np.testing.assert_array_equal(np.load(work / "resources/datasets/mine/y_train.npy"), (y > 0).astype(int))
+    assert meta["raw_files"]["train"]["sha256"] == hashlib.sha256(svm.read_bytes()).hexdigest()
+    rows = pl.read_parquet(work / "results/metrics.parquet")
+    assert sorted(rows["round"]) == [1, 2] and (rows["status"] == "ok").all()
+    assert rows["train_loss"].is_finite().all()
+
+    time.sleep(1.1)  # a newer mtime than meta.json's, on file systems with 1 s resolution
+    svm.write_text(svm.read_text() + "2 1:0.5\n")
+    dry = ok(snakemake(work, config, "-n"))
+    assert ("prepare_dataset", {"dataset": "mine"}) in planned_jobs(dry.stdout)
+
+    svm.unlink()
+    proc = snakemake(work, config, "-n")
+    assert proc.returncode != 0, proc.stderr[-3000:]
+    out = proc.stdout + proc.stderr  # a dry run prints the config error on stdout
+    assert "Invalid config" in out and "datasets.mine.path: data/mine.svm does not exist" in out, out[-3000:]

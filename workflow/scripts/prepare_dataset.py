@@ -5,7 +5,8 @@ files are fetched from does not change the dataset: files are checked against th
 checksums, or, only when the config says so, against the local mirror's SHA256SUMS).
 
 A dataset that cannot be obtained or read (DataUnavailableError, ChecksumError,
-CorruptFileError) ends the job with its one clear message, written to the job's log *and* to
+CorruptFileError; FileParamError: a local file's parameter, e.g. the file is gone since the
+config check) ends the job with its one clear message, written to the job's log *and* to
 Snakemake's stderr, instead of a traceback; nothing is left under resources/datasets/<name>/
 (not even the empty directory Snakemake creates for the output).
 """
@@ -17,6 +18,7 @@ _stderr = sys.stderr
 sys.stdout = sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: F821 (snakemake is injected)
 
 from fedbench.data.errors import ChecksumError, CorruptFileError, DataUnavailableError  # noqa: E402
+from fedbench.data.libsvm import FileParamError  # noqa: E402
 from fedbench.data.registry import prepare_dataset  # noqa: E402
 
 data = snakemake.config.get("data") or {}  # noqa: F821  (runtime only: not a param)
@@ -31,9 +33,9 @@ try:
         trust_mirror_checksums=bool(data.get("trust_mirror_checksums", False)),
         progress=False,
     )
-except (DataUnavailableError, ChecksumError, CorruptFileError) as e:
+except (DataUnavailableError, ChecksumError, CorruptFileError, FileParamError) as e:
     kind = {DataUnavailableError: "dataset not available", ChecksumError: "checksum mismatch",
-            CorruptFileError: "corrupt file"}[type(e)]
+            CorruptFileError: "corrupt file", FileParamError: f"parameter {getattr(e, 'key', '')}"}[type(e)]
     msg = f"fedbench: cannot prepare dataset {dataset!r} ({kind}):\n{e}\n"
     print(msg)
     sys.stdout.close()

@@ -1,4 +1,4 @@
-"""LIBSVM binary-classification datasets (a9a, epsilon) from svmlight files.
+"""LIBSVM binary-classification datasets: a9a, epsilon, and any local file (``libsvm_file``).
 
 Files (LIBSVM "binary" page): ``a9a`` (32,561 rows) and ``a9a.t`` (16,281), 123 binary features;
 ``epsilon_normalized.bz2`` (400,000) and ``epsilon_normalized.t.bz2`` (100,000), 2,000 features
@@ -20,20 +20,41 @@ Labels {-1, +1} (or {0, 1}) become {0, 1}: class 1 = the positive label. FedAc (
 only the training file; the test file is kept as the test split.
 
 Returns x (n, d) float32, y int64 in {0, 1}, no natural clients.
+
+``libsvm_file`` (:func:`load_libsvm_file`): a user's own binary LIBSVM/svmlight file, read by the
+same reader and densified the same way (x is stored dense, as a9a's is). Its two label values,
+whatever they are ({-1, +1}, {0, 1}, {1, 2}, ...), map to 0 (the smaller) and 1 (the larger, the
+"+1" class of the logistic loss); a file with more (or fewer) than two values is refused naming it
+and its values. The test split is ``test_path``'s file, or ``test_fraction`` of the rows held out
+(stratified, ``split_seed``), or none at all (``test_fraction`` 0, the default: FedAc (Yuan & Ma,
+"Federated Accelerated Stochastic Gradient Descent", NeurIPS 2020, Section 5) reports the training
+objective only; test metrics are then NaN). A malformed line is reported with its line number.
 """
 
 from __future__ import annotations
 
+import bz2
+import gzip
+import hashlib
+import math
 from pathlib import Path
 
 import numpy as np
 
-from fedbench.data.errors import ChecksumError, CorruptFileError, reading
+from fedbench.data.errors import ChecksumError, CorruptFileError, DataUnavailableError, reading
 from fedbench.data.sources import REMOTE
 from fedbench.data.store import Dataset
 
 NUM_FEATURES = {"a9a": 123, "epsilon": 2000}
 CHUNK = 20000  # rows densified per step
+
+
+def _dense(xs) -> np.ndarray:
+    """A scipy sparse (n, d) matrix as a dense float32 array, densified CHUNK rows at a time."""
+    x = np.empty(xs.shape, dtype=np.float32)
+    for i in range(0, xs.shape[0], CHUNK):
+        x[i:i + CHUNK] = xs[i:i + CHUNK].toarray()
+    return x
 
 
 def read_svmlight(path, n_features: int) -> tuple[np.ndarray, np.ndarray]:
@@ -43,10 +64,7 @@ def read_svmlight(path, n_features: int) -> tuple[np.ndarray, np.ndarray]:
     path = Path(path)
     with reading(path, "svmlight"):
         xs, y = load_svmlight_file(str(path), n_features=n_features, dtype=np.float32)
-    x = np.empty(xs.shape, dtype=np.float32)
-    for i in range(0, xs.shape[0], CHUNK):
-        x[i:i + CHUNK] = xs[i:i + CHUNK].toarray()
-    return x, y
+    return _dense(xs), y
 
 
 def _binary(y: np.ndarray, fname: str) -> np.ndarray:
@@ -105,3 +123,248 @@ def load_a9a(paths: dict, name: str = "a9a") -> Dataset:
 def load_epsilon(paths: dict, name: str = "epsilon") -> Dataset:
     """epsilon (normalized): x (n, 2000) float32, unit-norm rows."""
     return load_libsvm(paths, name, NUM_FEATURES["epsilon"], "epsilon")
+
+
+# --------------------------------------------------------------------------------------------
+# libsvm_file: a local binary LIBSVM file
+
+
+class FileParamError(ValueError):
+    """A ``libsvm_file`` parameter that cannot be used; ``key`` names it (for the config's key path)."""
+
+    def __init__(self, key: str, message: str):
+        super().__init__(message)
+        self.key = key
+
+
+def check_file_params(path, test_path=None, n_features=None, test_fraction=0.0, split_seed=0) -> None:
+    """Check the parameters of a ``libsvm_file`` dataset before any job runs.
+
+    Relative paths are taken relative to the current working directory (the directory Snakemake
+    runs in).
+
+    Raises:
+        FileParamError: ``path`` missing, not a string or not an existing file; ``test_path`` the
+            same (when given); ``n_features`` not an integer >= 1 (or null); ``test_fraction`` not
+            in [0, 1), or > 0 together with a ``test_path``; ``split_seed`` not an integer >= 0.
+            ``key`` names the parameter.
+    """
+    for key, p in (("path", path), ("test_path", test_path)):
+        if p is None and key == "test_path":
+            continue
+        if p is None:
+            raise FileParamError("path", "source 'libsvm_file' needs path: the local LIBSVM/svmlight file to read "
+                                         "(relative to the directory Snakemake runs in)")
+        if not isinstance(p, str) or not p:
+            raise FileParamError(key, f"must be a file path (a string), got {p!r}")
+        f = Path(p)
+        if not f.exists():
+            raise FileParamError(key, f"{p} does not exist (resolved against the working directory {Path.cwd()}); "
+                                      f"give the path of an existing LIBSVM file")
+        if not f.is_file():
+            raise FileParamError(key, f"{p} is not a file; give the path of a LIBSVM file")
+    if n_features is not None and (isinstance(n_features, bool) or not isinstance(n_features, int) or n_features < 1):
+        raise FileParamError("n_features", f"must be an integer >= 1, or null for the largest index in the files "
+                                           f"(got {n_features!r})")
+    if (isinstance(test_fraction, bool) or not isinstance(test_fraction, (int, float))
+            or not 0 <= test_fraction < 1):
+        raise FileParamError("test_fraction", f"must be a number in [0, 1) (got {test_fraction!r})")
+    if test_path is not None and test_fraction > 0:
+        raise FileParamError("test_fraction", f"give either test_path (a test file) or test_fraction (a share of "
+                                              f"path held out), not both (got test_fraction={test_fraction!r})")
+    if isinstance(split_seed, bool) or not isinstance(split_seed, int) or split_seed < 0:
+        raise FileParamError("split_seed", f"must be an integer >= 0 (got {split_seed!r})")
+
+
+def max_rows(path) -> int | None:
+    """At most how many examples a plain svmlight file holds: its number of lines (blank and
+    comment-only lines count too), read as bytes at about disk speed; None for a ``.gz``/``.bz2``
+    file (it is not decompressed just to count) or a file that cannot be read."""
+    path = Path(path)
+    if path.suffix in (".gz", ".bz2"):
+        return None
+    lines, last = 0, b"\n"
+    try:
+        with open(path, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 24), b""):
+                lines += chunk.count(b"\n")
+                last = chunk[-1:]
+    except OSError:
+        return None
+    return lines + (last != b"\n")
+
+
+def _open_text(path: Path):
+    """A text reader of ``path``, decompressing ``.gz``/``.bz2`` as scikit-learn's reader does."""
+    if path.suffix == ".gz":
+        return gzip.open(path, "rt", encoding="utf-8", errors="replace")
+    if path.suffix == ".bz2":
+        return bz2.open(path, "rt", encoding="utf-8", errors="replace")
+    return open(path, encoding="utf-8", errors="replace")
+
+
+def _line_problem(line: str) -> str | None:
+    """Why one svmlight line cannot be parsed (``label [qid:q] idx:value ...``), or None."""
+    tokens = line.split("#", 1)[0].split()
+    if not tokens:
+        return None
+    try:
+        float(tokens[0])
+    except ValueError:
+        return f"label {tokens[0]!r} is not a number"
+    last = -1
+    for tok in tokens[1:]:
+        idx, sep, val = tok.partition(":")
+        if idx == "qid" and sep:
+            continue
+        if not sep or not idx.isdigit():
+            return f"{tok!r} is not index:value"
+        try:
+            float(val)
+        except ValueError:
+            return f"value {val!r} of feature {idx} is not a number"
+        if int(idx) <= last:
+            return f"feature indices must increase (index {idx} after {last})"
+        last = int(idx)
+    return None
+
+
+def find_bad_line(path) -> tuple[int, str, str] | None:
+    """The first line of an svmlight file that cannot be parsed: (1-based line number, the line,
+    why), or None. Used only to name the line after scikit-learn's reader refused the file."""
+    with _open_text(Path(path)) as f:
+        for number, line in enumerate(f, start=1):
+            why = _line_problem(line)
+            if why is not None:
+                return number, line.rstrip("\n")[:80], why
+    return None
+
+
+def _read_files(paths: list[Path], n_features: int | None) -> list:
+    """[X (sparse, n_i x d), y (n_i,) float64, ...] of svmlight files read together (one column
+    count d: ``n_features``, or the largest index of all files; indices one-based unless an index 0
+    occurs in one of them: scikit-learn's ``zero_based="auto"``).
+
+    Raises:
+        CorruptFileError: a file cannot be parsed (the message names the file and, when found, the
+            line number and why) or has an index above ``n_features``.
+    """
+    from sklearn.datasets import load_svmlight_files
+
+    try:
+        return load_svmlight_files([str(p) for p in paths], n_features=n_features, dtype=np.float32)
+    except (ValueError, OSError, EOFError) as e:
+        for p in paths:
+            bad = find_bad_line(p)
+            if bad is not None:
+                number, line, why = bad
+                raise CorruptFileError(f"{p}: line {number} is not a LIBSVM line ({why}): {line!r}; fix or remove "
+                                       f"that line and prepare the dataset again") from e
+        names = " / ".join(str(p) for p in paths)
+        hint = (" (n_features is smaller than the largest feature index: raise it, or set it to null)"
+                if n_features is not None and "n_features" in str(e) else "")
+        raise CorruptFileError(f"{names}: cannot be read as LIBSVM/svmlight ({type(e).__name__}: {e}){hint}") from e
+
+
+def binary_labels(labels: dict[Path, np.ndarray]) -> tuple[float, float]:
+    """The two label values of a binary dataset's files, (smaller, larger): the smaller becomes
+    class 0, the larger class 1 (the positive class, y = +1 of the logistic loss).
+
+    Args:
+        labels: ``{file: raw labels (n,) float64}`` (train and test files).
+
+    Raises:
+        CorruptFileError: a file has more than two label values (the message names it and its
+            values), or the files together do not have exactly two.
+    """
+    seen: set[float] = set()
+    for p, y in labels.items():
+        vals = sorted(set(np.unique(y).tolist()))
+        if len(vals) > 2:
+            raise CorruptFileError(f"{p}: {len(vals)} label values {_values(vals)}; a binary dataset needs exactly "
+                                   f"two (e.g. -1/+1, 0/1, 1/2)")
+        seen |= set(vals)
+    vals = sorted(seen)
+    if len(vals) != 2:
+        names = ", ".join(str(p) for p in labels)
+        raise CorruptFileError(f"{names}: label values {_values(vals)} together; a binary dataset needs exactly two "
+                               f"(e.g. -1/+1, 0/1, 1/2)")
+    return vals[0], vals[1]
+
+
+def _values(vals: list[float]) -> str:
+    shown = ", ".join(f"{v:g}" for v in vals[:10])
+    return "{" + shown + (", ..." if len(vals) > 10 else "") + "}"
+
+
+def _file_record(path: Path) -> dict:
+    """The identity of a local raw file for meta.json: its absolute path, size and sha256."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return {"path": str(path.absolute()), "size": path.stat().st_size, "sha256": h.hexdigest()}
+
+
+def load_libsvm_file(path, test_path=None, n_features=None, test_fraction=0.0, split_seed=0,
+                     name: str = "libsvm_file") -> Dataset:
+    """A binary-classification dataset from a local LIBSVM/svmlight file (source ``libsvm_file``).
+
+    Args:
+        path: the training file (``.gz``/``.bz2`` decompressed while reading); relative to the
+            working directory.
+        test_path: a test file read with the same columns and label map, or None.
+        n_features: the number of features d (a file with a larger index is refused), or None
+            for the largest index seen in ``path`` and ``test_path``.
+        test_fraction: without ``test_path``, the share of ``path``'s rows held out as the test
+            split (stratified ``sklearn.model_selection.train_test_split``, ``split_seed``); 0 =
+            no test split (x_test has shape (0, d); test metrics are NaN).
+        split_seed: ``random_state`` of that split.
+        name: the dataset id recorded in the Dataset.
+
+    Returns:
+        A Dataset with x (n, d) float32 (dense), y int64 in {0, 1} (the larger label value = 1),
+        num_classes 2, no natural clients; meta records the label map and each file's path, size
+        and sha256.
+
+    Raises:
+        DataUnavailableError: a file does not exist.
+        FileParamError: as :func:`check_file_params`.
+        CorruptFileError: a malformed line (file and line number named), an index above
+            ``n_features``, not exactly two label values (file and values named), or a holdout
+            split that cannot keep both classes in the train split.
+    """
+    _check_exist(path, test_path)
+    check_file_params(path, test_path, n_features, test_fraction, split_seed)
+    files = [Path(path)] + ([Path(test_path)] if test_path is not None else [])
+    parts = _read_files(files, n_features)
+    xs, ys = parts[0::2], parts[1::2]
+    lo, hi = binary_labels(dict(zip(files, ys)))
+    y_all = [(y == hi).astype(np.int64) for y in ys]
+    x_tr, y_tr = _dense(xs[0]), y_all[0]
+    if test_path is not None:
+        x_te, y_te = _dense(xs[1]), y_all[1]
+    elif test_fraction > 0:
+        from sklearn.model_selection import train_test_split
+
+        n_test = math.ceil(len(y_tr) * test_fraction)
+        if min(np.bincount(y_tr, minlength=2)) < 2 or n_test < 2 or len(y_tr) - n_test < 2:
+            raise CorruptFileError(f"{path}: {len(y_tr)} rows ({np.bincount(y_tr, minlength=2).tolist()} per class) "
+                                   f"are too few to hold out test_fraction={test_fraction:g} stratified; lower it "
+                                   f"to 0 or give a test_path")
+        x_tr, x_te, y_tr, y_te = train_test_split(x_tr, y_tr, test_size=float(test_fraction),
+                                                  random_state=int(split_seed), stratify=y_tr)
+    else:
+        x_te, y_te = np.zeros((0, x_tr.shape[1]), dtype=np.float32), np.zeros(0, dtype=np.int64)
+    return Dataset(name=name, x_train=np.ascontiguousarray(x_tr), y_train=np.ascontiguousarray(y_tr),
+                   x_test=np.ascontiguousarray(x_te), y_test=np.ascontiguousarray(y_te), num_classes=2,
+                   meta={"label_map": {f"{lo:g}": 0, f"{hi:g}": 1},
+                         "raw_files": {role: _file_record(p) for role, p in zip(("train", "test"), files)}})
+
+
+def _check_exist(path, test_path) -> None:
+    """Raise DataUnavailableError naming the first of the files that does not exist."""
+    for key, p in (("path", path), ("test_path", test_path)):
+        if p is not None and isinstance(p, str) and not Path(p).is_file():
+            raise DataUnavailableError(f"{p} ({key} of source 'libsvm_file') does not exist or is not a file "
+                                       f"(working directory {Path.cwd()}); give the path of a LIBSVM file")

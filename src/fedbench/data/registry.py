@@ -12,6 +12,9 @@ source          builder                                     parameters (defaults
 ``digits``      :func:`fedbench.data.digits.load_digits`    test_fraction 0.2, split_seed 0
 ``synthetic``   :func:`fedbench.data.synthetic.             alpha 1, beta 1, num_clients 30, iid
                 generate_synthetic`                         false, size_distribution lognormal, …
+``libsvm_file`` :func:`fedbench.data.libsvm.                path (required), test_path null,
+                load_libsvm_file` (a local binary           n_features null, test_fraction 0,
+                LIBSVM file; :data:`LOCAL_FILES`)           split_seed 0
 ==============  ==========================================  ======================================
 
 Downloaded (files, URLs and checksums in :data:`fedbench.data.sources.REMOTE`):
@@ -82,7 +85,11 @@ SOURCES: dict[str, dict] = {
                     "max_train_samples": None, "max_test_samples": None, "layout": "auto"},
     "a9a": {},
     "epsilon": {},
+    "libsvm_file": {"path": None, "test_path": None, "n_features": None, "test_fraction": 0.0, "split_seed": 0},
 }
+#: Parameters naming a local file a source reads: the workflow makes them inputs of the prepare
+#: job (rules/data.smk), so a changed file re-prepares the dataset.
+LOCAL_FILES = {"libsvm_file": ("path", "test_path")}
 
 _BUILDERS = {
     "digits": load_digits, "synthetic": generate_synthetic,
@@ -90,6 +97,7 @@ _BUILDERS = {
     "cifar10": cifar.load_cifar10, "cifar100": cifar.load_cifar100, "cinic10": cinic.load_cinic10,
     "fed_emnist": tff.load_fed_emnist, "fed_cifar100": tff.load_fed_cifar100,
     "shakespeare": shakespeare.load_shakespeare, "a9a": libsvm.load_a9a, "epsilon": libsvm.load_epsilon,
+    "libsvm_file": libsvm.load_libsvm_file,
 }
 X_DTYPE = {"shakespeare": "uint8"}  # stored input dtype when not float32
 _CHANNELS = {"mnist": 1, "emnist": 1, "cifar10": 3, "cifar100": 3, "cinic10": 3, "fed_cifar100": 3}
@@ -99,7 +107,7 @@ _CHANNELS = {"mnist": 1, "emnist": 1, "cifar10": 3, "cifar100": 3, "cinic10": 3,
 # before anything is downloaded (fedbench.config calls check_fits for every experiment dataset).
 INPUT_KIND = {"digits": "image", "synthetic": "vector", "mnist": "image", "emnist": "image", "cifar10": "image",
               "cifar100": "image", "cinic10": "image", "fed_emnist": "image", "fed_cifar100": "image",
-              "shakespeare": "text", "a9a": "vector", "epsilon": "vector"}
+              "shakespeare": "text", "a9a": "vector", "epsilon": "vector", "libsvm_file": "vector"}
 NATURAL_CLIENTS = ("synthetic", "fed_emnist", "fed_cifar100", "shakespeare")
 COARSE_LABELS = ("cifar100", "fed_cifar100")
 _MODEL_INPUTS = {"lstm": "text", "cnn": "image"}  # models that need one kind of input; the others flatten
@@ -173,7 +181,8 @@ def train_size(source: str, params: dict) -> int | None:
     drawn from the seed as :func:`fedbench.data.synthetic.train_counts` does; above
     :data:`SYNTHETIC_DRAW_LIMIT` clients, clients times the train share of max_samples_per_client,
     or None without it); for shakespeare the bounds :data:`SHAKESPEARE_MAX_SAMPLES` and, with
-    max_train_samples, clients times it.
+    max_train_samples, clients times it; for libsvm_file the lines of its plain file less the
+    rows held out (:func:`fedbench.data.libsvm.max_rows`; None for a compressed file).
 
     Raises:
         fedbench.data.synthetic.ParamError (a ValueError): a synthetic parameter out of range
@@ -199,6 +208,9 @@ def train_size(source: str, params: dict) -> int | None:
         return EMNIST_TRAIN.get(split)
     if source == "cinic10":
         return CINIC_PER_SPLIT * len(params["train_splits"])
+    if source == "libsvm_file":  # the lines of the file (compressed: unknown), less the rows held out
+        n = libsvm.max_rows(params["path"]) if params.get("path") is not None else None
+        return None if n is None else n - math.ceil(n * params["test_fraction"])
     return TRAIN_SIZES.get(source)
 
 
@@ -239,6 +251,23 @@ def check_remote_params(source: str, params: dict) -> None:
         cinic.check_cinic_splits(params["train_splits"], params["test_splits"])
     elif source == "shakespeare":
         shakespeare.check_params(**params)
+
+
+def local_files(cfg: dict) -> list[str]:
+    """The local files a resolved dataset config ``{"source": ..., **params}`` reads (the
+    :data:`LOCAL_FILES` parameters that are set), as given (relative to the working directory)."""
+    return [cfg[k] for k in LOCAL_FILES.get(cfg["source"], ()) if cfg.get(k) is not None]
+
+
+def check_local_params(source: str, params: dict) -> None:
+    """Check a local-file source's parameters (``libsvm_file``) before any job runs: the files
+    exist (relative paths against the working directory), the values are in range.
+
+    Raises:
+        fedbench.data.libsvm.FileParamError (a ValueError): ``key`` names the parameter.
+    """
+    if source == "libsvm_file":
+        libsvm.check_file_params(**params)
 
 
 def default_cache_dir(out_dir: str | os.PathLike) -> Path:
