@@ -165,15 +165,16 @@ def _objective_ref(w, x, y, lam):
     return np.mean(np.log1p(np.exp(-s * (x @ w)))) + 0.5 * lam * (w @ w)
 
 
-@pytest.mark.parametrize("kind", ["numpy", "numpy32", "csr", "torch", "torch32"])
+@pytest.mark.parametrize("kind", ["numpy", "numpy32", "csr", "coo", "torch", "torch32"])
 def test_objective_matches_the_direct_formula(kind):
     x, y, w = _data(n=300, d=7, scale=4.0, seed=5)
     x = x.float().double() if kind.endswith("32") else x  # exactly representable in float32
     xn, yn, wn, lam = x.numpy(), y.numpy(), w.numpy(), 1e-3
-    xin = {"numpy": xn, "numpy32": xn.astype(np.float32), "csr": scipy.sparse.csr_matrix(np.where(
-        np.abs(xn) < 0.5, 0.0, xn)), "torch": x, "torch32": x.float()}[kind]
-    if kind == "csr":
-        xn = xin.toarray()
+    sparse = np.where(np.abs(xn) < 0.5, 0.0, xn)  # about 40% zeros
+    xin = {"numpy": xn, "numpy32": xn.astype(np.float32), "csr": scipy.sparse.csr_matrix(sparse),
+           "coo": scipy.sparse.coo_matrix(sparse), "torch": x, "torch32": x.float()}[kind]
+    if kind in ("csr", "coo"):
+        xn = sparse
     ref = _objective_ref(wn, xn, yn, lam)
     for chunk in (1 << 24, 7 * 13):  # one chunk; 13 rows per chunk
         value = objective(wn, xin, yn, lam, chunk_elements=chunk)

@@ -85,6 +85,8 @@ def _evaluate(w, x, y, lam: float, chunk_elements: int, grad: bool):
     _check(w, x, y, lam)
     W = w.astype(np.float64).reshape(-1, w.shape[-1]).T  # (D, S)
     s = 2.0 * y.astype(np.float64) - 1.0                 # (N,) in {−1, +1}
+    if scipy.sparse.issparse(x) and x.format != "csr":
+        x = x.tocsr()  # row slices of CSR are cheap; COO / CSC are converted once
     n, d = x.shape
     rows = max(1, int(chunk_elements) // max(d, 1))
     chunk = _torch_chunk if torch.is_tensor(x) else _numpy_chunk
