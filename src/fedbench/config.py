@@ -554,13 +554,16 @@ def _resolve_algorithm(label: str, cfg: dict | None, path: str) -> tuple[str, di
     return name, hparams, cfg.get("local") or {}
 
 
-def _check_fits(dpath: str, source: str, model: str, parts: dict) -> None:
-    """The dataset source can feed the model and has what each partition scheme needs (natural
-    clients, coarse labels): fedbench.data.registry.check_fits, before anything is downloaded."""
-    from fedbench.data.registry import check_fits
+def _check_fits(dpath: str, source: str, model: str, parts: dict, params: dict) -> None:
+    """The dataset source can feed the model (its inputs: fedbench.data.registry.check_fits; its
+    classes, where the registry knows them: fedbench.models.check_classes) and has what each
+    partition scheme needs (natural clients, coarse labels), before anything is downloaded."""
+    from fedbench.data.registry import check_fits, train_classes
+    from fedbench.models import check_classes
 
     try:
         check_fits(source, model=model)
+        check_classes(model, train_classes(source, params))
     except ValueError as e:
         raise ConfigError(f"{dpath}.model: {e}") from None
     for pid, pcfg in parts.items():
@@ -700,7 +703,7 @@ def _dataset_settings(exp: dict, ecfg: dict, ds: str, dcfg: dict, known: dict, d
         raise ConfigError(f"{dpath}: unknown dataset id {ds!r}; define it under the top-level `datasets:` "
                           f"(known: {_known(list(known))})")
     model = _resolve_model(f"{dpath}.model", dcfg["model"])
-    _check_fits(dpath, known[ds]["source"], model["name"], dcfg["partitions"])
+    _check_fits(dpath, known[ds]["source"], model["name"], dcfg["partitions"], known[ds])
     _check_sizes(dpath, ds, known[ds], {pid: _resolve_partition(f"{dpath}.partitions.{pid}", pcfg)
                                         for pid, pcfg in dcfg["partitions"].items()})
 

@@ -12,9 +12,14 @@ A :class:`Model` is a pair of functions:
     x: (B, *input_shape) → (B, num_classes). Pure torch.nn.functional code (no in-place ops), so
     it runs under ``torch.func.grad`` and ``torch.func.vmap``.
 
+Models that fit only a given number of classes declare it as ``NUM_CLASSES`` in their module
+(:func:`check_classes`; the config checks it before any job, :func:`build_model` again).
+
 Models and their options (defaults in :data:`MODELS`):
 
 - ``logreg`` (:mod:`.logreg`): multinomial logistic regression on the flattened input.
+- ``binary_logreg`` (:mod:`.binary_logreg`): binary logistic regression without bias, FedAc's
+  model (2-class datasets only); ``init``: ``normal`` (w₀ ~ N(0, I), the authors' code) or ``zeros``.
 - ``mlp`` (:mod:`.mlp`): ``hidden`` sizes, ReLU.
 - ``cnn`` (:mod:`.cnn`): the FedAvg-paper CNN; ``channels``, ``kernel_size``, ``hidden``, ``padding``.
 - ``lstm`` (:mod:`.lstm`): the Shakespeare character LSTM; ``vocab_size``, ``embed_dim``, ``hidden``
@@ -31,7 +36,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from fedbench.models import cnn, logreg, lstm, mlp
+from fedbench.models import binary_logreg, cnn, logreg, lstm, mlp
 from fedbench.params import resolve_params
 from fedbench.tree import Tree, tree_numel
 
@@ -56,6 +61,7 @@ MODELS: dict[str, dict] = {
     "mlp": {"hidden": [200, 200]},
     "cnn": {"channels": [32, 64], "kernel_size": 5, "hidden": [512], "padding": "same"},
     "lstm": {"vocab_size": 80, "embed_dim": 8, "hidden": [100, 100]},
+    "binary_logreg": {"init": "normal"},
 }
 
 
@@ -93,26 +99,48 @@ def model_options(cfg: dict) -> tuple[str, dict]:
         if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 1:
             raise ValueError(f"model {name!r}: 'kernel_size' must be a positive integer; got {k!r}")
         opts["kernel_size"] = int(k)
+    if name == "binary_logreg" and opts["init"] not in binary_logreg.INITS:
+        raise ValueError(f"model {name!r}: 'init' must be one of {binary_logreg.INITS}; got {opts['init']!r}")
     if "padding" in opts and opts["padding"] not in cnn.PADDINGS:
         raise ValueError(f"model {name!r}: 'padding' must be one of {cnn.PADDINGS}; got {opts['padding']!r}")
     return name, opts
+
+
+_MODULES = {"logreg": logreg, "binary_logreg": binary_logreg, "mlp": mlp, "cnn": cnn, "lstm": lstm}
+
+
+def check_classes(name: str, num_classes: int | None) -> None:
+    """Check that model ``name`` fits a dataset of ``num_classes`` classes (None: not known yet,
+    nothing to check). Only models whose module sets ``NUM_CLASSES`` (``binary_logreg``: 2) are
+    restricted; the others take any number.
+
+    Raises:
+        ValueError: the model needs another number of classes; the message says which and what
+            to use instead.
+    """
+    need = getattr(_MODULES.get(name), "NUM_CLASSES", None)
+    if need is not None and num_classes is not None and int(num_classes) != need:
+        raise ValueError(f"model {name!r} fits datasets with exactly {need} classes, but this one has "
+                         f"{int(num_classes)}: use a binary dataset (a9a, epsilon) or model logreg")
 
 
 def build_model(cfg: dict, input_shape: tuple, num_classes: int) -> Model:
     """The :class:`Model` for config ``cfg`` on inputs of shape ``input_shape`` with ``num_classes``.
 
     Raises:
-        ValueError: unknown model or option (see :func:`model_options`), or an input shape the
-            model cannot take (e.g. an image too small for the CNN).
+        ValueError: unknown model or option (see :func:`model_options`), an input shape the
+            model cannot take (e.g. an image too small for the CNN), or a number of classes it
+            cannot fit (:func:`check_classes`).
     """
     name, opts = model_options(cfg)
     input_shape = tuple(int(v) for v in input_shape)
     num_classes = int(num_classes)
     if num_classes < 1:
         raise ValueError(f"num_classes must be >= 1 (got {num_classes})")
+    check_classes(name, num_classes)
     if name == "cnn":  # check the input shape now, not at the first forward pass
         cnn.feature_size(input_shape, opts["channels"], opts["kernel_size"], opts["padding"])
-    module = {"logreg": logreg, "mlp": mlp, "cnn": cnn, "lstm": lstm}[name]
+    module = _MODULES[name]
 
     def init(rng: np.random.Generator, dtype: torch.dtype = torch.float32) -> Tree:
         return module.init(rng, input_shape, num_classes, dtype, **opts)
@@ -170,4 +198,5 @@ def num_parameters(params: Tree) -> int:
     return tree_numel(params)
 
 
-__all__ = ["MODELS", "Model", "build_model", "make_grad_fn", "make_loss_fn", "model_options", "num_parameters"]
+__all__ = ["MODELS", "Model", "build_model", "check_classes", "make_grad_fn", "make_loss_fn", "model_options",
+           "num_parameters"]

@@ -1,0 +1,294 @@
+"""Binary logistic regression without bias (FedAc's model) and its float64 objective.
+
+Tolerances: the engine's loss and gradient against the closed forms log1p(exp(−y z)) and
+−y σ(−y z) x: 1e-14 absolute and relative (float64; torch's logsumexp rounds log(1 + e^{−|z|}) to
+~1e-16 absolute); the objective against a direct numpy formula: 1e-14 relative; finite differences:
+1e-7 relative (central differences, h = 1e-6); the engines against each other: 1e-10 relative
+(float64), as tests/engine/test_vectorized.py.
+"""
+
+import numpy as np
+import pytest
+import scipy.sparse
+import torch
+
+from fedbench.config import ConfigError, check_config
+from fedbench.data.partition import make_partition
+from fedbench.data.store import Dataset
+from fedbench.engine.loop import train
+from fedbench.models import MODELS, build_model, check_classes, make_grad_fn, make_loss_fn, model_options
+from fedbench.models.logistic_objective import gradient, objective, value_and_grad
+
+TOL = {"rtol": 1e-14, "atol": 1e-14}
+
+
+def _model(d=5, **opts):
+    return build_model({"name": "binary_logreg", **opts}, (d,), 2)
+
+
+def _data(n=40, d=5, scale=3.0, seed=0):
+    rng = np.random.default_rng(seed)
+    x = torch.from_numpy(rng.normal(size=(n, d)))
+    w = torch.from_numpy(rng.normal(size=d) * scale / np.sqrt(d))
+    y = torch.from_numpy(rng.integers(0, 2, size=n))
+    return x, y, w
+
+
+def _softplus_ref(z, y):
+    """log(1 + exp(−s z)), s = 2y − 1, directly in float64 numpy (fine for |z| ≲ 700)."""
+    s = 2.0 * np.asarray(y, dtype=np.float64) - 1.0
+    return np.log1p(np.exp(-s * np.asarray(z)))
+
+
+def _sigmoid(a):
+    return 1.0 / (1.0 + np.exp(-a))
+
+
+# ------------------------------------------------------------------------------ the model
+
+
+def test_registry_shapes_and_logits():
+    assert MODELS["binary_logreg"] == {"init": "normal"}
+    model = _model(d=6)
+    p = model.init(np.random.default_rng(0), dtype=torch.float64)
+    assert {k: tuple(v.shape) for k, v in p.items()} == {"weight": (6,)}
+    assert model.batch_clients_on_cpu
+    x = torch.from_numpy(np.random.default_rng(1).normal(size=(4, 2, 3)))  # flattened: D = 6
+    logits = model.apply(p, x)
+    assert logits.shape == (4, 2)
+    assert torch.equal(logits[:, 0], torch.zeros(4, dtype=torch.float64))
+    torch.testing.assert_close(logits[:, 1], x.reshape(4, 6) @ p["weight"], rtol=0, atol=0)
+
+
+def test_engine_loss_is_the_logistic_loss_per_sample():
+    x, y, w = _data(n=64, scale=8.0)  # margins up to ~±25
+    loss_fn = make_loss_fn(_model())
+    params = {"weight": w}
+    z = (x @ w).numpy()
+    per_sample = torch.stack([loss_fn(params, x[i:i + 1], y[i:i + 1]) for i in range(len(y))]).numpy()
+    np.testing.assert_allclose(per_sample, _softplus_ref(z, y), **TOL)
+    np.testing.assert_allclose(float(loss_fn(params, x, y)), _softplus_ref(z, y).mean(), **TOL)
+
+
+def test_engine_loss_is_stable_at_large_margins():
+    loss_fn = make_loss_fn(_model(d=1))
+    x = torch.tensor([[1000.0], [-1000.0], [1000.0], [-1000.0]], dtype=torch.float64)
+    y = torch.tensor([1, 1, 0, 0])
+    per = [float(loss_fn({"weight": torch.ones(1, dtype=torch.float64)}, x[i:i + 1], y[i:i + 1])) for i in range(4)]
+    assert per == [0.0, 1000.0, 1000.0, 0.0]
+
+
+def test_engine_gradient_is_the_closed_form():
+    x, y, w = _data(n=50, scale=6.0)
+    grads, loss = make_grad_fn(_model())({"weight": w}, x, y)
+    s = 2.0 * y.numpy() - 1.0
+    z = (x @ w).numpy()
+    closed = ((-s * _sigmoid(-s * z))[:, None] * x.numpy()).mean(axis=0)  # mean of −y σ(−y z) x
+    np.testing.assert_allclose(grads["weight"].numpy(), closed, **TOL)
+    np.testing.assert_allclose(float(loss), _softplus_ref(z, y).mean(), **TOL)
+
+
+def test_vmap_over_stacked_clients_gives_each_clients_values():
+    rng = np.random.default_rng(3)
+    c, b, d = 4, 9, 5
+    xs = torch.from_numpy(rng.normal(size=(c, b, d)))
+    ys = torch.from_numpy(rng.integers(0, 2, size=(c, b)))
+    ws = torch.from_numpy(rng.normal(size=(c, d)) * 2.0)
+    grad_fn = make_grad_fn(_model(d))
+    grads, losses = torch.func.vmap(grad_fn)({"weight": ws}, xs, ys)
+    assert grads["weight"].shape == (c, d) and losses.shape == (c,)
+    for k in range(c):
+        g, loss = grad_fn({"weight": ws[k]}, xs[k], ys[k])
+        s, z = 2.0 * ys[k].numpy() - 1.0, (xs[k] @ ws[k]).numpy()
+        closed = ((-s * _sigmoid(-s * z))[:, None] * xs[k].numpy()).mean(axis=0)
+        np.testing.assert_allclose(grads["weight"][k].numpy(), closed, **TOL)
+        np.testing.assert_allclose(grads["weight"][k].numpy(), g["weight"].numpy(), **TOL)
+        np.testing.assert_allclose(float(losses[k]), float(loss), **TOL)
+
+
+def test_init_is_standard_normal_from_the_keyed_generator_or_zeros():
+    d = 123
+    p = _model(d).init(np.random.default_rng(7), dtype=torch.float64)
+    np.testing.assert_array_equal(p["weight"].numpy(), np.random.default_rng(7).standard_normal(d))
+    p32 = _model(d).init(np.random.default_rng(7))
+    assert p32["weight"].dtype == torch.float32
+    torch.testing.assert_close(p32["weight"], p["weight"].float(), rtol=0, atol=0)
+    rng = np.random.default_rng(7)
+    z = _model(d, init="zeros").init(rng, dtype=torch.float64)
+    assert torch.equal(z["weight"], torch.zeros(d, dtype=torch.float64))
+    assert rng.standard_normal() == np.random.default_rng(7).standard_normal()  # the generator is unused
+
+
+def test_options_are_checked():
+    assert model_options({"name": "binary_logreg"}) == ("binary_logreg", {"init": "normal"})
+    with pytest.raises(ValueError, match="'init' must be one of"):
+        model_options({"name": "binary_logreg", "init": "uniform"})
+
+
+def test_refuses_a_dataset_that_is_not_binary():
+    with pytest.raises(ValueError, match="exactly 2 classes, but this one has 10"):
+        build_model({"name": "binary_logreg"}, (5,), 10)
+    with pytest.raises(ValueError, match="exactly 2 classes"):
+        check_classes("binary_logreg", 3)
+    check_classes("binary_logreg", 2)
+    check_classes("binary_logreg", None)  # not known before the data exist: nothing to check
+    check_classes("logreg", 10)
+
+
+def _config(source: dict, model) -> dict:
+    return {
+        "datasets": {"x": source},
+        "experiments": {"e": {
+            "seeds": [0], "rounds": 2, "local": {"epochs": 1, "batch_size": 4, "lr": 0.1},
+            "datasets": {"x": {"model": model, "partitions": {"p": {"scheme": "iid", "num_clients": 4}}}},
+            "algorithms": {"fedavg": {}},
+        }},
+    }
+
+
+def test_config_refuses_a_non_binary_source_before_any_job():
+    with pytest.raises(ConfigError) as info:
+        check_config(_config({"source": "digits"}, "binary_logreg"))
+    msg = str(info.value)
+    assert "experiments.e.datasets.x.model" in msg and "exactly 2 classes, but this one has 10" in msg
+    check_config(_config({"source": "a9a"}, "binary_logreg"))
+    check_config(_config({"source": "a9a"}, {"name": "binary_logreg", "init": "zeros"}))
+    with pytest.raises(ConfigError, match=r"experiments\.e\.datasets\.x\.model: .*'init' must be one of"):
+        check_config(_config({"source": "a9a"}, {"name": "binary_logreg", "init": "ones"}))
+
+
+# ------------------------------------------------------------------------------ the objective
+
+
+def _objective_ref(w, x, y, lam):
+    s = 2.0 * y - 1.0
+    return np.mean(np.log1p(np.exp(-s * (x @ w)))) + 0.5 * lam * (w @ w)
+
+
+@pytest.mark.parametrize("kind", ["numpy", "numpy32", "csr", "coo", "torch", "torch32"])
+def test_objective_matches_the_direct_formula(kind):
+    x, y, w = _data(n=300, d=7, scale=4.0, seed=5)
+    x = x.float().double() if kind.endswith("32") else x  # exactly representable in float32
+    xn, yn, wn, lam = x.numpy(), y.numpy(), w.numpy(), 1e-3
+    sparse = np.where(np.abs(xn) < 0.5, 0.0, xn)  # about 40% zeros
+    xin = {"numpy": xn, "numpy32": xn.astype(np.float32), "csr": scipy.sparse.csr_matrix(sparse),
+           "coo": scipy.sparse.coo_matrix(sparse), "torch": x, "torch32": x.float()}[kind]
+    if kind in ("csr", "coo"):
+        xn = sparse
+    ref = _objective_ref(wn, xn, yn, lam)
+    for chunk in (1 << 24, 7 * 13):  # one chunk; 13 rows per chunk
+        value = objective(wn, xin, yn, lam, chunk_elements=chunk)
+        assert isinstance(value, float)
+        np.testing.assert_allclose(value, ref, rtol=1e-14, atol=0)
+        s = 2.0 * yn - 1.0
+        closed = ((-s * _sigmoid(-s * (xn @ wn)))[:, None] * xn).mean(axis=0) + lam * wn
+        np.testing.assert_allclose(gradient(wn, xin, y, lam, chunk_elements=chunk), closed, rtol=1e-13, atol=1e-15)
+
+
+def test_objective_of_a_stack_is_each_rows_objective():
+    x, y, _ = _data(n=100, d=4, seed=2)
+    ws = np.random.default_rng(9).normal(size=(3, 4))
+    values, grads = value_and_grad(ws, x.numpy(), y.numpy(), 0.01)
+    assert values.shape == (3,) and grads.shape == (3, 4)
+    for k in range(3):
+        # to rounding: a column of an (N, S) array is summed in another order than an (N, 1) one
+        np.testing.assert_allclose(values[k], objective(ws[k], x.numpy(), y.numpy(), 0.01), rtol=1e-14, atol=0)
+        np.testing.assert_allclose(grads[k], gradient(ws[k], x.numpy(), y.numpy(), 0.01), **TOL)
+
+
+def test_objective_is_stable_at_margins_of_1000():
+    x = np.array([[1000.0], [-1000.0], [1000.0], [-1000.0]])
+    y = np.array([1, 1, 0, 0])
+    w = np.ones(1)
+    for xin in (x, torch.from_numpy(x), scipy.sparse.csr_matrix(x)):
+        value, grad = value_and_grad(w, xin, y, 0.5)
+        assert value == (0.0 + 1000.0 + 1000.0 + 0.0) / 4 + 0.25
+        # −y σ(−y z) x: 0 for the well-classified rows, −y x = +1000 for the two others; + λ w
+        np.testing.assert_array_equal(grad, [(1000.0 + 1000.0) / 4 + 0.5])
+
+
+def test_gradient_by_finite_differences_and_autograd():
+    x, y, w = _data(n=80, d=6, scale=2.0, seed=4)
+    lam = 0.05
+    xn, yn, wn = x.numpy(), y.numpy(), w.numpy()
+    g = gradient(wn, xn, yn, lam)
+    h = 1e-6
+    fd = np.array([(objective(wn + h * e, xn, yn, lam) - objective(wn - h * e, xn, yn, lam)) / (2 * h)
+                   for e in np.eye(6)])
+    np.testing.assert_allclose(g, fd, rtol=1e-7, atol=1e-9)
+    # the engine's loss plus (λ/2)‖w‖², differentiated by autograd, is the same function
+    wt = w.clone().requires_grad_(True)
+    total = make_loss_fn(_model(6))({"weight": wt}, x, y) + 0.5 * lam * (wt @ wt)
+    total.backward()
+    np.testing.assert_allclose(total.item(), objective(wn, xn, yn, lam), **TOL)
+    np.testing.assert_allclose(wt.grad.numpy(), g, **TOL)
+
+
+def test_objective_rejects_bad_inputs():
+    x, y, w = _data(n=10, d=3)
+    xn, yn, wn = x.numpy(), y.numpy(), w.numpy()
+    with pytest.raises(ValueError, match="labels must be 0 or 1"):
+        objective(wn, xn, 2 * yn - 1, 0.1)
+    with pytest.raises(ValueError, match="w must be"):
+        objective(np.ones(4), xn, yn, 0.1)
+    with pytest.raises(ValueError, match="y must be"):
+        objective(wn, xn, yn[:5], 0.1)
+    with pytest.raises(ValueError, match="x must be 2-D"):
+        objective(wn, xn[:, :, None], yn, 0.1)
+    with pytest.raises(ValueError, match="lam"):
+        objective(wn, xn, yn, -1.0)
+
+
+# ------------------------------------------------------------------------------ through the engines
+
+
+@pytest.fixture(scope="module")
+def binary_data():
+    rng = np.random.default_rng(0)
+    n, d = 240, 5
+    w = rng.normal(size=d)
+    x = rng.normal(size=(n + 40, d)).astype(np.float32)
+    y = (rng.random(n + 40) < 1.0 / (1.0 + np.exp(-x @ w))).astype(np.int64)
+    ds = Dataset("toy2", x[:n], y[:n], x[n:], y[n:], num_classes=2)
+    part = make_partition(ds, {"scheme": "iid", "num_clients": 8}, seed=0)
+    return ds, part
+
+
+def _spec(algorithm, hparams, local):
+    return {
+        "experiment": "t", "dataset": "toy2", "partition": "iid", "algorithm": algorithm, "seed": 0,
+        "algorithm_name": algorithm, "hparams": hparams, "model": {"name": "binary_logreg", "init": "normal"},
+        "local": {"epochs": None, "steps": 4, "batch_size": 1, "lr": 0.1, "lr_decay": 1.0,
+                  "weight_decay": 1e-2, "clip_norm": None} | local,
+        "sampling": {"scheme": "uniform", "participation": 1.0}, "rounds": 3, "eval_every": 1,
+        "target_accuracy": None, "dtype": "float64",
+    }
+
+
+def _rel(a: dict, b: dict) -> float:
+    assert a.keys() == b.keys()
+    return max(float((a[k].double() - b[k].double()).abs().max() / b[k].double().abs().max()) for k in a)
+
+
+@pytest.mark.parametrize("algorithm, hparams, local", [
+    ("fedavg", {}, {}),
+    ("fedac", {"variant": "I", "beta_formula": "paper", "mu": None}, {}),
+    ("mb_sgd", {}, {"batch_size": 4}),
+])
+def test_trains_identically_through_the_sequential_and_vectorized_engines(binary_data, algorithm, hparams, local):
+    ds, part = binary_data
+    spec = _spec(algorithm, hparams, local)
+    rows_s, info_s = train(spec, ds, part, device="cpu", engine="sequential")
+    rows_v, info_v = train(spec, ds, part, device="cpu", engine="vectorized")
+    assert info_s["engine"] == "sequential" and info_v["engine"] == "vectorized"
+    assert set(info_s["params"]) == {"weight"} and info_s["params"]["weight"].dtype == torch.float64
+    assert _rel(info_s["params"], info_v["params"]) <= 1e-10
+    assert len(rows_s) == len(rows_v) == 3
+    for a, b in zip(rows_s, rows_v):
+        for key in ("train_loss", "test_loss"):
+            assert abs(a[key] - b[key]) <= 1e-10 * abs(a[key]), key
+    # the model moved from w₀ ~ N(0, I), and the engine's train loss is the objective's data term (λ = 0)
+    w0 = build_model(spec["model"], (5,), 2).init(np.random.default_rng(0), dtype=torch.float64)["weight"]
+    assert not torch.equal(info_s["params"]["weight"], w0)
+    data_term = objective(info_s["params"]["weight"], ds.x_train, ds.y_train, 0.0)
+    np.testing.assert_allclose(rows_s[-1]["train_loss"], data_term, rtol=1e-14, atol=0)
