@@ -44,7 +44,7 @@ __all__ = [
 # Registry module -> the modules it registers: imports along these edges are not followed (the
 # job's own plugin is one of the closure's roots instead).
 REGISTRIES: dict[str, tuple[str, ...]] = {
-    "fedbench.models": tuple(f"fedbench.models.{m}" for m in ("cnn", "logreg", "lstm", "mlp")),
+    "fedbench.models": tuple(f"fedbench.models.{m}" for m in ("binary_logreg", "cnn", "logreg", "lstm", "mlp")),
 }
 # Dataset source -> the module that reads or generates it (fedbench.data.registry's builders;
 # tests/test_codeversion.py checks that the two agree).

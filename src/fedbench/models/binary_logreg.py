@@ -4,7 +4,7 @@ Yuan & Ma, "Federated Accelerated Stochastic Gradient Descent", NeurIPS 2020, §
 ℓ2-regularized logistic regression F(w) = (1/N) Σ_i log(1 + exp(−y_i x_iᵀw)) + (λ/2)‖w‖² with
 y ∈ {−1, +1}, no intercept. The data term is what the engine trains (its softmax cross-entropy,
 :func:`fedbench.models.make_loss_fn`); the (λ/2)‖w‖² term is the local ``weight_decay`` λ, and
-the whole objective in float64 is :mod:`fedbench.models.logistic_objective`.
+the whole objective in float64, with its gradient and optimum, is :mod:`fedbench.metrics.optimum`.
 
 Shapes:
     params: ``weight`` (D,), D = prod(input_shape).
