@@ -278,8 +278,9 @@ def stack_groups():
     outputs as existing files. So adding a grid value or a seed trains only the new cells (one job
     for them), and a changed hyperparameter retrains only the cells whose fingerprint changed;
     regrouping never retrains a finished cell. Each group is a rule of its own
-    (rules/train.smk), named from its members, so a cluster job that parses the Snakefile again
-    finds the same rule (its members are still not done while it runs)."""
+    (rules/train.smk), named train_<experiment>_<dataset>_<partition>_<algorithm label>_<digest of
+    its members>, so a cluster job that parses the Snakefile again finds the same rule (its
+    members are still not done while it runs)."""
     groups = {}
     for cell in CELLS:
         if cell["experiment"] not in STACKED:
@@ -293,8 +294,11 @@ def stack_groups():
     for (experiment, _), members in groups.items():
         names = [run_dir(c) for c, _ in members]
         digest = hashlib.sha256("\n".join(names).encode()).hexdigest()[:10]
+        first = members[0][0]
+        label = first["sweep"]["label"] if first.get("sweep") else first["algorithm"]
+        readable = re.sub(r"\W", "_", f"{experiment}_{first['dataset']}_{first['partition']}_{label}")
         out.append(SimpleNamespace(
-            name="train_{}_{}".format(re.sub(r"\W", "_", experiment), digest),
+            name=f"train_{readable}_{digest[:6]}",
             cells=[c for c, _ in members],
             fingerprints=[f for _, f in members],
             log="results/logs/train/{experiment}/{dataset}/{partition}/stack-{digest}.log".format(
