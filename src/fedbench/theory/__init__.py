@@ -1,0 +1,17 @@
+"""Exact theory of the LocalUpdate family on quadratics, as pure numpy functions.
+
+Charles & Konečný, "Convergence and Accuracy Trade-Offs in Federated Learning and Meta-Learning"
+(AISTATS 2021). Symbols: γ client learning rate, η server learning rate, α proximal strength,
+Θ = (θ_1, …, θ_K) the non-negative weights a client puts on its K local gradients (Θ_{1:K} =
+FedAvg/FedProx, Θ_K = FOMAML-type, Θ_{2K+1} = MAML with K inner steps), μ ≤ L the spectral bounds
+of the client Hessians A_i, κ₀ = L/μ.
+
+Modules:
+
+- :mod:`fedbench.theory.quadratic`: the federated quadratic model; Θ helpers; the distortion
+  matrix Q_i (eq. 6) and its eigenvalues q(λ) (Lemma 9); the surrogate loss, its Hessian
+  E[Q_i A_i], its minimizer x*(α, γ, Θ) (Theorem 1, Lemma 11); the true minimizer x*; the
+  condition bound κ (eq. 9); the Lemma-5 constants a, b.
+- :mod:`fedbench.theory.rates`: the server rate ρ(κ) of Table 2 for gradient descent, Nesterov and
+  heavy ball, their tuned (η, β), the suboptimality Δ(κ) (eq. 17) and its Lemma-5 form.
+"""
