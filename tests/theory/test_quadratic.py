@@ -15,21 +15,6 @@ from fedbench.theory import quadratic as qd
 MU, L = 1.0, 10.0
 
 
-def random_instance(seed: int, n: int = 4, d: int = 5, mu: float = MU, ell: float = L, C: float = 1.0):
-    """n clients with spectra in [μ, L] (both attained), their own eigenbases, ‖c_i‖ ≤ C, random p."""
-    rng = np.random.default_rng(seed)
-    A = np.empty((n, d, d))
-    for i in range(n):
-        U, _ = np.linalg.qr(rng.standard_normal((d, d)))
-        lam = np.concatenate([[mu, ell], rng.uniform(mu, ell, d - 2)])
-        A[i] = (U * lam) @ U.T
-        A[i] = 0.5 * (A[i] + A[i].T)
-    c = rng.standard_normal((n, d))
-    c *= C * rng.uniform(0.2, 1.0, (n, 1)) / np.linalg.norm(c, axis=1, keepdims=True)
-    p = rng.uniform(0.5, 1.5, n)
-    return A, c, p / p.sum()
-
-
 def client_update(x, A, c, alpha, gamma, theta):
     """Algorithm 2 with full-batch gradients of ½(y − c)ᵀA(y − c) + (α/2)‖y − x‖²: returns Σ_k θ_k g_k."""
     y, out = x.copy(), np.zeros_like(x)
@@ -61,8 +46,8 @@ def power_sum(A, alpha, gamma, theta):
 
 @pytest.mark.parametrize("name", sorted(THETAS))
 @pytest.mark.parametrize("alpha", [0.0, 0.7])
-def test_distortion_matrix_equals_eq6_power_sum(name, alpha):
-    A, _, _ = random_instance(0)
+def test_distortion_matrix_equals_eq6_power_sum(name, alpha, make_instance):
+    A, _, _ = make_instance(0)
     gamma = 0.5 / (L + alpha)
     Q = qd.distortion_matrix(A, alpha, gamma, THETAS[name])
     for i in range(A.shape[0]):
@@ -70,9 +55,9 @@ def test_distortion_matrix_equals_eq6_power_sum(name, alpha):
 
 
 @pytest.mark.parametrize("alpha", [0.0, 0.3, 4.0])
-def test_full_theta_equals_geometric_sum_formula(alpha):
+def test_full_theta_equals_geometric_sum_formula(alpha, make_instance):
     """Θ_{1:K}: Q = (I − (I − γ(A + αI))^K) (γ(A + αI))^{-1}, the matrix form of eq. (33)."""
-    A, _, _ = random_instance(1)
+    A, _, _ = make_instance(1)
     K, gamma = 9, 0.6 / (L + alpha)
     Q = qd.distortion_matrix(A, alpha, gamma, qd.theta_full(K))
     eye = np.eye(A.shape[-1])
@@ -82,14 +67,14 @@ def test_full_theta_equals_geometric_sum_formula(alpha):
         np.testing.assert_allclose(Q[i], expected, rtol=0, atol=1e-12)
 
 
-def test_theta_one_gives_no_distortion():
-    A, _, _ = random_instance(2)
+def test_theta_one_gives_no_distortion(make_instance):
+    A, _, _ = make_instance(2)
     np.testing.assert_allclose(
         qd.distortion_matrix(A, 0.5, 0.05, [2.5]), 2.5 * np.broadcast_to(np.eye(5), A.shape), atol=1e-14
     )
 
 
-def test_theta_helpers_and_validation():
+def test_theta_helpers_and_validation(make_instance):
     assert qd.theta_steps([0.0, 1.0, 0.0, 0.0]) == 2
     assert qd.theta_weight(qd.theta_full(7)) == 7.0
     np.testing.assert_array_equal(qd.theta_last(3), [0.0, 0.0, 1.0])
@@ -102,16 +87,16 @@ def test_theta_helpers_and_validation():
         qd.distortion_eigenvalues(1.0, -1.0, 0.1, [1.0])
     with pytest.raises(ValueError):
         qd.distortion_matrix(np.array([[1.0, 2.0], [0.0, 1.0]]), 0.0, 0.1, [1.0])
-    A, c, p = random_instance(3)
+    A, c, p = make_instance(3)
     with pytest.raises(ValueError):
         qd.surrogate_minimizer(A, c, p * 2, 0.0, 0.01, [1.0])
 
 
 @pytest.mark.parametrize("name", sorted(THETAS))
 @pytest.mark.parametrize("alpha", [0.0, 0.7])
-def test_theorem1_client_update_is_surrogate_gradient(name, alpha):
+def test_theorem1_client_update_is_surrogate_gradient(name, alpha, make_instance):
     """Theorem 1 (deterministic): ClientUpdate(i, x, α, γ, Θ) = Q_i A_i (x − c_i) exactly."""
-    A, c, _ = random_instance(4)
+    A, c, _ = make_instance(4)
     x = np.random.default_rng(5).standard_normal(5)
     gamma = 0.8 / (L + alpha)
     for i in range(A.shape[0]):
@@ -120,12 +105,12 @@ def test_theorem1_client_update_is_surrogate_gradient(name, alpha):
 
 
 @pytest.mark.parametrize("K", [1, 2, 5])
-def test_theorem2_maml_gradient_is_theta_2k_plus_1(K):
+def test_theorem2_maml_gradient_is_theta_2k_plus_1(K, make_instance):
     """Theorem 2: ∇_x f_i(X_K(x)) with X_K = K GD steps = (I − γA)^{2K} A (x − c) = ∇f̃_i(x, 0, γ, Θ_{2K+1}).
 
     m(x) = f_i(X_K(x)) is quadratic in x, so central differences are exact up to rounding.
     """
-    A, c, _ = random_instance(6)
+    A, c, _ = make_instance(6)
     A, c, gamma = A[0], c[0], 0.07
 
     def m(x):
@@ -142,10 +127,10 @@ def test_theorem2_maml_gradient_is_theta_2k_plus_1(K):
 
 @pytest.mark.parametrize("name", ["full", "last", "random"])
 @pytest.mark.parametrize("alpha", [0.0, 0.7])
-def test_lemma11_local_update_converges_to_surrogate_minimizer_at_the_predicted_rate(name, alpha):
+def test_lemma11_local_update_converges_to_surrogate_minimizer_at_the_predicted_rate(name, alpha, make_instance):
     """Lemma 11 + oracle 5: server GD with η = 2/(λ_max + λ_min)(H̃) contracts by (cond H̃ − 1)/(cond H̃ + 1)
     towards x*(α, γ, Θ), which differs from x*."""
-    A, c, p = random_instance(8)
+    A, c, p = make_instance(8)
     theta, gamma = THETAS[name], 0.5 / (6 * L + alpha)
     H = qd.surrogate_hessian(A, p, alpha, gamma, theta)
     lam = np.linalg.eigvalsh(H)
@@ -167,9 +152,9 @@ def test_lemma11_local_update_converges_to_surrogate_minimizer_at_the_predicted_
     assert np.linalg.norm(x_sur - qd.true_minimizer(A, c, p)) > 1e-4
 
 
-def test_surrogate_minimizer_exceptions_equal_true_minimizer():
+def test_surrogate_minimizer_exceptions_equal_true_minimizer(make_instance):
     """Oracle 4: x*(α, γ, Θ) = x* when γ = 0, K(Θ) = 1, all A_i equal, or all c_i equal (§2.10(a))."""
-    A, c, p = random_instance(9)
+    A, c, p = make_instance(9)
     x_true = qd.true_minimizer(A, c, p)
     theta = THETAS["random"]
     np.testing.assert_allclose(qd.surrogate_minimizer(A, c, p, 0.4, 0.0, theta), x_true, atol=1e-13)
@@ -183,16 +168,16 @@ def test_surrogate_minimizer_exceptions_equal_true_minimizer():
     np.testing.assert_allclose(qd.surrogate_minimizer(A, same_c, p, 0.4, 0.05, theta), c[0], atol=1e-13)
 
 
-def test_lemma1_distortion_is_positive_definite_below_the_step_bound():
-    A, _, _ = random_instance(10)
+def test_lemma1_distortion_is_positive_definite_below_the_step_bound(make_instance):
+    A, _, _ = make_instance(10)
     for alpha in (0.0, 2.0):
         gamma = 0.999 / (L + alpha)
         for theta in THETAS.values():
             assert np.linalg.eigvalsh(qd.distortion_matrix(A, alpha, gamma, theta)).min() > 0
 
 
-def test_lemma2_condition_bound_dominates_cond_and_is_exact_for_one_client():
-    A, _, p = random_instance(11)
+def test_lemma2_condition_bound_dominates_cond_and_is_exact_for_one_client(make_instance):
+    A, _, p = make_instance(11)
     for theta in THETAS.values():
         lam = np.linalg.eigvalsh(qd.surrogate_hessian(A, p, 0.3, 0.02, theta))
         assert qd.condition_bound(A, p, 0.3, 0.02, theta) >= lam[-1] / lam[0] * (1 - 1e-13)
@@ -201,9 +186,9 @@ def test_lemma2_condition_bound_dominates_cond_and_is_exact_for_one_client():
 
 
 @pytest.mark.parametrize("alpha", [0.0, 0.5, 5.0])
-def test_kappa_equals_kappa0_iff_gamma_zero_or_one_step(alpha):
+def test_kappa_equals_kappa0_iff_gamma_zero_or_one_step(alpha, make_instance):
     """§4.1 (corrected note): κ(α, γ, Θ_{1:K}) = L/μ iff γ = 0 or K = 1, for every α; else κ < L/μ."""
-    A, _, p = random_instance(12)
+    A, _, p = make_instance(12)
     kappa0 = L / MU
     assert qd.condition_bound(A, p, alpha, 0.0, qd.theta_full(8)) == pytest.approx(kappa0, rel=1e-13)
     assert qd.condition_bound(A, p, alpha, 0.05, qd.theta_full(1)) == pytest.approx(kappa0, rel=1e-13)
@@ -212,9 +197,9 @@ def test_kappa_equals_kappa0_iff_gamma_zero_or_one_step(alpha):
             assert qd.condition_bound(A, p, alpha, gamma, qd.theta_full(K)) < kappa0 * (1 - 1e-6)
 
 
-def test_surrogate_loss_at_gamma_zero_is_weighted_loss():
+def test_surrogate_loss_at_gamma_zero_is_weighted_loss(make_instance):
     """γ → 0: f̃ → w(Θ) f (paper §3); exact at γ = 0, O(γ) close for small γ."""
-    A, c, p = random_instance(13)
+    A, c, p = make_instance(13)
     x = np.random.default_rng(14).standard_normal(5)
     theta = THETAS["random"]
     w = qd.theta_weight(theta)
@@ -223,8 +208,8 @@ def test_surrogate_loss_at_gamma_zero_is_weighted_loss():
     assert qd.surrogate_loss(x, A, c, p, 0.6, 1e-7, theta) == pytest.approx(w * f, rel=1e-4)
 
 
-def test_distortion_extremes_match_matrix_spectrum():
-    A, _, _ = random_instance(15)
+def test_distortion_extremes_match_matrix_spectrum(make_instance):
+    A, _, _ = make_instance(15)
     Q = qd.distortion_matrix(A, 0.2, 0.03, THETAS["random"])
     a, b = qd.distortion_extremes(A, 0.2, 0.03, THETAS["random"])
     eig = np.linalg.eigvalsh(Q)

@@ -14,4 +14,13 @@ Modules:
   condition bound κ (eq. 9); the Lemma-5 constants a, b.
 - :mod:`fedbench.theory.rates`: the server rate ρ(κ) of Table 2 for gradient descent, Nesterov and
   heavy ball, their tuned (η, β), the suboptimality Δ(κ) (eq. 17) and its Lemma-5 form.
+- :mod:`fedbench.theory.closed_forms`: φ (Θ_{1:K}, Lemma 3, eqs. 10/33) and ψ (Θ_K, Lemma 4, eq. 12),
+  the closed-form κ of eqs. (11) and (13) behind the analytic frontiers (Figs. 1–4, 9), and the
+  (κ, Δ) of a Θ_K spectrum beyond Lemma 4's threshold (the simulated frontiers, Figs. 5, 7, 8, 10).
+- :mod:`fedbench.theory.limits`: κ and x*(α, γ, Θ_{1:K}) as K → ∞, κ as γ → 1/(L + α), the limit of
+  Fig. 4's MAML branch, and the cusp K of the simulated Θ_K frontier.
+- :mod:`fedbench.theory.bounds`: ‖x*(α, γ, Θ) − x*‖ bounds (Theorem 6, Lemma 5, Lemma 12, Theorem 4),
+  Corollary 1, and the mean-absolute-deviation inequalities (Theorem 5, Corollary 2).
+
+A frontier point is ``rates.frontier_point(L / mu, closed_forms.kappa_full(mu, L, alpha, gamma, K), server)``.
 """

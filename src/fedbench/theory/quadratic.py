@@ -134,7 +134,11 @@ def client_surrogate_gradient(x, A, c, alpha: float, gamma: float, theta) -> np.
     return distorted_hessian(A, alpha, gamma, theta) @ (x - np.asarray(c, dtype=np.float64))
 
 
-def _check_clients(A, c, p) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+def check_clients(A, c, p) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+    """A client set as float64 arrays: A (n, d, d), c (n, d) or None, p (n,) non-negative summing to 1.
+
+    Raises ValueError on a shape mismatch or invalid weights.
+    """
     A = np.asarray(A, dtype=np.float64)
     p = np.asarray(p, dtype=np.float64)
     if A.ndim != 3 or A.shape[1] != A.shape[2]:
@@ -155,7 +159,7 @@ def global_loss(x, A, c, p) -> float:
 
     x: (d,); A: (n, d, d); c: (n, d); p: (n,) summing to 1.
     """
-    A, c, p = _check_clients(A, c, p)
+    A, c, p = check_clients(A, c, p)
     r = np.asarray(x, dtype=np.float64)[None, :] - c
     return float(0.5 * np.einsum("i,ij,ijk,ik->", p, r, A, r))
 
@@ -165,14 +169,14 @@ def surrogate_loss(x, A, c, p, alpha: float, gamma: float, theta) -> float:
 
     x: (d,); A: (n, d, d); c: (n, d); p: (n,) summing to 1.
     """
-    A, c, p = _check_clients(A, c, p)
+    A, c, p = check_clients(A, c, p)
     r = np.asarray(x, dtype=np.float64)[None, :] - c
     return float(0.5 * np.einsum("i,ij,ijk,ik->", p, r, distorted_hessian(A, alpha, gamma, theta), r))
 
 
 def surrogate_hessian(A, p, alpha: float, gamma: float, theta) -> np.ndarray:
     """H̃ = ∇²f̃ = E_i[Q_i A_i] = Σ_i p_i Q_i A_i, Lemma 11. A: (n, d, d); p: (n,). Returns (d, d)."""
-    A, _, p = _check_clients(A, None, p)
+    A, _, p = check_clients(A, None, p)
     return np.einsum("i,ijk->jk", p, distorted_hessian(A, alpha, gamma, theta))
 
 
@@ -182,7 +186,7 @@ def surrogate_minimizer(A, c, p, alpha: float, gamma: float, theta) -> np.ndarra
     A: (n, d, d); c: (n, d); p: (n,). Returns (d,). Unique when γ < 1/(L + α) (Lemma 1: Q_i ≻ 0);
     raises numpy.linalg.LinAlgError if H̃ is singular.
     """
-    A, c, p = _check_clients(A, c, p)
+    A, c, p = check_clients(A, c, p)
     QA = distorted_hessian(A, alpha, gamma, theta)
     return np.linalg.solve(np.einsum("i,ijk->jk", p, QA), np.einsum("i,ijk,ik->j", p, QA, c))
 
@@ -192,7 +196,7 @@ def true_minimizer(A, c, p) -> np.ndarray:
 
     A: (n, d, d); c: (n, d); p: (n,). Returns (d,).
     """
-    A, c, p = _check_clients(A, c, p)
+    A, c, p = check_clients(A, c, p)
     return np.linalg.solve(np.einsum("i,ijk->jk", p, A), np.einsum("i,ijk,ik->j", p, A, c))
 
 
@@ -203,7 +207,7 @@ def condition_bound(A, p, alpha: float, gamma: float, theta) -> float:
     equality for one client. A: (n, d, d); p: (n,). Raises ValueError if some λ_min(Q_i A_i) ≤ 0
     (possible only for γ ≥ 1/(L + α), outside Lemma 1).
     """
-    A, _, p = _check_clients(A, None, p)
+    A, _, p = check_clients(A, None, p)
     lam = np.linalg.eigvalsh(A)
     values = distortion_eigenvalues(lam, alpha, gamma, theta) * lam
     lo = values.min(axis=-1)

@@ -28,17 +28,18 @@ def _check_kappa(kappa) -> np.ndarray:
 def rate(kappa, server: str = "gd"):
     """ρ(κ) of Table 2: (κ − 1)/(κ + 1) for gd, 1 − 2/√(3κ + 1) for nesterov, (√κ − 1)/(√κ + 1) for heavy_ball.
 
-    kappa: float or array, ≥ 1. Returns the same shape, in [0, 1). Raises ValueError for κ < 1
-    or an unknown server name.
+    kappa: float or array, ≥ 1 (+inf gives 1). Returns the same shape (a 0-d array for a float), in
+    [0, 1]. Raises ValueError for κ < 1 or an unknown server name.
     """
     kappa = _check_kappa(kappa)
-    if server == "gd":
-        return (kappa - 1) / (kappa + 1)
-    if server == "nesterov":
-        return 1 - 2 / np.sqrt(3 * kappa + 1)
-    if server == "heavy_ball":
-        s = np.sqrt(kappa)
-        return (s - 1) / (s + 1)
+    with np.errstate(invalid="ignore"):
+        if server == "gd":
+            return np.where(np.isinf(kappa), 1.0, (kappa - 1) / (kappa + 1))
+        if server == "nesterov":
+            return 1 - 2 / np.sqrt(3 * kappa + 1)
+        if server == "heavy_ball":
+            s = np.sqrt(kappa)
+            return np.where(np.isinf(kappa), 1.0, (s - 1) / (s + 1))
     raise ValueError(f"unknown server optimizer {server!r}; expected one of {SERVER_OPTIMIZERS}")
 
 
