@@ -21,7 +21,7 @@ def test_theorem6_below_lemma5_on_a_grid():
 
 @pytest.mark.parametrize("seed", range(6))
 def test_minimizer_distance_bounds(make_instance, seed):
-    """Oracle 6: ‖x*(·) − x*‖ ≤ 2C(b−a)/b ≤ 8C(√b−√a)/(√b+√a), and ≤ 8CΔ(κ_closed) (Theorem 4), ‖c_i‖ ≤ C = 1."""
+    """‖x*(·) − x*‖ ≤ 2C(b−a)/b ≤ 8C(√b−√a)/(√b+√a), and ≤ 8CΔ(κ_closed) (Theorem 4), ‖c_i‖ ≤ C = 1."""
     A, c, p = make_instance(100 + seed, n=5, d=4)
     x_true = qd.true_minimizer(A, c, p)
     for alpha in (0.0, 1.0):

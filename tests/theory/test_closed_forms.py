@@ -2,8 +2,8 @@
 
 Charles & Konečný, "Convergence and Accuracy Trade-Offs in Federated Learning and Meta-Learning"
 (AISTATS 2021). The figures are images without numbers; the reference values (Figs. 1–4) are the
-ones our paper notes derived from the paper's formulas, printed to 4 decimals, so each is checked
-to half a unit in its last printed digit.
+values derived from the paper's formulas (Lemmas 3–4, Table 2, eq. (17)) and printed to 4 decimals
+in the project's reproduction notes; each is checked to half a unit in its last printed digit.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def test_b3_tightness_condition_equals_closed_forms(alpha):
 
 
 def test_lemmas_3_4_surrogate_spectrum_in_closed_form_interval(make_instance):
-    """Oracle 6: every eigenvalue of H̃ lies in [φ(μ), φ(L)] (Θ_{1:K}) or [ψ(μ), ψ(L)] (Θ_K, γ < 1/(KL+α));
+    """Every eigenvalue of H̃ lies in [φ(μ), φ(L)] (Θ_{1:K}) or [ψ(μ), ψ(L)] (Θ_K, γ < 1/(KL+α));
     cond(H̃) ≤ κ (9) ≤ (11)/(13); Lemma 6: cond(Q_i) ≤ κ₀/κ_closed."""
     A, _, p = make_instance(20)
     for alpha in (0.0, 0.8):
@@ -123,11 +123,12 @@ def test_kappa_full_decreases_in_K_and_gamma(alpha):
 
 
 def test_alpha_direction_for_full_theta_depends_on_K():
-    """At fixed γ and K, how α moves κ(Θ_{1:K}) (our notes, corrected on 2026-11-23, say "increases").
+    """At fixed γ and K, how α moves κ(Θ_{1:K}) (§4.1 of the paper: α shrinks the frontier, Fig. 3).
 
-    Checked here: it increases for K ≥ 5 (all γ < 1/(L+α) in the grid), and the notes' numbers at
-    L = 10, K = 10, γ = 0.04 hold; but for K = 2 it *decreases* for every γ: κ = L(2 − γ(L+α)) /
-    (μ(2 − γ(μ+α))); and K = 3, 4 go either way. Small-γ expansion: d ln κ/dα ≈ γ²(L − μ)(K − 1)(K − 5)/12.
+    Checked here: it increases for K ≥ 5 (all γ < 1/(L+α) in the grid; e.g. L = 10, K = 10,
+    γ = 0.04 gives 2.9655, 3.0829, 3.2048, 4.2744 for α = 0, 0.5, 1, 5); but for K = 2 it *decreases*
+    for every γ: κ = L(2 − γ(L+α)) / (μ(2 − γ(μ+α))); and K = 3, 4 go either way. Small-γ expansion:
+    d ln κ/dα ≈ γ²(L − μ)(K − 1)(K − 5)/12, so the sign is that of K − 5 for small γ.
     """
     for alpha, ref in zip((0.0, 0.5, 1.0, 5.0), (2.9655, 3.0829, 3.2048, 4.2744)):
         printed(cf.kappa_full(1.0, 10.0, alpha, 0.04, 10), ref)
@@ -141,6 +142,12 @@ def test_alpha_direction_for_full_theta_depends_on_K():
             k2 = cf.kappa_full(1.0, L, alphas, gamma, 2)
             np.testing.assert_allclose(k2, L * (2 - gamma * (L + alphas)) / (2 - gamma * (1 + alphas)), rtol=1e-13)
             assert np.all(np.diff(k2) < 0)
+    for K in (3, 10):  # the small-γ expansion of d ln κ/dα
+        gamma, h = 1e-3, 1e-3
+        slope = (
+            np.log(cf.kappa_full(1.0, 10.0, 1 + h, gamma, K)) - np.log(cf.kappa_full(1.0, 10.0, 1 - h, gamma, K))
+        ) / (2 * h)
+        assert slope == pytest.approx(gamma**2 * 9 * (K - 1) * (K - 5) / 12, rel=0.05)
     # K = 3 both ways: decreasing at small γ, increasing somewhere at large γ and large α
     assert np.all(np.diff(cf.kappa_full(1.0, 10.0, alphas, 0.01 / 30, 3)) < 0)
     big = cf.kappa_full(1.0, 100.0, np.linspace(0, 500, 501), 0.999 / 600, 3)
@@ -164,7 +171,8 @@ def test_kappa_last_falls_exponentially_and_tends_to_kappa0():
 
 
 def test_simulated_last_point_has_one_shot_delta_at_the_cusp():
-    """Oracle 12 (§2.10(f)): at K_cusp, ψ(L) = ψ(μ), b/a = κ₀ and Δ = (√κ₀−1)/(√κ₀+1); K_cusp = 255.4 for Fig. 5."""
+    """The kink of the simulated Θ_K frontier (Fig. 5): at K_cusp, ψ(L) = ψ(μ), b/a = κ₀ and
+    Δ = (√κ₀−1)/(√κ₀+1); K_cusp = 255.4 for Fig. 5."""
     mu, L, gamma = 1.0, 10.0, 1e-3
     K = float(limits.last_cusp_steps(mu, L, 0.0, gamma))
     printed(K, 255.4, digits=1)
@@ -173,7 +181,7 @@ def test_simulated_last_point_has_one_shot_delta_at_the_cusp():
     assert delta == pytest.approx(float(rates.suboptimality(L / mu, 1.0)), abs=1e-12)
     psi = cf.psi(np.array([mu, L]), 0.0, gamma, K)
     assert psi[0] == pytest.approx(psi[1], rel=1e-12)
-    # below Lemma 4's threshold the simulated point is the analytic one (b/a = κ₀/κ, §2.10(g))
+    # below Lemma 4's threshold the simulated point is the analytic one (b/a = κ₀/κ: eq. (17) = Lemma 5 form)
     kappa, delta = cf.last_spectrum_point(lam, 0.0, gamma, 50)
     assert kappa == pytest.approx(float(cf.kappa_last(mu, L, 0.0, gamma, 50)), rel=1e-12)
     assert delta == pytest.approx(float(rates.suboptimality(L / mu, kappa)), abs=1e-12)

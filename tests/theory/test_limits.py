@@ -1,5 +1,7 @@
-"""fedbench.theory.limits against the closed forms and the surrogate minimizer (Charles & Konečný, AISTATS 2021, §4.1,
-§2.10(b, c) of our notes, Appendix C.2)."""
+"""fedbench.theory.limits against the closed forms and the surrogate minimizer.
+
+Charles & Konečný, AISTATS 2021, §4.1, Lemma 3, Appendix C.2.
+"""
 
 from __future__ import annotations
 

@@ -7,6 +7,8 @@ so the theory functions are checked against the algorithm, not against themselve
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -128,7 +130,7 @@ def test_theorem2_maml_gradient_is_theta_2k_plus_1(K, make_instance):
 @pytest.mark.parametrize("name", ["full", "last", "random"])
 @pytest.mark.parametrize("alpha", [0.0, 0.7])
 def test_lemma11_local_update_converges_to_surrogate_minimizer_at_the_predicted_rate(name, alpha, make_instance):
-    """Lemma 11 + oracle 5: server GD with η = 2/(λ_max + λ_min)(H̃) contracts by (cond H̃ − 1)/(cond H̃ + 1)
+    """Lemma 11 and Theorem 3: server GD with η = 2/(λ_max + λ_min)(H̃) contracts by (cond H̃ − 1)/(cond H̃ + 1)
     towards x*(α, γ, Θ), which differs from x*."""
     A, c, p = make_instance(8)
     theta, gamma = THETAS[name], 0.5 / (6 * L + alpha)
@@ -153,7 +155,9 @@ def test_lemma11_local_update_converges_to_surrogate_minimizer_at_the_predicted_
 
 
 def test_surrogate_minimizer_exceptions_equal_true_minimizer(make_instance):
-    """Oracle 4: x*(α, γ, Θ) = x* when γ = 0, K(Θ) = 1, all A_i equal, or all c_i equal (§2.10(a))."""
+    """x*(α, γ, Θ) = x* when γ = 0, K(Θ) = 1, all A_i equal, or all c_i equal
+    (no drift without both heterogeneities).
+    """
     A, c, p = make_instance(9)
     x_true = qd.true_minimizer(A, c, p)
     theta = THETAS["random"]
@@ -214,3 +218,29 @@ def test_distortion_extremes_match_matrix_spectrum(make_instance):
     a, b = qd.distortion_extremes(A, 0.2, 0.03, THETAS["random"])
     eig = np.linalg.eigvalsh(Q)
     assert a == pytest.approx(eig.min(), rel=1e-13) and b == pytest.approx(eig.max(), rel=1e-13)
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.6])
+def test_theorem1_stochastic_expectation_by_enumeration(alpha):
+    """Theorem 1 with example noise: E[ClientUpdate] over every sequence of single-example minibatches
+    (m^K equally likely paths) equals Q A (x − c) with A = E[B_z], c = A^{-1} E[B_z c_z] (paper §2)."""
+    rng = np.random.default_rng(21)
+    m, d, K, gamma = 3, 3, 4, 0.04
+    B = np.empty((m, d, d))
+    for j in range(m):
+        G = rng.standard_normal((d, d))
+        B[j] = G @ G.T + 0.5 * np.eye(d)
+    cz = rng.standard_normal((m, d))
+    A = B.mean(0)
+    c = np.linalg.solve(A, np.einsum("jkl,jl->k", B, cz) / m)
+    x = rng.standard_normal(d)
+    theta = np.array([0.5, 1.0, 0.0, 2.0])
+    mean = np.zeros(d)
+    for path in itertools.product(range(m), repeat=K):
+        y, out = x.copy(), np.zeros(d)
+        for th, j in zip(theta, path):
+            g = B[j] @ (y - cz[j]) + alpha * (y - x)
+            out += th * g
+            y = y - gamma * g
+        mean += out / m**K
+    np.testing.assert_allclose(mean, qd.client_surrogate_gradient(x, A, c, alpha, gamma, theta), rtol=0, atol=1e-12)

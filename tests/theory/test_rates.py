@@ -19,7 +19,7 @@ def test_table2_values():
 
 
 def test_momentum_ordering_heavy_ball_below_nesterov_below_gd():
-    """§5.2 item 3 / Fig. 2: for every κ > 1, ρ_HB < ρ_Nes < ρ_GD; all vanish at κ = 1."""
+    """Fig. 2: for every κ > 1, ρ_HB < ρ_Nes < ρ_GD; all vanish at κ = 1."""
     k = np.geomspace(1 + 1e-6, 1e6, 400)
     assert np.all(rates.rate(k, "heavy_ball") < rates.rate(k, "nesterov"))
     assert np.all(rates.rate(k, "nesterov") < rates.rate(k, "gd"))
@@ -61,7 +61,8 @@ def test_heavy_ball_discriminant_is_non_positive_on_the_spectrum():
 
 
 def test_heavy_ball_symmetry():
-    """Oracle 11 (§2.10(e)): Δ(κ₀, κ) = ρ_HB(κ₀/κ), so the HB frontier is symmetric about ρ = Δ."""
+    """§5 of the paper conjectures the symmetry; it is exact: Δ(κ₀, κ) = ρ_HB(κ₀/κ), so the HB frontier
+    is symmetric about ρ = Δ."""
     for kappa0 in (2.0, 10.0, 50.0):
         k = np.linspace(1, kappa0, 101)
         np.testing.assert_allclose(rates.suboptimality(kappa0, k), rates.rate(kappa0 / k, "heavy_ball"), atol=1e-15)
@@ -71,7 +72,7 @@ def test_suboptimality_endpoints_and_lemma5_form():
     assert rates.suboptimality(10.0, 10.0) == 0.0
     assert rates.suboptimality(10.0, 1.0) == pytest.approx((np.sqrt(10) - 1) / (np.sqrt(10) + 1), abs=1e-15)
     assert rates.suboptimality(10.0, 20.0) < 0  # κ > κ₀ (Θ_K beyond γ < 1/(KL+α)): (17) leaves [0, 1]
-    # b/a = κ₀/κ makes the two forms equal (§2.10(g))
+    # b/a = κ₀/κ makes the two forms equal (Appendix D.1)
     np.testing.assert_allclose(
         rates.suboptimality_from_distortion(0.5, 0.5 * 10.0 / 3.0), rates.suboptimality(10.0, 3.0), atol=1e-15
     )

@@ -55,7 +55,7 @@ def kappa_last_limit_scaled_step(mu, L, scale: float):
 def minimizer_limit_steps(A, c, p, alpha: float) -> np.ndarray:
     """lim_{K→∞} x*(α, γ, Θ_{1:K}) = E[A_i(A_i+αI)^{-1}]^{-1} E[A_i(A_i+αI)^{-1} c_i], any 0 < γ < 1/(L + α).
 
-    Σ_i p_i c_i when α = 0 (one-shot averaging, §2.10(b)). A: (n, d, d); c: (n, d); p: (n,). Returns (d,).
+    Σ_i p_i c_i when α = 0 (one-shot averaging: Q_i A_i → I/γ). A: (n, d, d); c: (n, d); p: (n,). Returns (d,).
     """
     A, c, p = check_clients(A, c, p)
     if not (np.isfinite(alpha) and alpha >= 0):
