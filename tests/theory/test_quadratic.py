@@ -244,3 +244,15 @@ def test_theorem1_stochastic_expectation_by_enumeration(alpha):
             y = y - gamma * g
         mean += out / m**K
     np.testing.assert_allclose(mean, qd.client_surrogate_gradient(x, A, c, alpha, gamma, theta), rtol=0, atol=1e-12)
+
+
+def test_lemma10_constants_sandwich_the_surrogate_hessian(make_instance):
+    """Lemmas 8 and 10: μ̃ I ⪯ E[Q_i A_i] ⪯ L̃ I with (L̃, μ̃) = (E λ_max(Q_i A_i), E λ_min(Q_i A_i))."""
+    A, _, p = make_instance(16)
+    for theta in THETAS.values():
+        smooth, strong = qd.surrogate_constants(A, p, 0.4, 0.05, theta)
+        lam = np.linalg.eigvalsh(qd.surrogate_hessian(A, p, 0.4, 0.05, theta))
+        assert strong * (1 - 1e-13) <= lam[0] and lam[-1] <= smooth * (1 + 1e-13)
+        assert qd.condition_bound(A, p, 0.4, 0.05, theta) == smooth / strong
+    with pytest.raises(ValueError):
+        qd.surrogate_constants(A, p, 0.0, 0.5, qd.theta_full(2))  # γ > 1/L: Q_i A_i indefinite

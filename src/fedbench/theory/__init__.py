@@ -11,7 +11,7 @@ Modules:
 - :mod:`fedbench.theory.quadratic`: the federated quadratic model; Θ helpers; the distortion
   matrix Q_i (eq. 6) and its eigenvalues q(λ) (Lemma 9); the surrogate loss, its Hessian
   E[Q_i A_i], its minimizer x*(α, γ, Θ) (Theorem 1, Lemma 11); the true minimizer x*; the
-  condition bound κ (eq. 9); the Lemma-5 constants a, b.
+  constants (L̃, μ̃) of Lemma 10 and the condition bound κ = L̃/μ̃ (eq. 9); the Lemma-5 constants a, b.
 - :mod:`fedbench.theory.rates`: the server rate ρ(κ) of Table 2 for gradient descent, Nesterov and
   heavy ball, their tuned (η, β), the suboptimality Δ(κ) (eq. 17) and its Lemma-5 form.
 - :mod:`fedbench.theory.closed_forms`: φ (Θ_{1:K}, Lemma 3, eqs. 10/33) and ψ (Θ_K, Lemma 4, eq. 12),

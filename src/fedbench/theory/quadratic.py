@@ -200,12 +200,12 @@ def true_minimizer(A, c, p) -> np.ndarray:
     return np.linalg.solve(np.einsum("i,ijk->jk", p, A), np.einsum("i,ijk,ik->j", p, A, c))
 
 
-def condition_bound(A, p, alpha: float, gamma: float, theta) -> float:
-    """κ(α, γ, Θ) = E_i[λ_max(Q_i A_i)] / E_i[λ_min(Q_i A_i)], eq. (9) (Lemmas 2 and 10).
+def surrogate_constants(A, p, alpha: float, gamma: float, theta) -> tuple[float, float]:
+    """(L̃, μ̃) = (E_i[λ_max(Q_i A_i)], E_i[λ_min(Q_i A_i)]): f̃ is L̃-smooth and μ̃-strongly convex (Lemma 10).
 
-    The ratio of the surrogate's smoothness L̃ and strong-convexity μ̃ constants; κ ≥ cond(H̃), with
-    equality for one client. A: (n, d, d); p: (n,). Raises ValueError if some λ_min(Q_i A_i) ≤ 0
-    (possible only for γ ≥ 1/(L + α), outside Lemma 1).
+    μ̃ I ⪯ H̃ ⪯ L̃ I (Lemma 8), so these are the constants the server optimizer is tuned with
+    (:func:`fedbench.theory.rates.tuned_server_parameters`). A: (n, d, d); p: (n,). Raises
+    ValueError if some λ_min(Q_i A_i) ≤ 0 (possible only for γ ≥ 1/(L + α), outside Lemma 1).
     """
     A, _, p = check_clients(A, None, p)
     lam = np.linalg.eigvalsh(A)
@@ -213,7 +213,17 @@ def condition_bound(A, p, alpha: float, gamma: float, theta) -> float:
     lo = values.min(axis=-1)
     if np.any(lo <= 0):
         raise ValueError("some Q_i A_i is not positive definite (γ ≥ 1/(L + α)?)")
-    return float(p @ values.max(axis=-1)) / float(p @ lo)
+    return float(p @ values.max(axis=-1)), float(p @ lo)
+
+
+def condition_bound(A, p, alpha: float, gamma: float, theta) -> float:
+    """κ(α, γ, Θ) = E_i[λ_max(Q_i A_i)] / E_i[λ_min(Q_i A_i)] = L̃/μ̃, eq. (9) (Lemmas 2 and 10).
+
+    κ ≥ cond(H̃), with equality for one client. A: (n, d, d); p: (n,). Raises ValueError as
+    :func:`surrogate_constants`.
+    """
+    smooth, strong = surrogate_constants(A, p, alpha, gamma, theta)
+    return smooth / strong
 
 
 def distortion_extremes(A, alpha: float, gamma: float, theta) -> tuple[float, float]:
