@@ -1,6 +1,8 @@
 """FedNova: normalized averaging (Wang, Liu, Liang, Joshi & Poor, "Tackling the Objective
-Inconsistency Problem in Heterogeneous Federated Optimization", NeurIPS 2020, Section 4, eqs. (6)-(7);
-local momentum: Section 5 / Appendix).
+Inconsistency Problem in Heterogeneous Federated Optimization", NeurIPS 2020: the generalized
+update G_i a_i, the normalized update and τ_eff; the paper's a_i of local heavy-ball momentum).
+The same normalization is Fed-Norm-SGDA's (Sharma, Panda & Joshi, "Federated Minimax Optimization
+With Client Heterogeneity", TMLR, eq. (2) and Appendix A.1).
 
 Any local solver whose update is a linear combination of its local gradients,
 
@@ -13,9 +15,10 @@ local steps, whatever their number) and the scalar ‖a_i‖₁. The server, wit
     θ^t   = θ^{t−1} − η_g · τ_eff · Σ_i p_i d_i
 
 FedAvg is the same with each d_i weighted by p_i ‖a_i‖₁ / τ_eff instead of p_i: with unequal
-local work it minimizes the surrogate Σ_i p_i ‖a_i‖₁ f_i (the objective inconsistency); FedNova
-weights every client by p_i. When every ‖a_i‖₁ is equal (equal τ_i, same solver) and η_g = 1,
-FedNova is FedAvg.
+local work it tends (as η_l → 0) to the minimizer of the surrogate Σ_i p_i ‖a_i‖₁ f_i (the
+objective inconsistency); FedNova weights every client by p_i and tends to that of Σ_i p_i f_i.
+Both keep an O(η_l) bias at a fixed η_l (tested on quadratics). When every ‖a_i‖₁ is equal
+(equal τ_i, same solver) and η_g = 1, FedNova is FedAvg.
 
 Local solvers (τ_i = the client's number of local steps this round, ``local.epochs`` or
 ``local.steps``; with epochs and unequal n_i the τ_i differ):
@@ -31,10 +34,10 @@ this counts the steps exactly.
 
 Departures and choices:
 
-- Partial participation: p_i and τ_eff are taken over the *sampled* clients, p_i = n_i / Σ_{j∈P_t} n_j
-  and τ_eff = Σ_{i∈P_t} p_i ‖a_i‖₁ (the paper states the rule for full participation; this keeps
-  FedNova ≡ FedAvg with equal τ_i under any sampling, as :mod:`fedbench.algorithms.fedavg`
-  normalizes over the sampled clients too).
+- Partial participation (our choice): p_i and τ_eff are taken over the *sampled* clients,
+  p_i = n_i / Σ_{j∈P_t} n_j and τ_eff = Σ_{i∈P_t} p_i ‖a_i‖₁. This keeps FedNova ≡ FedAvg with
+  equal τ_i under any sampling, since :mod:`fedbench.algorithms.fedavg` normalizes over the
+  sampled clients too (no n/P reweighting of unbiased sampling estimators).
 - The momentum buffer is reset to 0 every round (the paper's a_i assumes it); weight decay and
   clipping (:mod:`fedbench.algorithms.local`) act on the direction before it enters the buffer, as
   in ``torch.optim.SGD``, and are then part of the normalized update.
@@ -147,7 +150,10 @@ def tau_eff(messages: list[dict], weights) -> torch.Tensor:
 
 
 def server_update(server_state: dict, messages: list[dict], weights, hparams: dict) -> dict:
-    """θ^t = θ^{t−1} − η_g τ_eff Σ_i p_i d_i, p_i = n_i / Σ_{j∈P_t} n_j (Wang et al. 2020, eq. (7))."""
+    """θ^t = θ^{t−1} − η_g τ_eff Σ_i p_i d_i, p_i = n_i / Σ_{j∈P_t} n_j (Wang et al. 2020, the FedNova update).
+
+    ``messages``: the round's ClientMessages (``"normalized_update"`` d_i, ``"a_norm"`` ‖a_i‖₁);
+    ``weights``: (P,) sample counts n_i. Raises ValueError for no messages or zero total weight."""
     eta_g = float(hparam(hparams, HPARAMS, "server_lr"))
     mean_d = tree_weighted_mean([m["normalized_update"] for m in messages], weights)
     step = -eta_g * float(tau_eff(messages, weights))
@@ -157,7 +163,7 @@ def server_update(server_state: dict, messages: list[dict], weights, hparams: di
 def a_norm_closed_form(tau: int, rho: float) -> float:
     """‖a‖₁ of τ heavy-ball steps with momentum ρ ∈ [0, 1), buffer 0 at the start:
     Σ_{j=1}^{τ} (1 − ρ^j)/(1 − ρ) = (τ − ρ(1 − ρ^τ)/(1 − ρ)) / (1 − ρ) (τ for ρ = 0).
-    Wang et al. 2020, Section 5 (a_i = [1 − ρ^τ, …, 1 − ρ]/(1 − ρ)).
+    Wang et al. 2020's local-momentum a_i = [1 − ρ^τ, …, 1 − ρ]/(1 − ρ).
 
     Raises:
         ValueError: τ < 0 or ρ outside [0, 1).
