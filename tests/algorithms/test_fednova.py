@@ -275,3 +275,47 @@ def test_small_lr_limits_objective_mismatch_table(quadratics):
     assert gap > 0.05
     # (at large η FedAvg may pass nearer to it: 0.12 at η = 0.2); as η → 0 its distance tends to the gap
     assert np.all(table[-4:, 3] > 0.9 * gap) and abs(table[-1, 3] - gap) < 0.01
+
+
+# -- through the engines ----------------------------------------------------------------------
+
+
+def _engine_case(algorithm, hparams, local_over):
+    from fedbench.data.partition import make_partition
+    from fedbench.data.store import Dataset
+
+    rng = np.random.default_rng(0)
+    n, d, c = 200, 6, 3
+    x = rng.normal(size=(n + 40, d)).astype(np.float32)
+    y = (x @ rng.normal(size=(d, c))).argmax(1)
+    ds = Dataset("toy", x[:n], y[:n], x[n:], y[n:], num_classes=c)
+    # lognormal client sizes: with epochs, unequal step counts τ_i
+    part = make_partition(ds, {"scheme": "iid", "num_clients": 8, "sigma": 0.9, "min_size": 3}, seed=0)
+    spec = {
+        "experiment": "t", "dataset": "toy", "partition": "iid", "algorithm": algorithm, "seed": 0,
+        "algorithm_name": algorithm, "hparams": hparams, "model": {"name": "mlp", "hidden": [8]},
+        "local": {"epochs": None, "steps": None, "batch_size": 8, "lr": 0.1, "lr_decay": 0.95,
+                  "weight_decay": 0.0, "clip_norm": None} | local_over,
+        "sampling": {"scheme": "uniform", "participation": 0.5}, "rounds": 4, "eval_every": 1,
+        "target_accuracy": 0.8, "dtype": "float64",
+    }
+    return spec, ds, part
+
+
+@pytest.mark.parametrize("engine", ["sequential", "vectorized"])
+def test_engines_equal_steps_is_fedavg_unequal_epochs_is_not(engine):
+    from fedbench.engine.loop import train
+
+    out = {}
+    for local in ({"steps": 5}, {"epochs": 2}):
+        for alg in ("fedavg", "fednova"):
+            spec, ds, part = _engine_case(alg, {}, local)
+            rows, info = train(spec, ds, part, device="cpu", engine=engine)
+            out[alg, tuple(local)] = (rows, info["params"])
+    (ra, pa), (rn, pn) = out["fedavg", ("steps",)], out["fednova", ("steps",)]
+    _close(pa, pn, 1e-12)
+    d = sum(v.numel() for v in pa.values())
+    for a, b in zip(ra, rn):  # FedNova sends one float more per client: ‖a_i‖₁
+        assert b["uplink_floats"] - a["uplink_floats"] == a["uplink_floats"] // d
+    (_, pa), (_, pn) = out["fedavg", ("epochs",)], out["fednova", ("epochs",)]
+    assert max(float((pa[k] - pn[k]).abs().max()) for k in pa) > 1e-6
