@@ -9,7 +9,9 @@
   p_i/τ_i (one round of the real module functions maps each to itself to 1e-12; many rounds reach
   it to 1e-8);
 - as η → 0 they approach argmin Σ p_i τ_i f_i (FedAvg, the objective mismatch) and argmin Σ p_i f_i
-  (FedNova), at distance O(η): log-log slope ≈ 1 over a table of η.
+  (FedNova), at distance O(η): log-log slope ≈ 1 over a table of η (printed with ``-s``);
+- with local momentum ρ: the zero of Σ_i (p_i/‖a_i‖₁)(I − M_i)(x − c_i), M_i the heavy-ball propagator;
+- through both engines (sequential, vectorized): FedNova = FedAvg with equal steps, not with unequal epochs.
 """
 
 import numpy as np
@@ -319,3 +321,29 @@ def test_engines_equal_steps_is_fedavg_unequal_epochs_is_not(engine):
         assert b["uplink_floats"] - a["uplink_floats"] == a["uplink_floats"] // d
     (_, pa), (_, pn) = out["fedavg", ("epochs",)], out["fednova", ("epochs",)]
     assert max(float((pa[k] - pn[k]).abs().max()) for k in pa) > 1e-6
+
+
+def _momentum_propagator(a, eta, rho, tau):
+    """M with x_τ − c = M (x_0 − c) for τ heavy-ball steps on ½(x − c)ᵀA(x − c), buffer 0 at the start:
+    the top-left block of T^τ, T = [[I − ηA, −ηρI], [A, ρI]] acting on (x − c, v)."""
+    d = a.shape[0]
+    eye = np.eye(d)
+    t = np.block([[eye - eta * a, -eta * rho * eye], [a, rho * eye]])
+    return np.linalg.matrix_power(t, tau)[:d, :d]
+
+
+@pytest.mark.parametrize("rho", [0.5, 0.9])
+def test_quadratic_fixed_point_with_local_momentum(quadratics, rho):
+    """FedNova with local momentum: the zero of Σ_i (p_i/‖a_i‖₁)(I − M_i)(x − c_i), M_i the τ_i-step
+    heavy-ball propagator and ‖a_i‖₁ = Σ_{j≤τ_i} (1 − ρ^j)/(1 − ρ); one round maps it to itself."""
+    eta = 0.05
+    p = N_K / N_K.sum()
+    lhs, rhs = 0, 0
+    for (a, c), tau, pi in zip(quadratics, TAUS, p):
+        a, c = a.numpy(), c.numpy()
+        w = pi / fednova.a_norm_closed_form(tau, rho) * (np.eye(3) - _momentum_propagator(a, eta, rho, tau))
+        lhs, rhs = lhs + w, rhs + w @ c
+    x_star = np.linalg.solve(lhs, rhs)
+    x_next = _one_round(fednova, torch.from_numpy(x_star), quadratics, eta, {"momentum": rho}).numpy()
+    assert np.abs(x_next - x_star).max() <= 1e-12
+    assert np.abs(x_star - _fixed_point(quadratics, eta, True)).max() > 1e-3  # momentum moves it
