@@ -36,7 +36,8 @@ HPARAMS = {"fedavg": {}, "fedavgm": {"server_lr": 1.0, "momentum": 0.9}, "fedpro
            "fedyogi": {"server_lr": 0.05, "beta1": 0.9, "beta2": 0.99, "tau": 1e-3},
            "fedadagrad": {"server_lr": 0.05, "beta1": 0.9, "tau": 1e-3},
            "fedac": {"variant": "II", "beta_formula": "code", "mu": None}, "mb_sgd": {},
-           "mb_ac_sgd": {"variant": "vanilla", "beta_formula": "paper", "mu": 0.05}}
+           "mb_ac_sgd": {"variant": "vanilla", "beta_formula": "paper", "mu": 0.05},
+           "fednova": {"server_lr": 0.8, "momentum": 0.5}}
 #: Algorithms that need a fixed number of local steps, no clipping and a weight decay λ > 0 (μ = λ):
 #: their cells run these local settings instead of the epochs / clipping ones below.
 STEPS_ONLY = {"fedac": {"epochs": None, "steps": 3, "weight_decay": 1e-2, "clip_norm": None},

@@ -90,6 +90,7 @@ ALGORITHMS = (
     "elastic_fedavg", "elastic_fedavgm", "elastic_fedprox",
     "fedadam", "fedyogi", "fedadagrad",
     "fedac", "mb_sgd", "mb_ac_sgd",
+    "fednova",
 )
 
 
