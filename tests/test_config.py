@@ -1183,3 +1183,25 @@ def test_the_lr_sweep_quick_experiment_file():
 
     validate(cfg, str(REPO / "workflow" / "schemas" / "config.schema.yaml"))
     assert cfg["experiments"]["lr_sweep_quick"]["stack"] is True
+
+
+def test_eval_initial_is_in_the_spec_only_when_true():
+    from fedbench.engine.cell import spec_id
+
+    plain = expand_cells(tiny())
+    assert all("eval_initial" not in c for c in plain)  # unset: no round-0 row, spec_id unchanged
+    cfg = tiny()
+    cfg["experiments"]["e"]["eval_initial"] = False
+    assert [spec_id(c) for c in expand_cells(cfg)] == [spec_id(c) for c in plain]
+    cfg["experiments"]["e"]["eval_initial"] = True
+    cells = expand_cells(cfg)
+    assert all(c["eval_initial"] is True for c in cells)
+    assert spec_id(cells[0]) != spec_id(plain[0])
+    # a dataset's own value wins over the experiment's, either way
+    cfg["experiments"]["e"]["datasets"]["digits"]["eval_initial"] = False
+    assert all("eval_initial" not in c for c in expand_cells(cfg) if c["dataset"] == "digits")
+    cfg = tiny()
+    cfg["experiments"]["e"]["datasets"]["digits"]["eval_initial"] = True
+    assert all(c["eval_initial"] is True for c in expand_cells(cfg) if c["dataset"] == "digits")
+    cfg["experiments"]["e"]["eval_initial"] = "yes"
+    rejects(cfg, "experiments.e.eval_initial")

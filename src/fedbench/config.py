@@ -710,6 +710,9 @@ def _dataset_settings(exp: dict, ecfg: dict, ds: str, dcfg: dict, known: dict, d
     def inherited(key):  # the dataset's value, else the experiment's (schema defaults filled)
         return dcfg[key] if key in dcfg else ecfg[key]
 
+    def inherited_or_none(key):  # the same for a key without a schema default (None when unset)
+        return dcfg[key] if dcfg.get(key) is not None else ecfg.get(key)
+
     rounds = int(inherited("rounds"))
     target = inherited("target_accuracy")
     sampling = {**exp["sampling"], **(dcfg.get("sampling") or {})}
@@ -731,6 +734,8 @@ def _dataset_settings(exp: dict, ecfg: dict, ds: str, dcfg: dict, known: dict, d
         shared["delta_histogram"] = {"rounds": hist}
     if ecfg.get("collapse") is not None:  # only when set: the engine's defaults otherwise, same spec_id
         shared["collapse"] = ecfg["collapse"]
+    if inherited_or_none("eval_initial"):  # only when true: no round-0 row otherwise, same spec_id
+        shared["eval_initial"] = True
     local_path = f"{dpath}.local" if dcfg.get("local") else f"{epath}.local"
     return {"dataset": ds, "partitions": list(dcfg["partitions"]), "shared": shared,
             "local": _merge_local(exp["local"], dcfg.get("local"), f"{dpath}.local"), "local_path": local_path}
@@ -1166,7 +1171,9 @@ def expand_cells(config: dict) -> list[dict]:
     (a source with an ``augment`` parameter), ``augmentation``: the training augmentation record
     or None (see :func:`_augmentation`); and, for experiments with ``delta_histogram``,
     ``delta_histogram: {"rounds": [sorted ints]}`` ("last" resolved to the cell's rounds; a round
-    beyond them is an error); last, ``sweep``: None for a cell of no sweep, else
+    beyond them is an error); ``collapse`` when the experiment sets it; ``eval_initial: True`` when
+    the experiment or dataset sets it true (a round-0 row, :meth:`fedbench.engine.cell.Cell.evaluate_initial`);
+    last, ``sweep``: None for a cell of no sweep, else
     ``{"label": <configured label>, "partition": <configured partition id>, "point": {axis: value},
     "grid": {axis: [values]}, "select": {metric, statistic, last, direction, average_seeds}}``
     (axes in axis order: experiment level, then dataset, then algorithm, an inner level's axis in

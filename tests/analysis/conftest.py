@@ -13,12 +13,22 @@ from fedbench.metrics.schema import METRICS_SCHEMA
 
 
 def run_rows(accs, *, experiment="e", dataset="d", partition="p", algorithm="a", seed=0,
-             uplink_per_round=10, diverge_at=None):
+             uplink_per_round=10, diverge_at=None, initial=None):
     """Rows of one run with test accuracies ``accs`` at rounds 1..len(accs).
 
-    With ``diverge_at=t`` the run stops at round t with status diverged and NaN accuracy.
+    With ``diverge_at=t`` the run stops at round t with status diverged and NaN accuracy. With
+    ``initial=acc`` the run starts with the row of round 0 (``eval_initial``: the initial model,
+    test accuracy ``acc``, train and test loss 2.0, nothing sent, status ok).
     """
     rows = []
+    if initial is not None:
+        rows.append({
+            "experiment": experiment, "dataset": dataset, "partition": partition, "algorithm": algorithm,
+            "algorithm_name": algorithm, "hparams_id": "0" * 12, "seed": seed, "round": 0,
+            "clients_sampled": 0, "train_loss": 2.0, "test_loss": 2.0, "test_accuracy": float(initial),
+            "uplink_floats": 0, "uplink_nonzeros": 0, "uplink_entropy_bits": 0.0, "downlink_floats": 0,
+            "wall_seconds": 0.0, "status": "ok",
+        })
     for t, acc in enumerate(accs, start=1):
         diverged = diverge_at is not None and t == diverge_at
         rows.append({

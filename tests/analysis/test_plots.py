@@ -101,3 +101,19 @@ def test_uplink_loss_and_comparison_plots(tmp_path, mr, monkeypatch):
         assert png_size(tmp_path / p)[0] > 400
     with pytest.raises(ValueError):
         plot_comparison(df.head(0), tmp_path / "z.png")
+
+
+def test_curves_start_at_round_0_with_eval_initial(tmp_path, mr, monkeypatch):
+    from fedbench.analysis.plots import plot_accuracy_vs_uplink, plot_train_loss
+
+    figs = _captured(monkeypatch)
+    df = mr.frame(mr.run_rows([0.3, 0.5], algorithm="fedavg", seed=0, initial=0.1)
+                  + mr.run_rows([0.4, 0.6], algorithm="fedavg", seed=1, initial=0.2))
+    plot_accuracy(df, tmp_path / "a.png", title="e")
+    line = figs[-1].axes[0].lines[0]
+    assert line.get_xdata().tolist() == [0.0, 1.0, 2.0]
+    assert line.get_ydata().tolist() == pytest.approx([15.0, 35.0, 55.0])  # θ⁰: mean of 10 % and 20 %
+    plot_accuracy_vs_uplink(df, tmp_path / "u.png")
+    assert figs[-1].axes[0].lines[0].get_xdata().tolist() == [0.0, 10.0, 20.0]  # nothing sent before round 1
+    plot_train_loss(df, tmp_path / "l.png")
+    assert figs[-1].axes[0].lines[0].get_ydata().tolist()[0] == 2.0

@@ -349,3 +349,20 @@ def test_sensitivity_plot_categorical_axis(mr, tmp_path, monkeypatch):
     monkeypatch.setattr(plots, "_save", spy)
     assert sweeps.sensitivity_plot(metrics, cells, tmp_path / "p.png").exists()
     assert ticks == {"labels": ["null", "1.0", "10.0"], "scale": "linear"}
+
+
+@pytest.mark.parametrize(("statistic", "last", "expected"), [
+    ("final", 10, 0.6),
+    ("best", 10, 0.95),       # θ⁰'s row counts for best over time
+    ("mean_last", 4, 0.525),  # the last 4 evaluations: rounds 1-4
+    ("mean_last", 5, 0.61),   # θ⁰'s row is an evaluation: (0.95 + 0.2 + 0.9 + 0.4 + 0.6) / 5
+])
+def test_cell_scores_count_the_round_0_row(mr, statistic, last, expected):
+    cells = swept_cells({"local.lr": [0.1]}, select={"statistic": statistic, "last": last})
+    c = cells[0]
+    metrics = mr.frame(mr.run_rows([0.2, 0.9, 0.4, 0.6], experiment=c["experiment"], dataset=c["dataset"],
+                                   partition=c["partition"], algorithm=c["algorithm"], seed=c["seed"],
+                                   initial=0.95))
+    s = sweeps.cell_scores(metrics.sample(fraction=1.0, shuffle=True, seed=1), cells)  # row order does not matter
+    assert s["status"][0] == "ok" and s["rounds"][0] == 4
+    assert s["score"][0] == pytest.approx(expected)

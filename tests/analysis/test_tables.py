@@ -242,3 +242,28 @@ def test_markdown_to_latex_and_html_of_a_paper_like_table(tmp_path):
     assert "<td class=\"r\">50% / θ_k</td>" in page and "&amp; more_stuff" in page
     with pytest.raises(ValueError):
         T.parse_markdown("no table here")
+
+
+def test_the_round_0_row_of_eval_initial(mr):
+    # eval_initial: each run starts with θ⁰'s row. It counts for best over time (the FedAc paper's
+    # statistic includes t = 0) and is round 0 of rounds to target only when θ⁰ meets the target.
+    rows = (mr.run_rows([0.5, 0.85, 0.8], algorithm="a", seed=0, initial=0.1)    # target at round 2
+            + mr.run_rows([0.5, 0.6, 0.7], algorithm="a", seed=1, initial=0.9)   # θ⁰ beats every later round
+            + mr.run_rows([0.2, 0.3], algorithm="b", seed=0, initial=0.95, diverge_at=2))
+    runs = run_stats(mr.frame(rows), 0.8)
+    stats = {(r["algorithm"], r["seed"]): r for r in runs.iter_rows(named=True)}
+    assert (stats["a", 0]["best_accuracy"], stats["a", 0]["rounds_to_target"], stats["a", 0]["final_accuracy"]) == (
+        0.85, 2, 0.8)
+    assert (stats["a", 1]["best_accuracy"], stats["a", 1]["rounds_to_target"], stats["a", 1]["final_accuracy"]) == (
+        0.9, 0, 0.7)  # 0 rounds: θ⁰ already meets the target, which is right
+    assert stats["a", 0]["rounds"] == stats["a", 1]["rounds"] == 3 and stats["a", 0]["uplink_floats"] == 30
+    # without the round-0 rows the statistics of seed 0 are the same (θ⁰ below its best and the target)
+    plain = run_stats(mr.frame(mr.run_rows([0.5, 0.85, 0.8], algorithm="a", seed=0)), 0.8).row(0, named=True)
+    assert {k: plain[k] for k in ("best_accuracy", "rounds_to_target", "final_accuracy", "rounds")} == {
+        k: stats["a", 0][k] for k in ("best_accuracy", "rounds_to_target", "final_accuracy", "rounds")}
+    s = summarize(mr.frame(rows), 0.8)
+    a, b = row(s, "a"), row(s, "b")
+    assert a["rounds_to_target_mean"] == 1.0 and a["n_reached_target"] == 2  # (2 + 0) / 2
+    assert a["best_accuracy_mean"] == pytest.approx(0.875)
+    assert b["n_diverged"] == 1 and b["best_accuracy_mean"] is None  # θ⁰'s 0.95 never counts for a diverged run
+    assert re.search(r"\| +1\.0 \(2/2\) \|", markdown_table(s))

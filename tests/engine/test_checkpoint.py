@@ -193,3 +193,52 @@ def test_stacked_seeds_resume_each_from_its_own_checkpoint(files, tmp_path, monk
                     assert r[k] == (pytest.approx(v, rel=1e-9) if isinstance(v, float) else v), (spec["seed"], k)
         for k, v in ref_info["params"].items():
             assert float((info["params"][k] - v).norm() / v.norm()) < 1e-10
+
+
+@pytest.mark.parametrize("engine", ["vectorized", "sequential"])
+def test_eval_initial_row_is_neither_duplicated_nor_lost_on_resume(files, tmp_path, monkeypatch, engine):
+    # 3 rounds, a checkpoint after every round: the file left holds round 2 (none after the last
+    # round). Resuming from it must not evaluate θ⁰ again, nor drop its row; and a run killed
+    # before its first checkpoint (inside round 1's evaluation) starts afresh with one round-0 row.
+    import fedbench.engine.cell as cell
+    from fedbench.data.partition import read_partition
+    from fedbench.data.store import load_dataset
+
+    ds, part = load_dataset(files / "toy"), read_partition(files / "part" / "partition.parquet")
+    spec = _spec("scaffold", {"server_lr": 1.0}, rounds=3) | {"eval_initial": True}
+    ckpt = tmp_path / "checkpoint.pt"
+    full, _ = train(spec, ds, part, device="cpu", engine=engine, checkpoint_path=ckpt, checkpoint_every=1)
+    strip = lambda rows: [{k: v for k, v in r.items() if k != "wall_seconds"} for r in rows]  # noqa: E731
+    assert [r["round"] for r in full] == [0, 1, 2, 3]
+    saved = load_checkpoint(ckpt, spec_id(spec))
+    assert saved["round"] == 2 and [r["round"] for r in saved["rows"]] == [0, 1, 2]
+
+    real_evaluate, calls = cell.evaluate, []
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return real_evaluate(*args, **kwargs)
+
+    monkeypatch.setattr(cell, "evaluate", counting)
+    resumed, _ = train(spec, ds, part, device="cpu", engine=engine, checkpoint_path=ckpt, checkpoint_every=1)
+    assert len(calls) == 2  # round 3 only (train and test split): θ⁰ is not evaluated again
+    assert strip(resumed) == strip(full)
+
+    def dying(*args, **kwargs):  # dies at evaluation call limit + 1 (θ⁰: calls 1-2, round t: 2t+1, 2t+2)
+        calls.append(1)
+        if len(calls) > limit:
+            raise RuntimeError("killed")
+        return real_evaluate(*args, **kwargs)
+
+    # killed in round 1's evaluation (no checkpoint yet), then in round 2's (the round-1 checkpoint)
+    for limit, left in ((2, None), (4, [0, 1])):
+        calls.clear()
+        path = tmp_path / f"killed{limit}.pt"
+        monkeypatch.setattr(cell, "evaluate", dying)
+        with pytest.raises(RuntimeError, match="killed"):
+            train(spec, ds, part, device="cpu", engine=engine, checkpoint_path=path, checkpoint_every=1)
+        monkeypatch.setattr(cell, "evaluate", real_evaluate)
+        rows_left = [r["round"] for r in load_checkpoint(path, spec_id(spec))["rows"]] if path.exists() else None
+        assert rows_left == left
+        again, _ = train(spec, ds, part, device="cpu", engine=engine, checkpoint_path=path, checkpoint_every=1)
+        assert strip(again) == strip(full)

@@ -349,3 +349,100 @@ def test_stacking_refuses_cells_that_differ_in_more_than_the_seed(data):
         train_seeds([specs[0], specs[0]], ds, parts, device="cpu")
     with pytest.raises(ValueError, match="one of each per cell"):
         train_seeds(specs, ds, parts[:1], device="cpu")
+
+
+# -- eval_initial: the initial model's row (round 0) ------------------------------------------------
+
+def _without(rows, *keys):
+    return [{k: v for k, v in r.items() if k not in keys} for r in rows]
+
+
+@pytest.mark.parametrize("engine", ["vectorized", "sequential"])
+@pytest.mark.parametrize("algorithm", ["fedavg", "scaffold", "elastic_fedavgm"])
+def test_eval_initial_adds_round_0_and_changes_no_later_row(data, engine, algorithm):
+    from fedbench.engine.evaluate import evaluate
+    from fedbench.models import build_model
+    from fedbench.rng import generator
+
+    ds, part = data
+    hparams = (HPARAMS | {"elastic_fedavgm": {"server_lr": 1.0, "momentum": 0.9}})[algorithm]
+    spec = _spec(algorithm, hparams=hparams, rounds=4, eval_every=2)
+    rows, info = train(spec, ds, part, device="cpu", engine=engine)
+    rows0, info0 = train(spec | {"eval_initial": True}, ds, part, device="cpu", engine=engine)
+    assert [r["round"] for r in rows0] == [0, 2, 4] and info0["rounds_completed"] == info["rounds_completed"] == 4
+    # every later row is bitwise that of the cell without the key (the key is in the spec: hparams_id differs)
+    assert _without(rows0[1:], "wall_seconds", "hparams_id") == _without(rows, "wall_seconds", "hparams_id")
+    assert rows0[0]["hparams_id"] == spec_id(spec | {"eval_initial": True}) != spec_id(spec)
+    assert all(torch.equal(info0["params"][k], v) for k, v in info["params"].items())
+    # round 0: θ⁰ (the keyed initial model) evaluated as any evaluation; nothing sent, nobody sampled
+    model = build_model(spec["model"], ds.feature_shape, ds.num_classes)
+    theta0 = model.init(generator(0, 0, -1, "init"), dtype=torch.float64)
+    x = torch.as_tensor(np.array(ds.x_train), dtype=torch.float64)  # the iid partition uses every row
+    order = np.sort(np.concatenate([np.asarray(ix) for ix in _all_train_rows(part)]))
+    train_loss, train_acc = evaluate(model.apply, theta0, x[order], torch.as_tensor(ds.y_train[order]))
+    test_loss, test_acc = evaluate(model.apply, theta0, torch.as_tensor(np.array(ds.x_test), dtype=torch.float64),
+                                   torch.as_tensor(ds.y_test))
+    r0 = rows0[0]
+    assert (r0["train_loss"], r0["train_accuracy"], r0["test_loss"], r0["test_accuracy"]) == (
+        train_loss, train_acc, test_loss, test_acc)
+    assert r0["train_loss"] > rows0[-1]["train_loss"]
+    assert [r0[k] for k in ("clients_sampled", "uplink_floats", "uplink_nonzeros", "uplink_entropy_bits",
+                            "uplink_entropy_bits_delta", "downlink_floats")] == [0] * 6
+    assert r0["status"] == "ok"
+    # algorithm metrics as server_init leaves them: Elastic Aggregation's boosted_pct starts at 0
+    assert r0["boosted_pct"] == (0.0 if algorithm == "elastic_fedavgm" else None)
+
+
+def _all_train_rows(part):
+    from fedbench.data.partition import client_indices
+    return client_indices(part, "train")
+
+
+def test_eval_initial_stacked_seeds_each_write_their_own_round_0(data):
+    from fedbench.engine.loop import train_seeds
+
+    ds, _ = data
+    specs, parts = _seed_cells(ds, "fedavg", [0, 1, 2], rounds=3, eval_initial=True)
+    stacked = train_seeds(specs, ds, parts, device="cpu", chunk_size=24)
+    firsts = set()
+    for spec, part, (rows, _) in zip(specs, parts, stacked):
+        ref_rows, _ = train(spec, ds, part, device="cpu", chunk_size=24)
+        assert [r["round"] for r in rows] == [0, 1, 2, 3] and [r["seed"] for r in rows] == [spec["seed"]] * 4
+        assert _drop_time(rows[:1]) == _drop_time(ref_rows[:1])  # θ⁰ of its own seed: bitwise
+        assert all(_close(r, q, 1e-9) for r, q in zip(rows, ref_rows))
+        firsts.add(rows[0]["test_loss"])
+    assert len(firsts) == 3  # three seeds, three initial models
+
+
+def test_eval_initial_run_cell_writes_the_row_and_the_summary_counts_it(tmp_path, data):
+    ds, part = data
+    write_dataset(tmp_path / "toy", ds)
+    write_partition(part, ds, tmp_path / "part")
+    spec = _spec(rounds=2, eval_initial=True)
+    summary = run_cell(spec, tmp_path / "toy", tmp_path / "part" / "partition.parquet", tmp_path / "m.parquet",
+                       tmp_path / "s.json", device="cpu", progress=False)
+    table = pq.read_table(tmp_path / "m.parquet")
+    check_metrics_table(table)
+    assert table.column("round").to_pylist() == [0, 1, 2]
+    assert summary["rounds_completed"] == 2 and summary["spec"]["eval_initial"] is True
+    assert summary["best_test_accuracy"] == max(table.column("test_accuracy").to_pylist())
+
+
+def test_collapse_rule_ignores_the_round_0_row():
+    from fedbench.engine.cell import COLLAPSE_DEFAULTS, collapse_reason
+
+    def row(t, loss, acc):
+        return {"round": t, "train_loss": loss, "test_accuracy": acc}
+
+    rule = dict(COLLAPSE_DEFAULTS, loss_patience=3, chance_after=0, chance_patience=3)
+    big = 1000.0  # above 100 · ln 10
+    # loss streak: rounds 1 and 2 only; a huge θ⁰ loss must not make it 3
+    rows = [row(1, big, 0.5), row(2, big, 0.5)]
+    assert collapse_reason([row(0, big, 0.5), *rows], 10, rule, final=False) is None
+    assert collapse_reason(rows + [row(3, big, 0.5)], 10, rule, final=False) == collapse_reason(
+        [row(0, big, 0.5), *rows, row(3, big, 0.5)], 10, rule, final=False) is not None
+    # chance streak: with chance_after 0, θ⁰'s chance accuracy is not an evaluation "after round 0" anyway
+    rows = [row(1, 1.0, 0.1), row(2, 1.0, 0.1)]
+    assert collapse_reason([row(0, 1.0, 0.1), *rows], 10, rule, final=False) is None
+    # a lone round-0 row never collapses, final or not
+    assert collapse_reason([row(0, big, 0.1)], 10, rule, final=True) is None

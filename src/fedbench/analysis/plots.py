@@ -9,6 +9,8 @@
 Curves: one panel per (dataset, partition), one line per algorithm (the mean over seeds at each
 round) with a band of ± one sd over seeds. Runs that diverged are left out of the means and bands
 and listed under their panel ("diverged: …", wrapped, inside the figure).
+A cell with ``eval_initial`` has a row for round 0 (the initial model, 0 floats sent): its
+curves start there, at x = 0 (round and uplink floats alike).
 
 Headless: figures are built on :class:`matplotlib.figure.Figure` with the Agg canvas, never
 through pyplot, so no display and no global backend change are needed.

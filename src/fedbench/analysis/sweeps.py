@@ -17,6 +17,10 @@ Score of a cell (:func:`cell_scores`), the statistic of ``select.metric`` over i
 - ``best``: the maximum (``direction: max``) or minimum (``min``) over the evaluated rows;
 - ``mean_last``: the mean over the last ``select.last`` evaluated rows (all of them if fewer).
 
+The row of round 0 (the initial model, written by cells with ``eval_initial``:
+:mod:`fedbench.metrics.schema`) is an evaluated row: ``best`` includes it (the FedAc paper's best
+over time includes t = 0) and so does ``mean_last`` when ``last`` reaches back to it.
+
 A cell whose last row has status ``diverged`` (NaN/inf loss or parameters, or a collapsed run:
 :mod:`fedbench.metrics.schema`) has no score and is never selected, even when the metric it
 reached before diverging would be the best.

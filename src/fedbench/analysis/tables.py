@@ -8,6 +8,13 @@ One row per (dataset, partition, algorithm), statistics over seeds:
   over the seeds that reached it, with how many did (``12.5 (2/3)``; ``not reached (0/3)``);
 - uplink floats: total scalars sent client → server over the run (mean over seeds).
 
+A run of a cell with ``eval_initial`` starts with the row of round 0, the initial model θ⁰
+(:mod:`fedbench.metrics.schema`). It is an evaluated round like any other: it counts for best
+(the FedAc paper's best over time includes t = 0: Yuan & Ma, "Federated Accelerated Stochastic
+Gradient Descent", NeurIPS 2020, §5), and rounds to target is 0 exactly when θ⁰ already meets the
+target (right: no round was needed), else the first round t ≥ 1 that does. Final, uplink floats
+and the last round are unchanged by it (nothing is sent in round 0).
+
 sd is the sample standard deviation (ddof = 1), so one seed shows no sd. A run whose status is
 ``diverged`` is never averaged in: the row says ``diverged (n/N seeds)``, and when every seed
 diverged the statistics read ``diverged (N/N seeds)``.
@@ -207,18 +214,20 @@ def markdown_table(summary: pl.DataFrame, title: str | None = None, decimals: in
     if interval == "sd":
         out.append(
             "Accuracy: test accuracy in %, mean ± sd over seeds (sd with ddof = 1); final = last evaluated "
-            "round, best = maximum over evaluated rounds."
+            "round, best = maximum over evaluated rounds (round 0, the initial model, among them when "
+            "evaluated: eval_initial)."
         )
     else:
         out.append(
             "Accuracy: test accuracy in %, mean ± half-width of the 95% t-interval of the mean over the "
             "non-diverged seeds (t with n − 1 degrees of freedom; none with one seed); final = last evaluated "
-            "round, best = maximum over evaluated rounds."
+            "round, best = maximum over evaluated rounds (round 0, the initial model, among them when "
+            "evaluated: eval_initial)."
         )
     if has_target:
         out.append(
             "Rounds to target: first evaluated round with test accuracy ≥ the target, mean over the seeds "
-            "that reached it (reached/seeds in brackets)."
+            "that reached it (reached/seeds in brackets); 0 when the initial model already meets it."
         )
     out.append("Uplink floats: total scalars sent client → server over the run (mean over seeds).")
     out.append("Diverged runs (NaN/inf loss or parameters, or collapsed: a finite loss far above ln C or chance "

@@ -28,6 +28,10 @@ the reason in ``info["status_reason"]`` (summary.json). The rule's parameters co
 spec's optional ``collapse`` mapping, defaults :data:`COLLAPSE_DEFAULTS`; a spec without the key
 computes exactly what it computed before the rule existed (same rows, same ``spec_id``) unless
 it collapses.
+
+A spec with ``eval_initial: true`` also has a row for round 0, the initial model θ⁰ evaluated
+before any training (:meth:`Cell.evaluate_initial`); it draws nothing, so every later row is that
+of the same cell without it.
 """
 
 from __future__ import annotations
@@ -101,11 +105,14 @@ def collapse_reason(rows: list[dict], num_classes: int | None, rule: dict, final
     * its test accuracy has been at most 1/C + ``chance_margin`` for the last ``chance_patience``
       evaluations, all after round ``chance_after``.
 
-    The streaks are read from the rows, so a resumed run needs no extra state. With C unknown
+    The streaks are read from the rows, so a resumed run needs no extra state. A round-0 row (the
+    initial model, ``eval_initial``) is ignored: the rule fires at the same evaluation, with the
+    same reason, with or without it. With C unknown
     (None) or below 2, or a patience of 0, that part of the rule is off. The accuracy part
     compares with 1/C, not with the majority class's share: on a skewed test set a constant
     predictor may score above it, and only the loss part catches that collapse.
     """
+    rows = [r for r in rows if r["round"] >= 1]  # the initial model's row (round 0) is no training result
     if not rows or num_classes is None or num_classes < 2:
         return None
     c = int(num_classes)
@@ -234,6 +241,35 @@ class Cell:
         self.t_start = time.perf_counter() - ckpt["elapsed"]
         print(f"resuming from {checkpoint_path} after round {ckpt['round']}", file=sys.stderr)
         return ckpt["client_states"]
+
+    def evaluate_initial(self) -> None:
+        """Write the row of round 0: the initial model θ⁰ (after ``server_init``) evaluated exactly
+        as any evaluation of :meth:`end_round` (train loss and accuracy on all clients' training
+        rows, test loss and accuracy), communication counters and ``clients_sampled`` 0, status
+        ``ok``, the algorithm metrics as ``server_init`` leaves them (null where it keeps none).
+
+        For a spec with ``eval_initial: true`` (the FedAc authors' evaluation at t = 0: Yuan & Ma,
+        "Federated Accelerated Stochastic Gradient Descent", NeurIPS 2020, §5, best suboptimality
+        over the evaluations including the initial point). Draws nothing: every later row equals
+        that of the same cell without it. Called by the loop before round 1 of a fresh start only
+        (a resumed cell's checkpoint already holds the row).
+
+        Raises:
+            RuntimeError: the cell already has rows (a resumed or trained cell).
+        """
+        if self.rows:
+            raise RuntimeError(f"evaluate_initial: the cell already has rows up to round {self.rows[-1]['round']}")
+        params = self.server["params"]
+        train_loss, train_acc = evaluate(self.model.apply, params, self.x_used, self.y_used)
+        test_loss, test_acc = evaluate(self.model.apply, params, *self.test)
+        self.rows.append({**self.identity, "round": 0, "clients_sampled": 0,
+                          "train_loss": train_loss, "train_accuracy": train_acc,
+                          "test_loss": test_loss, "test_accuracy": test_acc,
+                          "uplink_floats": 0, "uplink_nonzeros": 0,
+                          "uplink_entropy_bits": 0.0, "uplink_entropy_bits_delta": 0.0,
+                          "downlink_floats": 0,
+                          "wall_seconds": time.perf_counter() - self.t_start, "status": "ok",
+                          **algorithm_metrics(self.server)})
 
     def sample(self, t: int) -> np.ndarray:
         """Step 1: the clients P_t of round t (ascending ids), keyed by (seed, t)."""

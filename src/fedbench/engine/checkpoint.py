@@ -3,7 +3,8 @@
 With ``checkpoint_every = k`` (:func:`fedbench.engine.loop.train`), a cell's full training state
 is written after every k-th round (:meth:`fedbench.engine.cell.Cell.end_round`): the format
 version, the spec's ``hparams_id``, the round, the server state, the persistent client states,
-the metrics rows so far, the communication counters, the Δ-histogram state and the elapsed time.
+the metrics rows so far (the round-0 row of ``eval_initial`` included: a resumed cell does
+not evaluate θ⁰ again), the communication counters, the Δ-histogram state and the elapsed time.
 Every random draw is keyed by (seed, round, client, purpose), so there is no RNG position to
 save: a cell killed at any point and restarted resumes after the last checkpointed round and
 produces bitwise the metrics of an uninterrupted run (``wall_seconds`` aside).

@@ -12,6 +12,10 @@ Decentralized Data", AISTATS 2017, Algorithm 1, generalised by the algorithm pro
    and write a row (:mod:`fedbench.metrics.schema`); checkpoint every ``checkpoint_every`` rounds
    (:mod:`fedbench.engine.checkpoint`).
 
+A cell with ``eval_initial: true`` also evaluates θ⁰ before round 1 and writes it as the row of
+round 0 (:meth:`fedbench.engine.cell.Cell.evaluate_initial`), once: a resumed cell's checkpoint
+holds it already.
+
 Steps 1, 3 and 4 are the cell's (:mod:`fedbench.engine.cell`). Step 2 is done by one of two
 client engines with the same results (to float rounding) and one interface
 (:class:`fedbench.engine.interface.ClientEngine`), built by :func:`make_engine`, the only place
@@ -245,6 +249,8 @@ def train_seeds(
         states = cell.resume(path)
         if states is not None:
             clients.load_client_states(states, i)
+        elif cell.spec.get("eval_initial"):  # a fresh start: θ⁰'s row (a checkpoint already holds it)
+            cell.evaluate_initial()
 
     rounds = int(spec["rounds"])
     first_round = min(c.first_round for c in cells)

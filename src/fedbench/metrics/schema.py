@@ -8,8 +8,10 @@ Identity columns
     algorithm_name (the module, e.g. ``fedprox``), hparams_id (hash of the resolved cell spec),
     seed.
 Per-round columns
-    round            1-based round index t after which the row was evaluated.
-    clients_sampled  |P_t|, clients that trained in round t.
+    round            1-based round index t after which the row was evaluated; 0 for the row of
+                     the initial model θ⁰, written before round 1 when the cell's spec has
+                     ``eval_initial: true`` (:meth:`fedbench.engine.cell.Cell.evaluate_initial`).
+    clients_sampled  |P_t|, clients that trained in round t (0 in round 0).
     train_loss       loss of the server model θ^t on all clients' training data (mean per sample;
                      every training row of the partition, held-out rows of Elastic Aggregation
                      included, so the column compares across algorithms).
@@ -39,6 +41,14 @@ for algorithms that do not have it)
                      100 · #{i : ζ^i > 1} / n (0 for naive aggregation, ζ ≡ 1).
 
 Cumulative columns (uplink_*, downlink_floats) count every round 1..t, not only evaluated ones.
+
+The round-0 row (``eval_initial``) is an evaluation like any other: train_loss is θ⁰'s loss on the
+training rows, the same quantity as in every row (the column is never the clients' mean local
+loss, so no convention is needed for a round without clients); the communication columns are 0
+(nothing sent yet), status ``ok``, the algorithm metrics as ``server_init`` leaves them (null where
+it keeps none). Analyses count it as an evaluation: best over time includes it (FedAc, Yuan & Ma,
+NeurIPS 2020, §5: the evaluations start at t = 0), so does a sweep's ``mean_last``, and rounds to
+target are 0 when θ⁰ already meets the target; the collapse rule ignores it.
 Columns in :data:`ADDED_COLUMNS` came after the first release: a cell file written before them
 lacks them and :func:`fedbench.analysis.collect.collect` fills them with nulls (unknown, not 0).
 """
