@@ -96,3 +96,60 @@ def test_vectorized_rows_are_the_iid_draws_over_the_whole_training_set():
         np.testing.assert_array_equal(idx[:, j, :].numpy(), local_batches(5, 1, j, n, 1, steps=k, replacement=True))
     counts = np.bincount(idx.numpy().ravel() * 10 // n, minlength=10)  # 16,384 draws over 10 bins
     assert np.all(np.abs(counts - idx.numel() / 10) < 6 * np.sqrt(idx.numel() * 0.09)), counts
+
+
+# ---------------------------------------------------------------------------------------------
+# the workflow: a dry run plans the jobs; an epochs + replacement config fails before any job
+
+FEDAC_TINY = {
+    "datasets": {"digits": {"source": "digits"}},
+    "device": "cpu",
+    "experiments": {
+        "oracle": {
+            "seeds": [0],
+            "rounds": 2,
+            "target_accuracy": 0.5,
+            "local": {"steps": 2, "batch_size": 1, "lr": 0.1, "weight_decay": 0.01, "replacement": True},
+            "datasets": {"digits": {"model": {"name": "logreg"},
+                                    "partitions": {"all": {"scheme": "shared", "num_clients": 8192}}}},
+            "algorithms": {"fedavg": {}, "fedac": {}},
+        }
+    },
+}
+
+
+def _snakemake(workdir, config: dict, *args: str):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import yaml
+
+    snakefile = Path(__file__).resolve().parents[2] / "Snakefile"
+    cfg = workdir / "config.yaml"
+    cfg.write_text(yaml.safe_dump(config, sort_keys=False))
+    env = {k: v for k, v in os.environ.items() if k != "SNAKEMAKE_PROFILE"}
+    env["MPLBACKEND"] = "Agg"
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(snakefile), "--directory", str(workdir),
+           "--configfile", str(cfg), "--cores", "1", *args]
+    return subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_snakemake_dry_run_of_the_fedac_oracle(tmp_path):
+    import re
+
+    proc = _snakemake(tmp_path, FEDAC_TINY, "-n")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-4000:]
+    trains = re.findall(r"rule train:\n(?:\s+.*\n)*?\s+wildcards: (.*)", out)
+    assert len(trains) == 2 and all("partition=all" in w for w in trains), trains
+    assert "rule partition:" in out and not (tmp_path / "results").exists()
+
+    bad = {**FEDAC_TINY, "experiments": {"oracle": {**FEDAC_TINY["experiments"]["oracle"],
+                                                    "local": {"epochs": 1, "batch_size": 1, "lr": 0.1,
+                                                              "replacement": True}}}}
+    proc = _snakemake(tmp_path, bad, "-n")
+    assert proc.returncode != 0
+    assert "experiments.oracle.local.replacement: minibatches drawn with replacement need local.steps" in (
+        proc.stdout + proc.stderr)
