@@ -359,3 +359,16 @@ def test_minus_one_client_without_shared_metadata_is_refused(ds):
     t = make_partition(ds, {"scheme": "shared", "num_clients": 3}, 0).replace_schema_metadata(None)
     with pytest.raises(ValueError, match="shared"):
         num_clients(t)
+
+
+@pytest.mark.parametrize("cfg", [{"scheme": "iid", "num_clients": 7},
+                                 {"scheme": "dirichlet", "num_clients": 5, "alpha": 0.3},
+                                 {"scheme": "shared", "num_clients": 4}])
+def test_train_rows_is_the_sorted_union_of_the_clients_rows(ds, natural_ds, cfg):
+    from fedbench.data.partition import train_rows
+
+    for data in (ds, natural_ds):
+        t = make_partition(data, cfg, seed=1)
+        np.testing.assert_array_equal(train_rows(t), np.unique(np.concatenate(client_indices(t))))
+    t = make_partition(natural_ds, {"scheme": "natural", "num_clients": 2}, seed=0)
+    np.testing.assert_array_equal(train_rows(t), np.sort(np.concatenate(client_indices(t))))
