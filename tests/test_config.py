@@ -896,6 +896,18 @@ def test_replacement_with_epochs_is_rejected_with_its_key_path():
     rejects(cfg, "replacement")
 
 
+def test_replacement_can_be_swept():
+    cfg = tiny()
+    e = cfg["experiments"]["e"]
+    e["local"] = {"steps": 3, "batch_size": 1, "lr": 0.1}
+    e["sweep"] = {"grid": {"local.replacement": [False, True]}}
+    got = sorted((c["algorithm"], c["local"].get("replacement")) for c in expand_cells(cfg) if c["seed"] == 0)
+    assert got == [("fedavg,replacement=false", None), ("fedavg,replacement=true", True),
+                   ("fedprox,replacement=false", None), ("fedprox,replacement=true", True)]
+    e["local"] = {"epochs": 1, "batch_size": 1, "lr": 0.1}
+    rejects(cfg, "experiments.e.sweep.grid.local.replacement[1]: minibatches drawn with replacement need local.steps")
+
+
 def test_shared_partition_may_have_more_clients_than_rows():
     """``shared``: every client holds all 1,437 digits rows, so 8,192 clients are fine."""
     cells = expand_cells(_digits_partition(scheme="shared", num_clients=8192))
