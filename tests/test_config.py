@@ -862,6 +862,62 @@ def test_fewer_shards_than_classes_is_rejected_before_any_job():
                               shards_per_client=2))  # synthetic: which classes occur is not known before
 
 
+def test_replacement_is_in_the_local_spec_only_when_true():
+    """local.replacement (FedAc's oracle: minibatches i.i.d. with replacement) needs steps; false
+    (the default) leaves every cell's spec and spec_id as before."""
+    from fedbench.engine.cell import spec_id
+
+    plain = expand_cells(tiny())
+    assert all("replacement" not in c["local"] for c in plain)
+    cfg = tiny()
+    cfg["experiments"]["e"]["local"] = {"steps": 4, "batch_size": 1, "lr": 0.05, "replacement": False}
+    off = expand_cells(cfg)
+    assert all("replacement" not in c["local"] for c in off)
+    cfg["experiments"]["e"]["local"]["replacement"] = True
+    on = expand_cells(cfg)
+    assert all(c["local"]["replacement"] is True and c["local"]["steps"] == 4 for c in on)
+    assert spec_id(on[0]) != spec_id(off[0])
+    cfg["experiments"]["e"]["algorithms"]["fedprox"]["local"] = {"replacement": False}
+    cells = {(c["algorithm"], c["seed"]): c for c in expand_cells(cfg)}
+    assert "replacement" not in cells[("fedprox", 0)]["local"] and cells[("fedavg", 0)]["local"]["replacement"]
+
+
+def test_replacement_with_epochs_is_rejected_with_its_key_path():
+    cfg = tiny()
+    cfg["experiments"]["e"]["local"]["replacement"] = True
+    rejects(cfg, "experiments.e.local.replacement: minibatches drawn with replacement need local.steps",
+            "give local.steps instead of local.epochs")
+    cfg = tiny()
+    cfg["experiments"]["e"]["local"] = {"steps": 4, "batch_size": 1, "lr": 0.05, "replacement": True}
+    cfg["experiments"]["e"]["algorithms"]["fedprox"]["local"] = {"epochs": 2}
+    rejects(cfg, "experiments.e.algorithms.fedprox.local.replacement:", "an epoch is a pass without replacement")
+    cfg = tiny()
+    cfg["experiments"]["e"]["local"]["replacement"] = "yes"
+    rejects(cfg, "replacement")
+
+
+def test_replacement_can_be_swept():
+    cfg = tiny()
+    e = cfg["experiments"]["e"]
+    e["local"] = {"steps": 3, "batch_size": 1, "lr": 0.1}
+    e["sweep"] = {"grid": {"local.replacement": [False, True]}}
+    got = sorted((c["algorithm"], c["local"].get("replacement")) for c in expand_cells(cfg) if c["seed"] == 0)
+    assert got == [("fedavg,replacement=false", None), ("fedavg,replacement=true", True),
+                   ("fedprox,replacement=false", None), ("fedprox,replacement=true", True)]
+    e["local"] = {"epochs": 1, "batch_size": 1, "lr": 0.1}
+    rejects(cfg, "experiments.e.sweep.grid.local.replacement[1]: minibatches drawn with replacement need local.steps")
+
+
+def test_shared_partition_may_have_more_clients_than_rows():
+    """``shared``: every client holds all 1,437 digits rows, so 8,192 clients are fine."""
+    cells = expand_cells(_digits_partition(scheme="shared", num_clients=8192))
+    assert {c["partition"] for c in cells} == {"p"}
+    assert partitions(_digits_partition(scheme="shared", num_clients=8192))[("digits", "p")] == {
+        "scheme": "shared", "num_clients": 8192}
+    rejects(_digits_partition(scheme="shared", num_clients=0), f"{P}")
+    rejects(_digits_partition(scheme="shared", alpha=0.3), f"{P}", "alpha")
+
+
 def test_collapse_rule_is_in_the_spec_only_when_set():
     from fedbench.engine.cell import COLLAPSE_DEFAULTS, collapse_rule, spec_id
 
@@ -1069,7 +1125,7 @@ def test_every_swept_value_is_checked_as_a_single_value_and_named_by_its_sweep_p
 def test_sweep_structure_errors_name_the_key_path():
     rejects(swept(experiment={"grid": {"local.momentum": [0.9]}}),
             "experiments.e.sweep.grid.local.momentum: unknown sweep axis 'local.momentum'; allowed: local.<key> "
-            "(epochs, steps, batch_size, lr, lr_decay, weight_decay, clip_norm)",
+            "(epochs, steps, batch_size, lr, lr_decay, weight_decay, clip_norm, replacement)",
             "sampling.participation, rounds, partition.<")
     rejects(swept(experiment={"grid": {"sampling.scheme": ["iid"]}}),
             "experiments.e.sweep.grid.sampling.scheme: unknown")

@@ -94,7 +94,10 @@ RESOURCE_DEFAULTS = {"runtime": 30, "mem_mb": 2000, "cpus": 1, "gpus": 0, "gres"
 # Defaults of the mappings merged across levels (experiment < dataset < algorithm): the schema
 # cannot state them, since a default would shadow the outer level's value.
 SAMPLING_DEFAULTS = {"scheme": "uniform", "participation": 1.0}
-LOCAL_DEFAULTS = {"lr_decay": 1.0, "weight_decay": 0.0, "clip_norm": None}
+LOCAL_DEFAULTS = {"lr_decay": 1.0, "weight_decay": 0.0, "clip_norm": None, "replacement": False}
+#: Local keys a cell's ``local`` holds only when they differ from their default, so that adding
+#: them left every existing cell's spec (and spec_id) unchanged.
+LOCAL_OPTIONAL = {"replacement": False}
 LOCAL_KEYS = tuple(schema()["$defs"]["local"]["properties"])
 #: Keys of a cell that only the tables, paper outputs and reports read: not part of the training
 #: spec (:func:`training_spec`), so changing them re-aggregates without retraining.
@@ -614,7 +617,13 @@ def _merge_local(base: dict, over: dict | None, path: str) -> dict:
 
 
 def _finish_local(local: dict, path: str) -> dict:
-    """The merged ``local`` in canonical form (fixed key order; counts int, rates float)."""
+    """The merged ``local`` in canonical form (fixed key order; counts int, rates float;
+    ``replacement`` only when true).
+
+    Raises:
+        ConfigError: not exactly one of epochs/steps, batch_size or lr missing, a non-finite rate,
+            or ``replacement`` not a boolean or given with epochs (key path ``<path>.replacement``).
+    """
     local = {**LOCAL_DEFAULTS, **local}
     epochs, steps = local.get("epochs"), local.get("steps")
     if (epochs is None) == (steps is None):
@@ -623,7 +632,14 @@ def _finish_local(local: dict, path: str) -> dict:
     for key in ("batch_size", "lr"):
         if local.get(key) is None:
             raise ConfigError(f"{path}.{key}: missing; set local.{key} in the experiment (or per dataset/algorithm)")
-    return {
+    replacement = local["replacement"]
+    if not isinstance(replacement, bool):
+        raise ConfigError(f"{path}.replacement: must be true or false, got {replacement!r}")
+    if replacement and epochs is not None:
+        raise ConfigError(f"{path}.replacement: minibatches drawn with replacement need local.steps (an epoch is a "
+                          f"pass without replacement; got epochs={epochs}): give local.steps instead of "
+                          f"local.epochs, or set replacement: false")
+    out = {
         "epochs": None if epochs is None else int(epochs),
         "steps": None if steps is None else int(steps),
         "batch_size": int(local["batch_size"]),
@@ -632,6 +648,9 @@ def _finish_local(local: dict, path: str) -> dict:
         "weight_decay": _finite(local["weight_decay"], f"{path}.weight_decay"),
         "clip_norm": None if local["clip_norm"] is None else _finite(local["clip_norm"], f"{path}.clip_norm"),
     }
+    if replacement:  # only when true: every cell without it keeps its spec and spec_id
+        out["replacement"] = True
+    return out
 
 
 def _augmentation(dataset_id: str, dataset: dict, ecfg: dict, dcfg: dict, dpath: str) -> tuple[bool, Any]:
@@ -759,7 +778,7 @@ def _canonical(axis: str, cell: dict, partition: dict) -> Any:
     """The value of ``axis`` in a resolved cell (canonical type: what the cell trains with)."""
     kind, key = _axis_kind(axis), axis.split(".", 1)[-1]
     if kind == "local":
-        return cell["local"][key]
+        return cell["local"][key] if key in cell["local"] else LOCAL_OPTIONAL[key]
     if kind == "participation":
         return cell["sampling"]["participation"]
     if kind == "rounds":

@@ -201,7 +201,7 @@ def test_write_and_read_roundtrip(tmp_path, ds):
 
 
 def test_schemes_table_and_defaults():
-    assert set(SCHEMES) == {"iid", "dirichlet", "shards", "natural", "pachinko"}
+    assert set(SCHEMES) == {"iid", "dirichlet", "shards", "natural", "pachinko", "shared"}
     assert resolve_partition_params({"scheme": "dirichlet"})["form"] == "client_prior"
     shards = resolve_partition_params({"scheme": "shards", "num_clients": 3})
     assert shards == {"num_clients": 3, "shards_per_client": 2}
@@ -281,3 +281,94 @@ def test_size_problem_skips_unknown_sizes():
 
     assert size_problem("iid", {"num_clients": 10**9, "min_size": 1, "sigma": 0.0}, None) is None
     assert size_problem("natural", {"num_clients": 10**9}, 10, None) is None
+
+
+# --------------------------------------------------------------------------- shared
+
+
+def test_shared_every_client_holds_every_train_row(ds, tmp_path):
+    """``shared``: K clients, each the whole train split; the table lists each row once."""
+    from fedbench.data.partition import SHARED_CLIENT, num_clients, shared_clients, train_rows
+
+    t = make_partition(ds, {"scheme": "shared", "num_clients": 7}, seed=3)
+    assert t.num_rows == len(ds.y_train)  # O(n), not K·n
+    assert set(t.column("client_id").to_numpy().tolist()) == {SHARED_CLIENT}
+    write_partition(t, ds, tmp_path / "p")
+    back = read_partition(tmp_path / "p")
+    assert back.equals(t) and shared_clients(back) == 7 and num_clients(back) == 7
+    clients = client_indices(back)
+    assert len(clients) == 7 and all(c is clients[0] for c in clients)  # one array, not K copies
+    np.testing.assert_array_equal(clients[0], np.arange(len(ds.y_train)))
+    np.testing.assert_array_equal(train_rows(back), np.arange(len(ds.y_train)))
+    test = client_indices(back, "test")
+    assert len(test) == 7 and all(len(c) == 0 for c in test)
+    counts = class_counts(back, ds)
+    assert counts.num_rows == 7
+    want = np.bincount(ds.y_train, minlength=ds.num_classes)
+    for c in range(ds.num_classes):
+        assert counts.column(f"class_{c}").to_pylist() == [int(want[c])] * 7
+    assert counts.column("num_samples").to_pylist() == [len(ds.y_train)] * 7  # equal weights n_k = n
+    assert make_partition(ds, {"scheme": "shared", "num_clients": 7}, seed=3).equals(t)
+
+
+def test_shared_scales_to_thousands_of_clients():
+    """M = 8,192 workers over a9a's 32,561 rows (FedAc, Yuan & Ma 2020): the table, the clients'
+    rows and the class counts are O(n + M·C), built in well under a second."""
+    import time
+    import tracemalloc
+
+    from fedbench.data.partition import train_rows
+
+    big = _dataset(n=32_560, C=2)
+    tracemalloc.start()
+    t0 = time.perf_counter()
+    t = make_partition(big, {"scheme": "shared", "num_clients": 8192}, seed=0)
+    clients = client_indices(t)
+    used = train_rows(t)
+    counts = class_counts(t, big)
+    elapsed = time.perf_counter() - t0
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert t.num_rows == 32_560 and len(clients) == 8192 and len(used) == 32_560 and counts.num_rows == 8192
+    assert len({id(c) for c in clients}) == 1
+    assert elapsed < 0.5, elapsed
+    assert peak < 20 * 2**20, peak  # M·n int64 would be 2.1 GB
+
+
+def test_shared_allows_more_clients_than_rows(ds):
+    from fedbench.data.partition import size_problem
+
+    p = resolve_partition_params({"scheme": "shared", "num_clients": 5000})
+    assert p == {"num_clients": 5000}
+    assert size_problem("shared", p, len(ds.y_train), None, 10) is None
+    assert len(client_indices(make_partition(ds, {"scheme": "shared", "num_clients": 5000}, 0))) == 5000
+
+
+@pytest.mark.parametrize("cfg,match", [
+    ({"scheme": "shared", "num_clients": 0}, "num_clients must be an integer >= 1"),
+    ({"scheme": "shared", "alpha": 0.5}, "alpha"),
+])
+def test_shared_bad_parameters(ds, cfg, match):
+    with pytest.raises(ValueError, match=match):
+        make_partition(ds, cfg, 0)
+
+
+def test_minus_one_client_without_shared_metadata_is_refused(ds):
+    from fedbench.data.partition import num_clients
+
+    t = make_partition(ds, {"scheme": "shared", "num_clients": 3}, 0).replace_schema_metadata(None)
+    with pytest.raises(ValueError, match="shared"):
+        num_clients(t)
+
+
+@pytest.mark.parametrize("cfg", [{"scheme": "iid", "num_clients": 7},
+                                 {"scheme": "dirichlet", "num_clients": 5, "alpha": 0.3},
+                                 {"scheme": "shared", "num_clients": 4}])
+def test_train_rows_is_the_sorted_union_of_the_clients_rows(ds, natural_ds, cfg):
+    from fedbench.data.partition import train_rows
+
+    for data in (ds, natural_ds):
+        t = make_partition(data, cfg, seed=1)
+        np.testing.assert_array_equal(train_rows(t), np.unique(np.concatenate(client_indices(t))))
+    t = make_partition(natural_ds, {"scheme": "natural", "num_clients": 2}, seed=0)
+    np.testing.assert_array_equal(train_rows(t), np.sort(np.concatenate(client_indices(t))))

@@ -67,3 +67,42 @@ def test_batches_equal_the_step_by_step_definition(n, b):
         assert len(got) == len(want), kw
         for g, w in zip(got, want):
             assert np.array_equal(g, w) and np.asarray(g).dtype == np.int64, kw
+
+
+# --------------------------------------------------------------------------- with replacement
+
+
+def test_replacement_is_the_keyed_iid_uniform_draw():
+    """``replacement``: each step's B rows i.i.d. uniform on 0..n_k-1, from the batches key
+    (Yuan & Ma, "Federated Accelerated Stochastic Gradient Descent", NeurIPS 2020, §4)."""
+    from fedbench.rng import generator
+
+    b = local_batches(4, 2, 9, num_samples=13, batch_size=3, steps=7, replacement=True)
+    assert isinstance(b, np.ndarray) and b.shape == (7, 3) and b.dtype == np.int64
+    np.testing.assert_array_equal(b, generator(4, 2, 9, "batches").integers(0, 13, size=(7, 3)))
+    np.testing.assert_array_equal(b, local_batches(4, 2, 9, 13, 3, steps=7, replacement=True))
+    for other in [(5, 2, 9), (4, 3, 9), (4, 2, 8)]:
+        assert not np.array_equal(b, local_batches(*other, 13, 3, steps=7, replacement=True))
+    # B may exceed n_k (no cap: each row is its own draw); K = 0 gives an empty [0, B]
+    assert local_batches(0, 1, 0, num_samples=2, batch_size=5, steps=4, replacement=True).shape == (4, 5)
+    assert local_batches(0, 1, 0, num_samples=2, batch_size=5, steps=0, replacement=True).shape == (0, 5)
+
+
+def test_replacement_frequencies_are_uniform_and_independent():
+    """Over 10⁵ draws: every row's count within 6σ of n_draws/n, and the ordered pairs within a
+    step (B = 2) uniform on all n² pairs, ties included (a draw without replacement has none)."""
+    n, k = 10, 50_000
+    b = local_batches(0, 1, 0, num_samples=n, batch_size=2, steps=k, replacement=True)
+    counts = np.bincount(b.ravel(), minlength=n)
+    draws, p = b.size, 1 / n
+    assert np.all(np.abs(counts - draws * p) < 6 * np.sqrt(draws * p * (1 - p))), counts
+    pairs = np.bincount(b[:, 0] * n + b[:, 1], minlength=n * n)
+    q = 1 / n**2
+    assert np.all(np.abs(pairs - k * q) < 6 * np.sqrt(k * q * (1 - q))), pairs
+    assert pairs.reshape(n, n).trace() > 0  # repeats within a step happen
+    assert set(np.unique(b).tolist()) == set(range(n))
+
+
+def test_replacement_with_epochs_is_refused():
+    with pytest.raises(ValueError, match="local.replacement needs local.steps"):
+        local_batches(0, 1, 0, 10, 2, epochs=1, replacement=True)

@@ -5,7 +5,7 @@ A partition is a :class:`pyarrow.Table` with one row per (client, sample):
 =============  =======  ================================================================
 column         type     meaning
 =============  =======  ================================================================
-client_id      int64    0..K-1; every client owns at least one train sample
+client_id      int64    0..K-1; every client owns at least one train sample (``shared``: -1, every client)
 sample_index   int64    row index into that split's arrays (``x_train`` or ``x_test``)
 split          string   ``"train"``, or ``"test"`` (only the ``natural`` scheme lists test rows)
 =============  =======  ================================================================
@@ -14,7 +14,11 @@ Rows are ordered by split (train first), client_id, sample_index. Every sample a
 once; ``iid``, ``dirichlet`` and ``shards`` use every train sample exactly once, ``pachinko`` when
 num_clients · samples_per_client equals the number of train samples (CIFAR-100: 500 · 100). Outside the
 ``natural`` scheme the clients are evaluated on the dataset's global test split. The table's
-schema metadata (key ``fedbench``) records the dataset, scheme, resolved parameters and seed.
+schema metadata (key ``fedbench``) records the dataset, scheme, resolved parameters, seed and K.
+
+The ``shared`` scheme is the exception to "at most once": every client holds every train row. Its
+table lists each train row once, with client_id :data:`SHARED_CLIENT` (-1, "every client"), and K
+comes from the metadata, so the file and :func:`client_indices` cost O(n), not O(K·n).
 
 A partition config is ``{"scheme": name, **params}``; :data:`SCHEMES` lists each scheme's
 parameters and defaults. All randomness comes from
@@ -70,6 +74,13 @@ Schemes
     ``"test"``). ``num_clients`` (default null = all) keeps a random subset of K clients (drawn
     with the seed), renumbered in order of the original id. Clients with no train sample are
     dropped, and with them their test samples.
+``shared``
+    Every one of the K = ``num_clients`` clients holds the whole train split (no randomness). With
+    ``local.replacement: true`` this is the stochastic oracle of Yuan & Ma, "Federated Accelerated
+    Stochastic Gradient Descent", NeurIPS 2020, §4 / App. E: M homogeneous workers, each gradient
+    query drawn uniformly with replacement from the whole training set. K may exceed n. The
+    table holds n rows (client_id -1) whatever K is; :func:`client_indices` returns the same
+    array object for every client.
 """
 
 from __future__ import annotations
@@ -93,7 +104,10 @@ SCHEMES: dict[str, dict] = {
     "shards": {"num_clients": 10, "shards_per_client": 2},
     "natural": {"num_clients": None},
     "pachinko": {"num_clients": 500, "samples_per_client": 100, "coarse_alpha": 0.1, "fine_alpha": 10.0},
+    "shared": {"num_clients": 10},
 }
+#: client_id of the rows of a ``shared`` partition: each row belongs to every client.
+SHARED_CLIENT = -1
 DIRICHLET_FORMS = ("client_prior", "class_split")
 MAX_TRIES = 1000  # redraws allowed to reach min_size (class_split) or non-empty lognormal sizes
 
@@ -186,7 +200,7 @@ def size_problem(scheme: str, p: dict, n_train: int | None, natural: int | None 
             return "num_clients", (f"num_clients={K} but the dataset has at most {natural} natural clients: lower "
                                    f"num_clients to at most {natural} or set it to null (all clients)")
         return None
-    if n_train is None:
+    if n_train is None or scheme == "shared":  # shared: every client holds all rows, K > n is fine
         return None
     if K > n_train:
         return "num_clients", (f"num_clients={K} exceeds the {n_train} train samples of the dataset: lower "
@@ -472,13 +486,15 @@ def make_partition(dataset: Dataset, cfg: dict, seed: int) -> pa.Table:
 
     Args:
         dataset: any labelled Dataset (``y_train`` int labels in [0, num_classes)).
-        cfg: ``{"scheme": "iid" | "dirichlet" | "shards" | "natural" | "pachinko", **params}``; see
+        cfg: ``{"scheme": "iid" | "dirichlet" | "shards" | "natural" | "pachinko" | "shared", **params}``; see
             :data:`SCHEMES` and the module docstring for each scheme's source and parameters.
         seed: partition seed (>= 0); draws come from ``generator(seed, 0, -1, "partition")``.
 
     Returns:
         A pyarrow Table with columns client_id (int64), sample_index (int64), split (string),
         sorted by split (train first), client_id, sample_index. Same arguments, same table.
+        ``shared``: the n train rows once, client_id :data:`SHARED_CLIENT`, K in the metadata
+        (O(n) whatever K).
 
     Raises:
         ValueError: unknown scheme or parameter, a value out of range (alpha <= 0, …), more clients
@@ -492,6 +508,8 @@ def make_partition(dataset: Dataset, cfg: dict, seed: int) -> pa.Table:
     y = np.asarray(dataset.y_train, dtype=np.int64)
     C = int(dataset.num_classes)
     test: list[np.ndarray] = []
+    if scheme == "shared":
+        return _shared_table(dataset, p, seed)
     if scheme == "iid":
         train = _iid(y, p, rng)
     elif scheme == "dirichlet":
@@ -523,8 +541,47 @@ def make_partition(dataset: Dataset, cfg: dict, seed: int) -> pa.Table:
     )
 
 
+def _shared_table(dataset: Dataset, p: dict, seed: int) -> pa.Table:
+    """The ``shared`` partition: each train row once, client_id :data:`SHARED_CLIENT`; K in the metadata."""
+    n = len(dataset.y_train)
+    if n < 1:
+        raise ValueError(f"partition scheme 'shared': dataset {dataset.name!r} has no train sample")
+    meta = {"dataset": dataset.name, "scheme": "shared", "params": p, "seed": int(seed),
+            "num_clients": int(p["num_clients"]), "shared": True}
+    return pa.table(
+        {
+            "client_id": pa.array(np.full(n, SHARED_CLIENT, dtype=np.int64), pa.int64()),
+            "sample_index": pa.array(np.arange(n, dtype=np.int64), pa.int64()),
+            "split": pa.array(np.full(n, "train", dtype=object), pa.string()),
+        },
+        schema=SCHEMA.with_metadata({"fedbench": json.dumps(meta, sort_keys=True, default=_json_default)}),
+    )
+
+
+def shared_clients(table: pa.Table) -> int | None:
+    """K if ``table`` is a ``shared`` partition (every client holds every listed train row), else None.
+
+    Raises:
+        ValueError: rows with client_id -1 but no ``shared`` metadata holding K (a table not
+            written by :func:`make_partition`).
+    """
+    raw = (table.schema.metadata or {}).get(b"fedbench")
+    meta = json.loads(raw) if raw else {}
+    if meta.get("shared"):
+        return int(meta["num_clients"])
+    ids = table.column("client_id").to_numpy()
+    if len(ids) and ids.min() < 0:
+        raise ValueError("partition table has client_id -1 (shared rows) but its metadata does not say how many "
+                         "clients share them: rebuild it with make_partition (scheme 'shared')")
+    return None
+
+
 def num_clients(table: pa.Table) -> int:
-    """K: one more than the largest client_id in the partition table (0 for an empty table)."""
+    """K: one more than the largest client_id in the partition table (0 for an empty table);
+    for a ``shared`` partition, the K of its metadata."""
+    shared = shared_clients(table)
+    if shared is not None:
+        return shared
     ids = table.column("client_id").to_numpy()
     return int(ids.max()) + 1 if len(ids) else 0
 
@@ -535,6 +592,8 @@ def client_indices(table: pa.Table, split: str = "train") -> list[np.ndarray]:
     Returns:
         A list of K int64 arrays (client 0..K-1), each sorted ascending; a client with no row
         of that split gets an empty array (e.g. ``split="test"`` outside the natural scheme).
+        ``shared``: K references to *one* array (the rows of that split, ascending), O(n) memory
+        whatever K; do not modify it in place.
 
     Raises:
         ValueError: split is not "train" or "test".
@@ -542,6 +601,9 @@ def client_indices(table: pa.Table, split: str = "train") -> list[np.ndarray]:
     if split not in ("train", "test"):
         raise ValueError(f"split must be 'train' or 'test', got {split!r}")
     K = num_clients(table)
+    if shared_clients(table) is not None:
+        mask = (table.column("split").to_numpy(zero_copy_only=False) == split)
+        return [np.sort(table.column("sample_index").to_numpy()[mask].astype(np.int64))] * K
     mask = (table.column("split").to_numpy(zero_copy_only=False) == split)
     cid = table.column("client_id").to_numpy()[mask]
     idx = table.column("sample_index").to_numpy()[mask]
@@ -550,18 +612,29 @@ def client_indices(table: pa.Table, split: str = "train") -> list[np.ndarray]:
     return [a.astype(np.int64) for a in np.split(idx[order], np.cumsum(counts)[:-1])] if K else []
 
 
+def train_rows(table: pa.Table) -> np.ndarray:
+    """The train rows some client holds, ascending and each once: an int64 array [n_used] (the
+    union of :func:`client_indices`, in O(n) also for ``shared``, where concatenating the K
+    clients' rows would take O(K·n))."""
+    mask = table.column("split").to_numpy(zero_copy_only=False) == "train"
+    return np.unique(table.column("sample_index").to_numpy()[mask].astype(np.int64))
+
+
 def class_counts(table: pa.Table, dataset: Dataset) -> pa.Table:
     """Per-client, per-class counts of the train split (wide format).
 
     Returns:
         A Table with one row per client 0..K-1 and columns client_id (int64), num_samples
-        (int64), class_0 … class_{C-1} (int64).
+        (int64), class_0 … class_{C-1} (int64). ``shared``: K equal rows (O(K·C)).
     """
     K, C = num_clients(table), int(dataset.num_classes)
     mask = table.column("split").to_numpy(zero_copy_only=False) == "train"
     cid = table.column("client_id").to_numpy()[mask]
     labels = np.asarray(dataset.y_train, dtype=np.int64)[table.column("sample_index").to_numpy()[mask]]
-    counts = np.bincount(cid * C + labels, minlength=K * C).reshape(K, C).astype(np.int64)
+    if shared_clients(table) is not None:
+        counts = np.tile(np.bincount(labels, minlength=C).astype(np.int64), (K, 1))
+    else:
+        counts = np.bincount(cid * C + labels, minlength=K * C).reshape(K, C).astype(np.int64)
     cols = {"client_id": np.arange(K, dtype=np.int64), "num_samples": counts.sum(axis=1)}
     cols.update({f"class_{c}": counts[:, c] for c in range(C)})
     return pa.table({k: pa.array(v, pa.int64()) for k, v in cols.items()})

@@ -19,6 +19,7 @@ def local_batches(
     batch_size: int,
     epochs: int | None = None,
     steps: int | None = None,
+    replacement: bool = False,
 ) -> list[np.ndarray]:
     """Row indices (into the client's own data, 0..n_k-1) for each local step of one round.
 
@@ -30,11 +31,19 @@ def local_batches(
     - ``steps=K``: K batches of size min(B, n_k) taken in order from consecutive random
       permutations (a pass restarts when the data are used up), as FedDyn's reference code's
       re-created iterator does.
+    - ``steps=K, replacement=True``: each step's B row indices drawn i.i.d. uniform on
+      {0, …, n_k−1} (``rng.integers(0, n_k, size=(K, B))``, the same keyed generator); B may
+      exceed n_k. With n_k = n (the ``shared`` partition) this is the stochastic oracle of Yuan &
+      Ma, "Federated Accelerated Stochastic Gradient Descent", NeurIPS 2020, §4 (each worker's
+      gradient query samples uniformly with replacement from the whole training set). The paper
+      draws one example per query (B = 1); B > 1 draws B i.i.d. examples per query.
 
     Args:
         seed, round, client: the randomness key (round is 1-based, client is the client id).
         num_samples: n_k ≥ 1.
         batch_size: B ≥ 1.
+        replacement: draw with replacement (only with ``steps``: an epoch is a pass without
+            replacement).
 
     Returns:
         One int64 array of row indices per local step: an array ``[K, B']`` (its rows are the
@@ -42,10 +51,14 @@ def local_batches(
         else a list of 1-D arrays. Either way ``len()`` is K and iterating gives the steps.
 
     Raises:
-        ValueError: both or neither of epochs/steps given, or a non-positive count.
+        ValueError: both or neither of epochs/steps given, a non-positive count, or replacement
+            with epochs.
     """
     if (epochs is None) == (steps is None):
         raise ValueError("give exactly one of local.epochs or local.steps")
+    if replacement and epochs is not None:
+        raise ValueError("local.replacement needs local.steps: an epoch is a pass without replacement; "
+                         "give local.steps or set local.replacement: false")
     if num_samples < 1 or batch_size < 1:
         raise ValueError(f"num_samples and batch_size must be >= 1 (got {num_samples}, {batch_size})")
     rng = generator(seed, round, client, "batches")
@@ -62,6 +75,8 @@ def local_batches(
         return out
     if steps < 0:
         raise ValueError(f"local.steps must be >= 0 (got {steps})")
+    if replacement:  # i.i.d. uniform rows: one [K, B] array
+        return rng.integers(0, num_samples, size=(steps, batch_size), dtype=np.int64)
     # K batches of b in order from consecutive permutations: each permutation gives n_k // b of
     # them (a pass restarts when fewer than b rows are left), so ⌈K / (n_k // b)⌉ permutations.
     b = min(batch_size, num_samples)

@@ -81,9 +81,16 @@ class SequentialClients:
                              + "; give one of each per cell")
         device = x_all.device
 
+        gathered: dict[int, tuple] = {}  # id(rows) -> (rows, (x, y)): clients sharing one row array
+        # (the ``shared`` partition) share one gathered copy, not one copy each
+
         def rows(ix):
-            ix = torch.as_tensor(ix, device=device)
-            return x_all[ix], y_all[ix]
+            hit = gathered.get(id(ix))
+            if hit is not None and hit[0] is ix:
+                return hit[1]
+            t = torch.as_tensor(ix, device=device)
+            gathered[id(ix)] = (ix, (x_all[t], y_all[t]))
+            return gathered[id(ix)][1]
 
         def data_of(c):
             held = None if holdout is None else [rows(h) for h in holdout[c]]
@@ -129,7 +136,8 @@ class SequentialClients:
         for k in np.asarray(sampled).tolist():
             xk, yk = client_data[k]
             batches = local_batches(seed, t, k, len(clients[k]), self.local["batch_size"],
-                                    epochs=self.local.get("epochs"), steps=self.local.get("steps"))
+                                    epochs=self.local.get("epochs"), steps=self.local.get("steps"),
+                                    replacement=bool(self.local.get("replacement", False)))
             aug = None
             if self.aug is not None:
                 aug = (self.aug, augmentation.draw(self.aug, seed, t, k, [len(b) for b in batches]))

@@ -269,6 +269,27 @@ def _tensorize(tree, device):
     return pytree.tree_map(conv, tree)
 
 
+def _as_rows(clients: Sequence[np.ndarray]) -> tuple[list[np.ndarray], np.ndarray, list[np.ndarray]]:
+    """Each client's rows as an int64 array, with clients given the same array object (the
+    ``shared`` partition: :func:`fedbench.data.partition.client_indices`) sharing one converted
+    array, so m clients of n rows cost O(n), not O(m·n).
+
+    Returns:
+        (rows per client [m], slot [m] int64: the index of client k's array in ``distinct``,
+        distinct: the u ≤ m distinct arrays).
+    """
+    seen: dict[int, tuple] = {}
+    out, slot, distinct = [], np.empty(len(clients), dtype=np.int64), []
+    for k, c in enumerate(clients):
+        hit = seen.get(id(c))
+        if hit is None or hit[0] is not c:
+            hit = seen[id(c)] = (c, np.asarray(c, dtype=np.int64), len(distinct))
+            distinct.append(hit[1])
+        out.append(hit[1])
+        slot[k] = hit[2]
+    return out, slot, distinct
+
+
 def _batched(fn, g: int, device):
     """``vmap(fn)`` for a chunk of g clients; for g = 1, ``fn`` called directly on the client's
     slice (leading dimension dropped from every tensor argument, restored on every result).
@@ -356,14 +377,14 @@ class VectorizedClients:
         if holdout is not None and output_grad_fn is None:
             raise ValueError("VectorizedClients: a held-out split needs output_grad_fn")
         self.algo = algorithm
-        self.holdout = None if holdout is None else [np.asarray(h, dtype=np.int64) for h in holdout]
+        self.holdout = None if holdout is None else _as_rows(holdout)[0]
         self.output_grad_fn = output_grad_fn
         self.aug = augmentation
         self.model = model
         self.grad_fn = grad_fn
         self.x_all, self.y_all = x_all, y_all
         self.device = x_all.device
-        self.clients = [np.asarray(c, dtype=np.int64) for c in clients]
+        self.clients, self._slot, self._distinct = _as_rows(clients)
         self.m = len(self.clients)
         self.local = local
         self.seed = int(seed)
@@ -378,7 +399,7 @@ class VectorizedClients:
                               if step_overhead is None else float(step_overhead))
         self.store: dict | None = None  # stacked client state: pytree of [m, ...] tensors
         self.store_spec = None
-        self._row_table: np.ndarray | None = None  # every client's training rows, [m, max n_k] (_uniform_batches)
+        self._row_table: np.ndarray | None = None  # the distinct row arrays, [u, max n_k] (_uniform_batches)
         self.has_state = torch.zeros(self.m, dtype=torch.bool, device=self.device)
         self.has_state_np = np.zeros(self.m, dtype=bool)
         self.executed_steps = 0
@@ -429,13 +450,15 @@ class VectorizedClients:
     # -- batches ---------------------------------------------------------------------------------
     def _client_batches(self, t: int, k: int) -> list[np.ndarray]:
         return local_batches(int(self.key_seed[k]), t, int(self.key_id[k]), len(self.clients[k]),
-                             self.local["batch_size"], epochs=self.local.get("epochs"), steps=self.local.get("steps"))
+                             self.local["batch_size"], epochs=self.local.get("epochs"), steps=self.local.get("steps"),
+                             replacement=bool(self.local.get("replacement", False)))
 
     def _uniform_batches(self, members: Sequence[int], batches: dict, draws):
         """:meth:`_group_tensors` without a Python loop over clients, for the common case where
         every member's batches are one ``[K, B]`` array of the same shape (equal steps and batch
         sizes: no padded rows or steps) and nothing is augmented; None otherwise. The same
-        tensors as the general path: rows gathered from a table of every client's training rows."""
+        tensors as the general path: rows gathered from a table of the clients' distinct row arrays
+        (one per cell for the ``shared`` partition, so no [m, n] table)."""
         if draws is not None:
             return None
         first = batches[members[0]]
@@ -443,13 +466,15 @@ class VectorizedClients:
             return None
         if not all(isinstance(batches[k], np.ndarray) and batches[k].shape == first.shape for k in members):
             return None
-        if self._row_table is None:  # [m, max n_k] (padded with 0; only real rows are indexed)
-            table = np.zeros((len(self.clients), max(len(r) for r in self.clients)), dtype=np.int64)
-            for k, rows in enumerate(self.clients):
-                table[k, : len(rows)] = rows
-            self._row_table = table
         local = np.stack([batches[k] for k in members])  # [G, S, B] indices into each client's rows
-        idx = self._row_table[np.asarray(members, dtype=np.int64)[:, None, None], local].transpose(1, 0, 2)
+        if self._row_table is None:  # [u, max n] over the u distinct row arrays (padded with 0; only
+            # real rows are indexed): u = m for a disjoint partition, 1 per cell for ``shared``
+            table = np.zeros((len(self._distinct), max(len(r) for r in self._distinct)), dtype=np.int64)
+            for u, rows in enumerate(self._distinct):
+                table[u, : len(rows)] = rows
+            self._row_table = table
+        slots = self._slot[np.asarray(members, dtype=np.int64)]
+        idx = self._row_table[slots[:, None, None], local].transpose(1, 0, 2)
         idx_t = torch.from_numpy(np.ascontiguousarray(idx)).to(self.device)
         s_max, g = first.shape[0], len(members)
         return (idx_t, self.y_all[idx_t], np.ones((s_max, g), dtype=bool), np.full(g, s_max, dtype=np.int64),
