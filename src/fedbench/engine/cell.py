@@ -46,7 +46,7 @@ import numpy as np
 import pyarrow as pa
 import torch
 
-from fedbench.data.partition import client_indices
+from fedbench.data.partition import client_indices, train_rows
 from fedbench.engine.checkpoint import CHECKPOINT_FORMAT, load_checkpoint, save_checkpoint
 from fedbench.engine.evaluate import evaluate
 from fedbench.engine.holdout import holdout_split
@@ -201,7 +201,7 @@ class Cell:
         # D_k \ B_k and B_k (held_fraction 0: all rows train, none held out)
         self.clients, self.held = holdout_split(all_clients, held_fraction, self.seed)
         self.weights = np.array([len(ix) for ix in self.clients], dtype=np.float64)
-        used = torch.as_tensor(np.sort(np.concatenate(all_clients)), device=dev)
+        used = torch.as_tensor(train_rows(partition), device=dev)  # O(n) also for shared partitions
         self.x_used, self.y_used = x_train[used], y_train[used]
         params = {k: v.to(dev) for k, v in model.init(generator(self.seed, 0, -1, "init"), dtype=dtype).items()}
         self.server = algo.server_init(params, dict(spec["hparams"]), self.m)
