@@ -233,6 +233,29 @@ def test_negative_hyperparameter_message():
     assert msg == "experiments.e.algorithms.fedprox.mu: must be >= 0 (got -1)"
 
 
+@pytest.mark.parametrize("algorithms, local, fragments", [
+    ({"fedac": {}}, {}, ["experiments.e.algorithms.fedac: fedac: needs a fixed number of local steps K"]),
+    ({"fedac": {"variant": "III"}}, {"steps": 3}, ["experiments.e.algorithms.fedac:", "got 'III'"]),
+    ({"fedac": {}}, {"steps": 3, "clip_norm": 1.0}, ["experiments.e.algorithms.fedac:", "clipping"]),
+    ({"fedac": {}}, {"steps": 3, "weight_decay": 0.0}, ["experiments.e.algorithms.fedac:", "μ must be"]),
+    ({"mb_ac_sgd": {"beta_formula": "x"}}, {}, ["experiments.e.algorithms.mb_ac_sgd:", "beta_formula"]),
+    ({"mb_sgd": {}}, {"clip_norm": 1.0}, ["experiments.e.algorithms.mb_sgd:", "clipping"]),
+    ({"elastic_fedavg": {"sensitivity": "x"}}, {}, ["experiments.e.algorithms.elastic_fedavg:", "sensitivity"]),
+])
+def test_an_algorithms_own_check_runs_before_any_job(algorithms, local, fragments):
+    """check_cell (the algorithm's own check of a cell's settings) is made by the config check."""
+    cfg = tiny()
+    ecfg = cfg["experiments"]["e"]
+    ecfg["algorithms"] = algorithms
+    base = {"batch_size": 16, "lr": 0.05, "weight_decay": 0.001}
+    ecfg["local"] = {**base, **local} if "steps" in local else {**base, "epochs": 1, **local}
+    rejects(cfg, *fragments)
+    ok = tiny()
+    ok["experiments"]["e"]["algorithms"] = {"fedac": {}, "mb_ac_sgd": {}, "mb_sgd": {}, "elastic_fedavg": {}}
+    ok["experiments"]["e"]["local"] = {**base, "steps": 3}
+    assert len(expand_cells(ok)) == 8
+
+
 def test_wrong_hyperparameter_type():
     cfg = tiny()
     cfg["experiments"]["e"]["algorithms"]["fedprox"]["mu"] = "small"
@@ -1176,8 +1199,9 @@ def test_swept_labels_are_path_safe():
     assert all(re.fullmatch(CELL_ID_PATTERN, c[k]) for c in cells for k in ("partition", "algorithm"))
     cfg = tiny()
     cfg["experiments"]["e"]["algorithms"] = {"elastic_fedavg": {"sweep": {"grid": {"sensitivity": ["a/b"]}}}}
-    rejects(cfg, "experiments.e.algorithms.elastic_fedavg.sweep.grid.sensitivity[0]: the value 'a/b' cannot be "
-            "written into a cell's label")
+    # the algorithm's own check (check_cell) refuses it first, naming the sweep point
+    rejects(cfg, "experiments.e.algorithms.elastic_fedavg:", "(got 'a/b')",
+            "at the sweep point experiments.e.algorithms.elastic_fedavg.sweep.grid.sensitivity[0] = 'a/b'")
 
 
 def test_select_metrics_are_the_numeric_per_round_columns():

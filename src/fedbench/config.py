@@ -760,12 +760,31 @@ def _dataset_settings(exp: dict, ecfg: dict, ds: str, dcfg: dict, known: dict, d
             "local": _merge_local(exp["local"], dcfg.get("local"), f"{dpath}.local"), "local_path": local_path}
 
 
+def _check_algorithm_cell(name: str, hparams: dict, local: dict, path: str) -> None:
+    """The algorithm module's own check of a cell's settings, made before any job: its optional
+    ``check_cell(round_hparams)`` (:mod:`fedbench.algorithms`, e.g. FedAc needs ``local.steps`` and
+    no clipping) gets the hyperparameters of round 1 (:func:`fedbench.engine.loop.round_hparams`);
+    its ValueError becomes a ConfigError at ``path``."""
+    import fedbench.algorithms as algorithms
+
+    check = getattr(algorithms.get_algorithm(name), "check_cell", None)
+    if check is None:
+        return
+    from fedbench.engine.loop import round_hparams
+
+    try:
+        check(round_hparams({"hparams": hparams, "local": local}, 1))
+    except ValueError as e:
+        raise ConfigError(f"{path}: {e}") from None
+
+
 def _seed_cells(exp: dict, dset: dict, pid: str, label: str, algo: tuple[str, dict, dict]) -> list[dict]:
     """The cells of one (partition, algorithm label) of a dataset of an experiment, one per seed."""
     name, hparams, local_over = algo
     after_local = {k: v for k, v in dset["shared"].items() if k != "model"}
     apath = f"{exp['path']}.algorithms.{label}.local"
     local = _finish_local(_merge_local(dset["local"], local_over, apath), apath if local_over else dset["local_path"])
+    _check_algorithm_cell(name, hparams, local, f"{exp['path']}.algorithms.{label}")
     return [{
         "experiment": exp["experiment"], "dataset": dset["dataset"], "partition": pid,
         "algorithm": label, "seed": seed, "algorithm_name": name, "hparams": dict(hparams),

@@ -50,6 +50,16 @@ Every algorithm module ``fedbench.algorithms.<name>`` defines:
     ``messages``: the P ClientMessages of the round, in ascending client id order.
     ``weights``: (P,) float64 tensor of the clients' training-sample counts n_k.
 
+Optional: a check before any job
+
+``check_cell(hparams) -> None``
+    Raises ValueError when a cell's settings cannot run this algorithm (FedAc: local work in
+    epochs, clipping, μ ≤ 0, an unknown ``variant``; Elastic Aggregation: an unknown
+    ``sensitivity``). ``hparams`` are the round-1 hyperparameters
+    (:func:`fedbench.engine.loop.round_hparams`). The config check calls it for every cell and
+    reports the message at ``experiments.<e>.algorithms.<label>``, so the error comes before any
+    job instead of inside one; the module's own functions keep their checks.
+
 Optional: a held-out pass (only Elastic Aggregation has one; see :mod:`fedbench.engine.holdout`)
 
 ``holdout_fraction(hparams) -> float``

@@ -88,6 +88,15 @@ def sensitivity_mode(hparams: dict) -> str:
     return mode
 
 
+def check_cell(hparams: dict) -> None:
+    """Protocol hook (before any job) of the Elastic Aggregation modules: :func:`sensitivity_mode`.
+
+    Raises:
+        ValueError: as :func:`sensitivity_mode`.
+    """
+    sensitivity_mode(hparams)
+
+
 def holdout_fraction(hparams: dict) -> float:
     """Protocol hook: the fraction of each client's data held out as B_k (0 for "none")."""
     if sensitivity_mode(hparams) == "none":

@@ -22,10 +22,11 @@ HPARAMS: dict = dict(elastic.HPARAMS)
 BOUNDS: dict[str, str] = dict(elastic.BOUNDS)
 STRUCTURAL_HPARAMS: tuple[str, ...] = elastic.STRUCTURAL_HPARAMS  # the held-out fraction (stacking)
 
-__all__ = ["BOUNDS", "HPARAMS", "STRUCTURAL_HPARAMS", "broadcast", "client_final", "client_holdout_step",
+__all__ = ["BOUNDS", "HPARAMS", "STRUCTURAL_HPARAMS", "broadcast", "check_cell", "client_final", "client_holdout_step",
            "client_init", "client_step", "holdout_fraction", "server_init", "server_update"]
 
 holdout_fraction = elastic.holdout_fraction
+check_cell = elastic.check_cell
 client_holdout_step = elastic.client_holdout_step
 client_step = fedavg.client_step
 client_final = elastic.with_omega(fedavg.client_final)

@@ -15,6 +15,7 @@ from __future__ import annotations
 from fedbench.algorithms import elastic, fedavgm
 from fedbench.algorithms.elastic_fedavg import (
     broadcast,
+    check_cell,
     client_final,
     client_holdout_step,
     client_init,
@@ -27,7 +28,7 @@ HPARAMS: dict = {**fedavgm.HPARAMS, "dampening": 0.9, **elastic.HPARAMS}
 BOUNDS: dict[str, str] = {**fedavgm.BOUNDS, **elastic.BOUNDS}
 STRUCTURAL_HPARAMS: tuple[str, ...] = elastic.STRUCTURAL_HPARAMS  # the held-out fraction (stacking)
 
-__all__ = ["BOUNDS", "HPARAMS", "STRUCTURAL_HPARAMS", "broadcast", "client_final", "client_holdout_step",
+__all__ = ["BOUNDS", "HPARAMS", "STRUCTURAL_HPARAMS", "broadcast", "check_cell", "client_final", "client_holdout_step",
            "client_init", "client_step", "holdout_fraction", "server_init", "server_update"]
 
 

@@ -73,9 +73,9 @@ BOUNDS: dict[str, str] = {"mu": "(0, inf)"}
 VARIANTS = ("I", "II", "vanilla")
 BETA_FORMULAS = ("paper", "code")
 
-__all__ = ["BETA_FORMULAS", "BOUNDS", "HPARAMS", "VARIANTS", "accelerated_step", "broadcast", "check_choices",
-           "check_local", "client_final", "client_init", "client_step", "coefficients", "couple", "regularized",
-           "server_init", "server_update", "strong_convexity"]
+__all__ = ["BETA_FORMULAS", "BOUNDS", "HPARAMS", "VARIANTS", "accelerated_step", "broadcast", "check_cell",
+           "check_choices", "check_local", "client_final", "client_init", "client_step", "coefficients", "couple",
+           "regularized", "server_init", "server_update", "strong_convexity"]
 
 
 def check_choices(hparams: dict) -> tuple[str, str]:
@@ -92,6 +92,17 @@ def check_choices(hparams: dict) -> tuple[str, str]:
         raise ValueError(f"fedac: beta_formula must be one of {', '.join(map(repr, BETA_FORMULAS))} "
                          f"(got {formula!r})")
     return variant, formula
+
+
+def check_cell(hparams: dict) -> None:
+    """Protocol hook (before any job): the checks of :func:`check_choices` and :func:`check_local`
+    on a cell's round-1 hyperparameters.
+
+    Raises:
+        ValueError: as those two.
+    """
+    check_choices(hparams)
+    check_local(hparams)
 
 
 def strong_convexity(hparams: dict):

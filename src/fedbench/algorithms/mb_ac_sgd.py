@@ -48,13 +48,24 @@ from fedbench.tree import Tree
 HPARAMS: dict = {"variant": "vanilla", "beta_formula": "paper", "mu": None}
 BOUNDS: dict[str, str] = {"mu": "(0, inf)"}
 
-__all__ = ["BOUNDS", "HPARAMS", "broadcast", "client_final", "client_init", "client_step", "server_init",
-           "server_update"]
+__all__ = ["BOUNDS", "HPARAMS", "broadcast", "check_cell", "client_final", "client_init", "client_step",
+           "server_init", "server_update"]
 
 
 def _settings(hparams: dict) -> dict:
     """The module's defaults under the given values (fedac reads its own defaults otherwise)."""
     return {**hparams, **{k: hparam(hparams, HPARAMS, k) for k in HPARAMS}}
+
+
+def check_cell(hparams: dict) -> None:
+    """Protocol hook (before any job): no clipping, μ > 0, a known ``variant`` / ``beta_formula``.
+
+    Raises:
+        ValueError: as :func:`fedbench.algorithms.fedac.check_local` and ``check_choices``.
+    """
+    hp = _settings(hparams)
+    fedac.check_local(hp, "mb_ac_sgd", need_steps=False)
+    fedac.check_choices(hp)
 
 
 def _coupling(server_state: dict, hparams: dict) -> tuple[Tree, tuple]:

@@ -33,8 +33,8 @@ from fedbench.tree import Tree, tree_add, tree_weighted_mean, tree_zeros_like
 HPARAMS: dict = {}
 BOUNDS: dict[str, str] = {}
 
-__all__ = ["BOUNDS", "HPARAMS", "broadcast", "check_no_clipping", "client_final", "client_init", "client_step",
-           "gradient_state", "mean_gradient", "server_init", "server_update"]
+__all__ = ["BOUNDS", "HPARAMS", "broadcast", "check_cell", "check_no_clipping", "client_final", "client_init",
+           "client_step", "gradient_state", "mean_gradient", "server_init", "server_update"]
 
 
 def check_no_clipping(hparams: dict, name: str) -> None:
@@ -42,6 +42,15 @@ def check_no_clipping(hparams: dict, name: str) -> None:
     if hparams.get("clip_norm") is not None:
         raise ValueError(f"{name}: gradient clipping is not part of the algorithm; set local.clip_norm to null "
                          f"(got {hparams['clip_norm']!r})")
+
+
+def check_cell(hparams: dict) -> None:
+    """Protocol hook (before any job): Mb-SGD has no gradient clipping.
+
+    Raises:
+        ValueError: ``clip_norm`` set.
+    """
+    check_no_clipping(hparams, "mb_sgd")
 
 
 def gradient_state(point: Tree) -> dict:
