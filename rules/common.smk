@@ -78,6 +78,11 @@ from types import SimpleNamespace
 from fedbench.codeversion import dataset_version, partition_version, train_version
 from fedbench.engine.stacking import stack_key
 
+# A code version reads the source files it covers: once per argument per Snakemake start (the
+# params of every train, prepare and partition job, and every stacked cell's fingerprint, ask again).
+train_version, dataset_version, partition_version = map(functools.cache, (train_version, dataset_version,
+                                                                           partition_version))
+
 
 def dataset_params(wildcards):
     """The resolved dataset config ({source, **params}) of one dataset id."""
@@ -143,29 +148,32 @@ def aggregate_code_version(wildcards):
     return code_version(["fedbench.analysis.tables", "fedbench.analysis.plots"], within="fedbench.analysis")
 
 
-def _train_resource(key):
-    """A resource function of the train rule: fedbench.config.job_resources of the config's
+def _train_resource(key, cell=None):
+    """A resource function of a train rule: fedbench.config.job_resources of the config's
     resources for the cell's (experiment, dataset), at this attempt (runtime and mem_mb grow
-    with it, so a retry after a time-out or out-of-memory kill asks for more)."""
+    with it, so a retry after a time-out or out-of-memory kill asks for more). The cell is the
+    one the wildcards name, or ``cell`` for a stacked job (its first cell; all share the resources)."""
 
     def get(wildcards, attempt):
-        return job_resources(TRAIN_RESOURCES[(wildcards.experiment, wildcards.dataset)], attempt)[key]
+        where = (cell["experiment"], cell["dataset"]) if cell else (wildcards.experiment, wildcards.dataset)
+        return job_resources(TRAIN_RESOURCES[where], attempt)[key]
 
     get.__name__ = f"train_{key}"
     return get
 
 
-def train_rule_resources():
-    """The resources of the train rule. gpu/gres/slurm_partition are only declared when some
-    experiment sets them, so that otherwise the profile's defaults apply to them untouched
-    (a declared resource whose value is None is dropped by Snakemake)."""
-    res = {key: _train_resource(key) for key in ("runtime", "mem_mb", "cpus_per_task")}
+def train_rule_resources(cell=None):
+    """The resources of the train rule, or with ``cell`` those of a stacked job, for that cell's
+    experiment and dataset. gpu/gres/slurm_partition are only declared when some experiment sets them, so that
+    otherwise the profile's defaults apply to them untouched (a declared resource whose value is
+    None is dropped by Snakemake)."""
+    res = {key: _train_resource(key, cell) for key in ("runtime", "mem_mb", "cpus_per_task")}
     values = list(TRAIN_RESOURCES.values())
     if any(r["gpus"] for r in values):
-        res["gpu"] = _train_resource("gpu")  # Slurm: --gpus=N (none when 0); locally: --resources gpu=N
+        res["gpu"] = _train_resource("gpu", cell)  # Slurm: --gpus=N (none when 0); locally: --resources gpu=N
     for key in ("gres", "slurm_partition"):
         if any(r[key] is not None for r in values):
-            res[key] = _train_resource(key)
+            res[key] = _train_resource(key, cell)
     return res
 
 
@@ -227,12 +235,6 @@ UNSTACKED_EXPERIMENTS = one_of([e for e in EXPERIMENTS if e not in STACKED]) if 
 HISTOGRAM_EXPERIMENTS = list(dict.fromkeys(c["experiment"] for c in CELLS if c.get("delta_histogram")))
 
 
-@functools.cache
-def _cached_versions(kind, *args):
-    """train_version / dataset_version / partition_version, read once per Snakemake start."""
-    return {"train": train_version, "dataset": dataset_version, "partition": partition_version}[kind](*args)
-
-
 def cell_fingerprint(cell):
     """A digest of everything a cell's result depends on: its training spec, the code version of
     the engine, algorithm and model (train_version), and its dataset's and partition's parameters
@@ -243,11 +245,11 @@ def cell_fingerprint(cell):
     dataset = DATASETS[cell["dataset"]]
     record = {
         "spec": spec,
-        "code": _cached_versions("train", spec["algorithm_name"], spec["model"]["name"]),
+        "code": train_version(spec["algorithm_name"], spec["model"]["name"]),
         "dataset": dataset,
-        "dataset_code": _cached_versions("dataset", dataset["source"]),
+        "dataset_code": dataset_version(dataset["source"]),
         "partition": PARTITIONS[(cell["dataset"], cell["partition"])],
-        "partition_code": _cached_versions("partition"),
+        "partition_code": partition_version(),
     }
     return hashlib.sha256(json.dumps(record, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
@@ -316,22 +318,6 @@ def stack_outputs(group):
     if group.cells[0].get("delta_histogram"):
         outputs["delta_histogram"] = [f"{run_dir(c)}/delta_histogram.parquet" for c in group.cells]
     return outputs
-
-
-def stack_resource(group, key):
-    """A resource function of a stacked train job (as _train_resource, for its experiment and dataset)."""
-    resources = TRAIN_RESOURCES[(group.cells[0]["experiment"], group.cells[0]["dataset"])]
-
-    def get(wildcards, attempt):
-        return job_resources(resources, attempt)[key]
-
-    get.__name__ = f"train_{key}"
-    return get
-
-
-def stack_rule_resources(group):
-    """The resources of a stacked train job, declared as train_rule_resources declares them."""
-    return {key: stack_resource(group, key) for key in train_rule_resources()}
 
 
 # Console (Snakefile onsuccess) -------------------------------------------------------------

@@ -80,6 +80,6 @@ for _group in stack_groups():
             _group.log,
         threads: TRAIN_RESOURCES[(_group.cells[0]["experiment"], _group.cells[0]["dataset"])]["cpus"]
         resources:
-            **stack_rule_resources(_group),
+            **train_rule_resources(_group.cells[0]),
         script:
             "../workflow/scripts/train.py"

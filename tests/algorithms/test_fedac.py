@@ -23,13 +23,6 @@ SHAPES = {"a": (3,), "b": (2, 2)}  # two leaves, d = 7
 D = 7
 
 
-@pytest.fixture(autouse=True)
-def _single_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
 
 def _flat(tree):
     return torch.cat([tree[k].reshape(-1) for k in SHAPES])

@@ -27,13 +27,6 @@ RECORD = {"horizontal_flip": {"p": 0.5}, "random_crop": {"size": 6, "padding": 2
           "splits": ["train"]}
 
 
-@pytest.fixture(autouse=True)
-def _single_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
 
 def test_crop_and_flip_by_hand():
     img = torch.arange(1, 10, dtype=torch.float64).reshape(1, 1, 3, 3)  # [[1,2,3],[4,5,6],[7,8,9]]

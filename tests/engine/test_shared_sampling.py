@@ -20,14 +20,6 @@ from fedbench.engine.batches import local_batches
 from fedbench.engine.vectorized import VectorizedClients
 
 
-@pytest.fixture(autouse=True)
-def _single_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 @pytest.fixture(scope="module")
 def toy():
     rng = np.random.default_rng(0)

@@ -21,14 +21,6 @@ RTOL = 1e-10
 CHUNK = 7  # 3 cells × 4 sampled clients a round: two chunks of 6, each mixing two cells
 
 
-@pytest.fixture(autouse=True)
-def _single_thread():
-    """Tiny tensors: intra-op threads only add overhead."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
 
 def _dataset(n=240, d=6, c=3, seed=0):
     rng = np.random.default_rng(seed)

@@ -46,13 +46,6 @@ SAMPLING = {"uniform": {"scheme": "uniform", "participation": 0.5},
             "bernoulli": {"scheme": "bernoulli", "participation": 0.4}}
 
 
-@pytest.fixture(autouse=True)
-def _single_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
 
 @pytest.fixture(scope="module")
 def data():
