@@ -48,7 +48,7 @@ import torch
 
 from fedbench.data.partition import client_indices, train_rows
 from fedbench.engine.checkpoint import CHECKPOINT_FORMAT, load_checkpoint, save_checkpoint
-from fedbench.engine.evaluate import evaluate
+from fedbench.engine.evaluate import evaluate, regularized_objective
 from fedbench.engine.holdout import holdout_split
 from fedbench.engine.sampling import sample_clients
 from fedbench.metrics.communication import as_delta, count_floats, count_nonzeros, entropy_bits, flatten
@@ -264,12 +264,18 @@ class Cell:
         test_loss, test_acc = evaluate(self.model.apply, params, *self.test)
         self.rows.append({**self.identity, "round": 0, "clients_sampled": 0,
                           "train_loss": train_loss, "train_accuracy": train_acc,
+                          "train_objective": self.objective(train_loss, params),
                           "test_loss": test_loss, "test_accuracy": test_acc,
                           "uplink_floats": 0, "uplink_nonzeros": 0,
                           "uplink_entropy_bits": 0.0, "uplink_entropy_bits_delta": 0.0,
                           "downlink_floats": 0,
                           "wall_seconds": time.perf_counter() - self.t_start, "status": "ok",
                           **algorithm_metrics(self.server)})
+
+    def objective(self, train_loss: float, params: dict) -> float:
+        """The ``train_objective`` column: ``train_loss`` + (λ/2)‖θ‖², λ = the spec's
+        ``local.weight_decay`` (:func:`fedbench.engine.evaluate.regularized_objective`)."""
+        return regularized_objective(train_loss, params, self.spec["local"].get("weight_decay"))
 
     def sample(self, t: int) -> np.ndarray:
         """Step 1: the clients P_t of round t (ascending ids), keyed by (seed, t)."""
@@ -325,6 +331,7 @@ class Cell:
                 self.status_reason = f"non-finite loss or parameters at round {t}"
             self.rows.append({**self.identity, "round": t, "clients_sampled": int(len(sampled)),
                               "train_loss": train_loss, "train_accuracy": train_acc,
+                              "train_objective": self.objective(train_loss, params),
                               "test_loss": test_loss, "test_accuracy": test_acc,
                               "uplink_floats": up_floats, "uplink_nonzeros": up_nnz,
                               "uplink_entropy_bits": up_entropy, "uplink_entropy_bits_delta": up_entropy_delta,

@@ -32,3 +32,23 @@ def evaluate(
         loss_sum += F.cross_entropy(logits, yy, reduction="sum").double()
         correct += int((logits.argmax(dim=1) == yy).sum())
     return float(loss_sum) / n, correct / n
+
+
+@torch.no_grad()
+def regularized_objective(loss: float, params: dict, weight_decay: float | None) -> float:
+    """The ℓ2-regularized objective loss + (λ/2)‖θ‖², λ = ``weight_decay`` (None or 0: ``loss``).
+
+    The objective that local SGD with weight decay λ descends (its gradient adds λθ,
+    :func:`fedbench.algorithms.local.sgd_step`); for ``binary_logreg`` it is exactly FedAc's
+    F(w) = (1/N) Σ log(1 + exp(−y xᵀw)) + (λ/2)‖w‖² (Yuan & Ma, NeurIPS 2020, §5), whose optimum
+    F* is :func:`fedbench.metrics.optimum.solve_optimum`.
+
+    Args:
+        loss: the mean loss per sample (from :func:`evaluate`); NaN stays NaN.
+        params: the model's parameters (any shapes); ‖θ‖² sums every entry, in float64.
+        weight_decay: λ ≥ 0.
+    """
+    if not weight_decay:
+        return float(loss)
+    sq = sum(float(torch.sum(p.double() ** 2)) for p in params.values())
+    return float(loss) + 0.5 * float(weight_decay) * sq
