@@ -52,6 +52,7 @@ SOURCE_READERS: dict[str, str] = {
     "digits": "digits", "synthetic": "synthetic", "mnist": "idx", "emnist": "idx", "cifar10": "cifar",
     "cifar100": "cifar", "cinic10": "cinic", "fed_emnist": "tff", "fed_cifar100": "tff",
     "shakespeare": "shakespeare", "a9a": "libsvm", "epsilon": "libsvm", "libsvm_file": "libsvm",
+    "breast_cancer": "breast_cancer",
 }
 REGISTRIES["fedbench.data.registry"] = tuple(sorted({f"fedbench.data.{m}" for m in SOURCE_READERS.values()}))
 # Modules that compute no result: the algorithm registry (names; get_algorithm imports by name).

@@ -48,6 +48,8 @@ import os
 from pathlib import Path
 
 from fedbench.data import cifar, cinic, idx, libsvm, shakespeare, synthetic, tff
+from fedbench.data.breast_cancer import load_breast_cancer
+from fedbench.data.breast_cancer import train_count as breast_cancer_train_count
 from fedbench.data.digits import load_digits
 from fedbench.data.download import fetch_all, with_mirror_checksums
 from fedbench.data.images import check_normalize
@@ -86,6 +88,7 @@ SOURCES: dict[str, dict] = {
     "a9a": {},
     "epsilon": {},
     "libsvm_file": {"path": None, "test_path": None, "n_features": None, "test_fraction": 0.0, "split_seed": 0},
+    "breast_cancer": {"test_fraction": 0.0, "split_seed": 0},
 }
 #: Parameters naming a local file a source reads: the workflow makes them inputs of the prepare
 #: job (rules/data.smk), so a changed file re-prepares the dataset.
@@ -97,7 +100,7 @@ _BUILDERS = {
     "cifar10": cifar.load_cifar10, "cifar100": cifar.load_cifar100, "cinic10": cinic.load_cinic10,
     "fed_emnist": tff.load_fed_emnist, "fed_cifar100": tff.load_fed_cifar100,
     "shakespeare": shakespeare.load_shakespeare, "a9a": libsvm.load_a9a, "epsilon": libsvm.load_epsilon,
-    "libsvm_file": libsvm.load_libsvm_file,
+    "libsvm_file": libsvm.load_libsvm_file, "breast_cancer": load_breast_cancer,
 }
 X_DTYPE = {"shakespeare": "uint8"}  # stored input dtype when not float32
 _CHANNELS = {"mnist": 1, "emnist": 1, "cifar10": 3, "cifar100": 3, "cinic10": 3, "fed_cifar100": 3}
@@ -107,7 +110,8 @@ _CHANNELS = {"mnist": 1, "emnist": 1, "cifar10": 3, "cifar100": 3, "cinic10": 3,
 # before anything is downloaded (fedbench.config calls check_fits for every experiment dataset).
 INPUT_KIND = {"digits": "image", "synthetic": "vector", "mnist": "image", "emnist": "image", "cifar10": "image",
               "cifar100": "image", "cinic10": "image", "fed_emnist": "image", "fed_cifar100": "image",
-              "shakespeare": "text", "a9a": "vector", "epsilon": "vector", "libsvm_file": "vector"}
+              "shakespeare": "text", "a9a": "vector", "epsilon": "vector", "libsvm_file": "vector",
+              "breast_cancer": "vector"}
 NATURAL_CLIENTS = ("synthetic", "fed_emnist", "fed_cifar100", "shakespeare")
 COARSE_LABELS = ("cifar100", "fed_cifar100")
 _MODEL_INPUTS = {"lstm": "text", "cnn": "image"}  # models that need one kind of input; the others flatten
@@ -163,7 +167,7 @@ SHAKESPEARE_MAX_CLIENTS = 2_500
 #: than classes). Not for synthetic (labels are argmax draws, a class can be absent) or
 #: shakespeare (not every one of the 80 letters occurs).
 TRAIN_CLASSES = {"digits": 10, "mnist": 10, "cifar10": 10, "cifar100": 100, "cinic10": 10, "fed_emnist": 62,
-                 "fed_cifar100": 100, "a9a": 2, "epsilon": 2}
+                 "fed_cifar100": 100, "a9a": 2, "epsilon": 2, "breast_cancer": 2}
 #: Synthetic clients whose sizes the size check draws (int64 each); beyond, only the cap bounds them.
 SYNTHETIC_DRAW_LIMIT = 10_000_000
 
@@ -190,6 +194,8 @@ def train_size(source: str, params: dict) -> int | None:
     """
     if source == "digits":
         return DIGITS_IMAGES - math.ceil(DIGITS_IMAGES * params["test_fraction"])  # sklearn rounds the test count up
+    if source == "breast_cancer":
+        return breast_cancer_train_count(params["test_fraction"])
     if source == "synthetic":
         synthetic.check_params(**params)
         if params["num_clients"] <= SYNTHETIC_DRAW_LIMIT:
