@@ -122,7 +122,8 @@ _DATASET_BOUNDS = {
     "test_fraction": "(0, 1)",  # digits, synthetic, shakespeare: a share held out for the test split
 }
 # A source's own bounds where they differ (libsvm_file: no test split is allowed, test_fraction 0).
-_SOURCE_BOUNDS = {"libsvm_file": {"test_fraction": "[0, 1)", "n_features": "[1, inf)", "split_seed": "[0, inf)"}}
+_SOURCE_BOUNDS = {"libsvm_file": {"test_fraction": "[0, 1)", "n_features": "[1, inf)", "split_seed": "[0, inf)"},
+                  "breast_cancer": {"test_fraction": "[0, 1)", "split_seed": "[0, inf)"}}
 
 
 class ConfigError(ValueError):
