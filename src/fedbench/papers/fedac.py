@@ -360,7 +360,8 @@ def markdown_rounds(rounds: pl.DataFrame) -> str:
         rows.append([ds, f"{lam:g}", str(m), f"{target:g}", *cells, g["K_run"][0]])
     notes = ("\nRounds R = T/K: the fewest rounds, over the K values run, at which the best suboptimality (mean over "
              "seeds at the chosen η) is ≤ the target. Paper: §5's stated counts where the setting is the paper's "
-             "claim, else the same rule on the authors' published runs.\n")
+             "claim, else the same rule on the authors' published runs. The paper's 32 rounds for FedAc on a9a "
+             "(λ = 1e-3, M = 8,192) count its 1.04e-3 at K = 128 as reaching 1e-3; by this rule its runs give 64.\n")
     return _table(header, rows, set(range(2, len(header) - 1))) + notes
 
 
