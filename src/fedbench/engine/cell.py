@@ -201,8 +201,12 @@ class Cell:
         # D_k \ B_k and B_k (held_fraction 0: all rows train, none held out)
         self.clients, self.held = holdout_split(all_clients, held_fraction, self.seed)
         self.weights = np.array([len(ix) for ix in self.clients], dtype=np.float64)
-        used = torch.as_tensor(train_rows(partition), device=dev)  # O(n) also for shared partitions
-        self.x_used, self.y_used = x_train[used], y_train[used]
+        used = train_rows(partition)  # ascending, O(n) also for shared partitions
+        if len(used) == len(y_train):  # every row (iid, shared, ...): no copy, one array for stacked cells
+            self.x_used, self.y_used = x_train, y_train
+        else:
+            used = torch.as_tensor(used, device=dev)
+            self.x_used, self.y_used = x_train[used], y_train[used]
         params = {k: v.to(dev) for k, v in model.init(generator(self.seed, 0, -1, "init"), dtype=dtype).items()}
         self.server = algo.server_init(params, dict(spec["hparams"]), self.m)
         self.dev = dev
