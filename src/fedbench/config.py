@@ -756,6 +756,8 @@ def _dataset_settings(exp: dict, ecfg: dict, ds: str, dcfg: dict, known: dict, d
         shared["collapse"] = ecfg["collapse"]
     if inherited_or_none("eval_initial"):  # only when true: no round-0 row otherwise, same spec_id
         shared["eval_initial"] = True
+    if ecfg.get("uplink_entropy") is False:  # only when false: measured otherwise, same spec_id
+        shared["uplink_entropy"] = False
     local_path = f"{dpath}.local" if dcfg.get("local") else f"{epath}.local"
     return {"dataset": ds, "partitions": list(dcfg["partitions"]), "shared": shared,
             "local": _merge_local(exp["local"], dcfg.get("local"), f"{dpath}.local"), "local_path": local_path}
@@ -1224,6 +1226,7 @@ def expand_cells(config: dict) -> list[dict]:
     ``delta_histogram: {"rounds": [sorted ints]}`` ("last" resolved to the cell's rounds; a round
     beyond them is an error); ``collapse`` when the experiment sets it; ``eval_initial: True`` when
     the experiment or dataset sets it true (a round-0 row, :meth:`fedbench.engine.cell.Cell.evaluate_initial`);
+    ``uplink_entropy: False`` when the experiment turns the entropy measurement off;
     last, ``sweep``: None for a cell of no sweep, else
     ``{"label": <configured label>, "partition": <configured partition id>, "point": {axis: value},
     "grid": {axis: [values]}, "select": {metric, statistic, last, direction, average_seeds}}``

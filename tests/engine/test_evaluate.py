@@ -60,3 +60,27 @@ def test_cells_record_train_objective_at_every_evaluation():
     w = info["params"]["weight"].numpy()
     assert rows[-1]["train_objective"] == pytest.approx(logistic_objective(w, x[:50], y[:50], 0.01), rel=1e-13)
     assert all(r["train_objective"] > r["train_loss"] for r in rows)
+
+
+def test_uplink_entropy_off_leaves_the_columns_null_and_changes_nothing_else():
+    from fedbench.engine.loop import train
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(60, 4)).astype(np.float32)
+    y = (x @ rng.normal(size=4) > 0).astype(np.int64)
+    ds = Dataset("toy", x[:50], y[:50], x[50:], y[50:], num_classes=2)
+    part = make_partition(ds, {"scheme": "shared", "num_clients": 3}, seed=0)
+    spec = {
+        "experiment": "t", "dataset": "toy", "partition": "shared", "algorithm": "fedavg", "seed": 0,
+        "algorithm_name": "fedavg", "hparams": {}, "model": {"name": "binary_logreg"},
+        "local": {"epochs": None, "steps": 2, "batch_size": 1, "lr": 0.1, "lr_decay": 1.0,
+                  "weight_decay": 0.01, "clip_norm": None, "replacement": True},
+        "sampling": {"scheme": "uniform", "participation": 1.0}, "rounds": 3, "eval_every": 1,
+        "target_accuracy": None, "dtype": "float64", "eval_initial": True,
+    }
+    on, _ = train(spec, ds, part, device="cpu", engine="vectorized")
+    off, _ = train({**spec, "uplink_entropy": False}, ds, part, device="cpu", engine="vectorized")
+    assert all(r["uplink_entropy_bits"] is None and r["uplink_entropy_bits_delta"] is None for r in off)
+    assert on[-1]["uplink_entropy_bits"] > 0
+    for a, b in zip(on, off):
+        assert a["train_objective"] == b["train_objective"] and a["uplink_nonzeros"] == b["uplink_nonzeros"]
