@@ -116,7 +116,8 @@ INPUT_KIND = {"digits": "image", "synthetic": "vector", "mnist": "image", "emnis
               "quadratic": "quadratic"}
 NATURAL_CLIENTS = ("synthetic", "fed_emnist", "fed_cifar100", "shakespeare", "quadratic")
 COARSE_LABELS = ("cifar100", "fed_cifar100")
-_MODEL_INPUTS = {"lstm": "text", "cnn": "image", "quadratic": "quadratic"}  # models that need one kind of input; the others flatten
+# models that need one kind of input; the others flatten
+_MODEL_INPUTS = {"lstm": "text", "cnn": "image", "quadratic": "quadratic"}
 
 
 def check_fits(source: str, model: str | None = None, scheme: str | None = None) -> None:
