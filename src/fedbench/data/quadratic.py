@@ -115,7 +115,7 @@ def check_params(num_clients=10, dim=10, mu=1.0, L=10.0, spectrum="uniform", sha
         bad("seed", seed, "an integer >= 0")
 
 
-def examples_per_client(params: dict) -> int:
+def client_size(params: dict) -> int:
     """n, each client's number of examples (``examples_per_client``, or ``dim`` when null)."""
     n = params.get("examples_per_client")
     return int(params.get("dim", DEFAULTS["dim"]) if n is None else n)
@@ -195,7 +195,7 @@ def generate_quadratic(num_clients: int = 10, dim: int = 10, mu: float = 1.0, L:
               "noise": noise, "seed": seed}
     check_params(**params)
     rows = [client_problem(i, **params)["rows"] for i in range(num_clients)]
-    n = examples_per_client(params)
+    n = client_size(params)
     x = np.concatenate(rows)
     y = np.zeros(len(x), dtype=np.int64)
     clients = np.repeat(np.arange(num_clients, dtype=np.int64), n)
@@ -244,4 +244,4 @@ def train_size(params: dict) -> int:
         ParamError: as :func:`check_params`.
     """
     check_params(**params)
-    return int(params["num_clients"]) * examples_per_client(params)
+    return int(params["num_clients"]) * client_size(params)
