@@ -74,7 +74,7 @@ SERVER_OPTS = ("gd", "heavy_ball", "nesterov", "adam")
 
 __all__ = ["BOUNDS", "HPARAMS", "SERVER_OPTS", "THETA_NAMES", "accumulate", "broadcast", "check_cell", "check_theta",
            "client_final", "client_init", "client_step", "mean_pseudo_gradient", "server_init", "server_step",
-           "server_update", "theta_vector"]
+           "server_update", "theta_vector", "weight_decay_of"]
 
 
 def check_theta(theta) -> str | tuple[float, ...]:
@@ -124,6 +124,12 @@ def check_server_opt(hparams: dict) -> str:
     return opt
 
 
+def _check_no_clipping(hparams: dict, name: str) -> None:
+    if hparams.get("clip_norm") is not None:
+        raise ValueError(f"{name}: gradient clipping would make the message a non-linear function of the "
+                         f"gradients; set local.clip_norm to null (got {hparams['clip_norm']!r})")
+
+
 def check_cell(hparams: dict) -> None:
     """Protocol hook (before any job): ``theta`` and ``server_opt`` are known values; no gradient
     clipping; an explicit Θ has no more weights than ``local.steps`` (when local work is in steps).
@@ -133,9 +139,7 @@ def check_cell(hparams: dict) -> None:
     """
     theta = check_theta(hparam(hparams, HPARAMS, "theta"))
     check_server_opt(hparams)
-    if hparams.get("clip_norm") is not None:
-        raise ValueError(f"local_update: gradient clipping would make the message a non-linear function of the "
-                         f"gradients; set local.clip_norm to null (got {hparams['clip_norm']!r})")
+    _check_no_clipping(hparams, "local_update")
     steps = hparams.get("local_steps")
     if isinstance(theta, tuple) and steps is not None and len(theta) > steps:
         raise ValueError(f"local_update: theta has K(Θ) = {len(theta)} weights but a client takes local.steps = "
@@ -167,7 +171,12 @@ def client_init(server_state: dict, client_state: dict | None, hparams: dict) ->
     """x_1 = x; the anchor x (``global_params``) for the proximal term; ``pseudo_grad`` = 0 (the
     running Σ θ_k g_k); ``theta_rest``: the weights of the steps still to come (explicit Θ and
     ``first``; a 1-D tensor shifted by one each step), absent for ``all`` and ``last``. Clients are
-    stateless."""
+    stateless.
+
+    Raises:
+        ValueError: ``clip_norm`` is set, or ``theta`` is not valid (:func:`check_theta`).
+    """
+    _check_no_clipping(hparams, "local_update")
     params = server_state["params"]
     theta = check_theta(hparam(hparams, HPARAMS, "theta"))
     extra = {"global_params": params, "pseudo_grad": tree_zeros_like(params)}
@@ -195,12 +204,18 @@ def accumulate(step_state: dict, direction: Tree, theta) -> dict:
             "theta_rest": shifted}
 
 
+def weight_decay_of(hparams: dict):
+    """λ = ``weight_decay`` (None: 0), a Python number or a 0-d tensor (never tested for truth)."""
+    value = hparams.get("weight_decay")
+    return 0.0 if value is None else value
+
+
 def client_step(step_state: dict, batch, hparams: dict, grad_fn) -> dict:
     """g_k = ∇f_i(x_k; b) + α (x_k − x) + λ x_k;  x_{k+1} = x_k − γ g_k;  Σ θ_k g_k updated.
 
     α (``alpha``), λ (``weight_decay``) and γ (``lr``) may be 0-d tensors (stacked cells)."""
     alpha = number(hparam(hparams, HPARAMS, "alpha"))
-    weight_decay = hparams.get("weight_decay") or 0.0
+    weight_decay = weight_decay_of(hparams)
     x, y = batch
     params = step_state["params"]
     grads, loss = grad_fn(params, x, y)

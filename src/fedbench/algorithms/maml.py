@@ -19,7 +19,10 @@ with S_0..S_{K−1}, S_out taken from b by ``inner_batches``:
   the engine against :mod:`fedbench.algorithms.local_update` with theta = [0, …, 0, 1]);
 - ``split``: b's rows are dealt round-robin into K + 1 parts (row j → part j mod (K + 1)): S_k is
   part k, S_out part K, so the inner minibatches and the outer one are disjoint (the paper's
-  fixed minibatches S_1..S_K and an independent z). A batch needs at least K + 1 rows.
+  fixed minibatches S_1..S_K and an independent z). Every minibatch needs at least K + 1 rows
+  (``local.batch_size`` ≥ K + 1, and clients of at least K + 1 rows in each batch, partial last
+  batches of an epoch included): an empty part has a NaN mean loss, and the run is recorded as
+  diverged. Prefer ``local.steps`` with such batch sizes.
 
 With ``local.steps`` (or epochs) giving S minibatches, the client evaluates S such meta-gradients at
 the same x and sends their mean (like Mb-SGD's clients: :mod:`fedbench.algorithms.mb_sgd`):
@@ -48,7 +51,7 @@ import torch
 
 from fedbench.algorithms.hparams import hparam
 from fedbench.algorithms.local import advance, init_step_state, sgd_step
-from fedbench.algorithms.local_update import broadcast, mean_pseudo_gradient, server_init, server_step
+from fedbench.algorithms.local_update import broadcast, mean_pseudo_gradient, server_init, server_step, weight_decay_of
 from fedbench.algorithms.local_update import check_server_opt as _check_server_opt
 from fedbench.tree import Tree, tree_add, tree_axpy, tree_vdot, tree_zeros_like
 
@@ -85,6 +88,10 @@ def check_cell(hparams: dict) -> None:
     """
     _choices(hparams)
     _check_server_opt(hparams)
+    _check_no_clipping(hparams)
+
+
+def _check_no_clipping(hparams: dict) -> None:
     if hparams.get("clip_norm") is not None:
         raise ValueError(f"maml: gradient clipping is not part of the algorithm; set local.clip_norm to null "
                          f"(got {hparams['clip_norm']!r})")
@@ -104,7 +111,7 @@ def meta_gradient(params: Tree, batch, hparams: dict, grad_fn) -> tuple[Tree, to
     through the K inner steps. γ = ``lr`` and λ = ``weight_decay`` may be 0-d tensors."""
     inner_steps, mode = _choices(hparams)
     gamma = hparams["lr"]
-    lam = hparams.get("weight_decay") or 0.0
+    lam = weight_decay_of(hparams)
     parts = inner_parts(*batch, inner_steps, mode)
 
     def meta_loss(point: Tree):
@@ -124,7 +131,13 @@ def meta_gradient(params: Tree, batch, hparams: dict, grad_fn) -> tuple[Tree, to
 
 
 def client_init(server_state: dict, client_state: dict | None, hparams: dict) -> dict:
-    """The point x (``params``, which does not move) and ``grad_sum`` = 0; clients are stateless."""
+    """The point x (``params``, which does not move) and ``grad_sum`` = 0; clients are stateless.
+
+    Raises:
+        ValueError: ``clip_norm`` is set, or an invalid ``inner_steps`` / ``inner_batches``.
+    """
+    _check_no_clipping(hparams)
+    _choices(hparams)
     return init_step_state(server_state["params"], grad_sum=tree_zeros_like(server_state["params"]))
 
 
