@@ -16,7 +16,10 @@ participation: the paper's deterministic setting), float64, through :func:`fedbe
   trains exactly as the Θ_{2K+1} member (1e-12);
 - the two engines agree (1e-10), stochastic minibatches and partial participation included (MAML's
   vmapped double backward included);
-- Corollary 1's trade-off: a larger γ is closer to x* after a few rounds and farther after many.
+- Corollary 1's trade-off: a larger γ is closer to x* after a few rounds and farther after many;
+  the engine's train_loss − f* is ½‖x_T − x*‖²_H exactly (so its loss curves are distance curves);
+- stochastic clients (noisy examples, minibatches with replacement): the mean over 128 stacked seeds
+  follows the deterministic surrogate recursion (Theorem 1 in expectation, 5 standard errors).
 """
 
 from __future__ import annotations
@@ -27,11 +30,11 @@ import torch
 
 from fedbench.algorithms import ALGORITHMS, get_algorithm, local_update, maml
 from fedbench.data.partition import make_partition
-from fedbench.data.quadratic import client_quadratics, generate_quadratic
+from fedbench.data.quadratic import client_quadratics, generate_quadratic, global_optimum
 from fedbench.data.store import Dataset
 from fedbench.engine.batches import local_batches
 from fedbench.engine.local import train_client
-from fedbench.engine.loop import train
+from fedbench.engine.loop import train, train_seeds
 from fedbench.models import build_model, make_grad_fn
 from fedbench.theory import quadratic as tq
 from fedbench.theory import rates
@@ -271,3 +274,40 @@ def test_larger_gamma_is_faster_to_a_worse_point():
 def test_check_cell_refuses_bad_settings(module, hp, match):
     with pytest.raises(ValueError, match=match):
         module.check_cell({"clip_norm": None, "local_steps": 5, **hp})
+
+
+def test_stochastic_clients_follow_the_surrogate_recursion_in_expectation(noisy):
+    """Theorem 1 with minibatch noise: minibatches drawn with replacement (independent across steps)
+    make E[q_i | x] = Q_i A_i (x − c_i) exactly, so with server GD the mean over seeds of x_T is the
+    deterministic recursion x_{t+1} = x_t − η(H̃x_t − b̃). 128 seeds trained stacked in one engine;
+    each coordinate within 5 standard errors (observed: 1.4). The power: the recursion of a wrong γ
+    (0.15) or Θ (Θ_{1:4}) is 7.6 and 13 standard errors away (measured 2026-11-25)."""
+    ds, part = noisy
+    A, c, p = client_quadratics(ds.x_train, ds.client_train)
+    theta, alpha, gamma, eta, rounds = [0.5, 0.0, 2.0, 1.0], 0.3, 0.2, 0.2, 10
+    hp = LU | {"theta": theta, "alpha": alpha, "server_lr": eta}
+    specs = [_spec("local_update", hp, lr=gamma, steps=4, rounds=rounds, batch_size=12, replacement=True)
+             | {"seed": s} for s in range(128)]
+    runs = train_seeds(specs, ds, [part] * len(specs), device="cpu", engine="vectorized")
+    xs = np.stack([info["params"]["weight"].numpy() for _, info in runs])
+    H = tq.surrogate_hessian(A, p, alpha, gamma, _theta(theta))
+    b = H @ tq.surrogate_minimizer(A, c, p, alpha, gamma, _theta(theta))
+    x = np.zeros(A.shape[1])
+    for _ in range(rounds):
+        x = x - eta * (H @ x - b)
+    se = xs.std(axis=0, ddof=1) / np.sqrt(len(xs))
+    assert se.min() > 1e-4  # really stochastic
+    assert np.all(np.abs(xs.mean(axis=0) - x) < 5 * se), (xs.mean(axis=0) - x) / se
+
+
+def test_train_loss_is_the_optimum_plus_half_the_squared_h_norm(problem):
+    """The engine's train_loss − f* = ½(x_T − x*)ᵀE[A_i](x_T − x*) (1e-12): the metrics' loss curves
+    are ‖x_t − x*‖_H curves (Corollary 1's trade-off, plotted by local_update_quick.yaml)."""
+    ds, part, A, c, p = problem
+    spec = _spec("local_update", LU | {"server_lr": 0.05}, rounds=7)
+    rows, info = train(spec, ds, part, device="cpu", engine="sequential")
+    x = info["params"]["weight"].numpy()
+    x_star, f_star = global_optimum(ds.x_train, ds.client_train)
+    np.testing.assert_allclose(x_star, tq.true_minimizer(A, c, p), rtol=0, atol=1e-12)
+    H = np.einsum("i,ijk->jk", p, A)
+    assert rows[-1]["train_loss"] - f_star == pytest.approx(0.5 * (x - x_star) @ H @ (x - x_star), rel=1e-10, abs=1e-14)

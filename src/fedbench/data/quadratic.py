@@ -40,7 +40,8 @@ and independent across steps with ``local.replacement: true`` (Theorem 1's assum
 The test split holds the same rows as the train split (the problem has no held-out data): test
 loss = train loss = the mean of the clients' losses weighted by n (equal here), f(x) plus the
 noise constant. :func:`client_quadratics` recovers (A, c, p) from a prepared dataset's rows, in
-float64: the exact problem the engine trains, for the closed forms of :mod:`fedbench.theory`.
+float64: the exact problem the engine trains, for the closed forms of :mod:`fedbench.theory`;
+:func:`global_optimum` gives x* and f*, so ``train_loss − f*`` = ½‖x_t − x*‖²_{E[A_i]}.
 
 Randomness is keyed (:mod:`fedbench.rng`): client i's draws (spectrum, U_i, c_i, Q, ε) come
 from ``generator(seed, 0, i, "dataset")``, so a client does not depend on how many others there are.
@@ -235,6 +236,22 @@ def client_quadratics(x: np.ndarray, clients: np.ndarray) -> tuple[np.ndarray, n
         p.append(len(ti))
     p = np.asarray(p, dtype=np.float64)
     return np.stack(A), np.stack(c), p / p.sum()
+
+
+def global_optimum(x: np.ndarray, clients: np.ndarray) -> tuple[np.ndarray, float]:
+    """(x*, f*) of the problem the rows ``x`` define: x* = E[A_i]⁻¹E[A_i c_i] (the true minimizer of
+    Σ p_i f_i, p_i = n_i/N) and f* the mean row loss ½(aᵀx* − t)² over all rows, which is what the
+    engine's ``train_loss`` (and ``test_loss``) report, so that ``train_loss − f*`` =
+    ½(x − x*)ᵀE[A_i](x − x*) = ½‖x − x*‖²_H exactly (H = E[A_i]), in float64.
+
+    Args: as :func:`client_quadratics`.
+    """
+    A, c, p = client_quadratics(x, clients)
+    hessian = np.einsum("i,ijk->jk", p, A)
+    x_star = np.linalg.solve(hessian, np.einsum("i,ijk,ik->j", p, A, c))
+    rows = np.asarray(x, dtype=np.float64)
+    residual = rows[:, :-1] @ x_star - rows[:, -1]
+    return x_star, float(0.5 * np.mean(residual**2))
 
 
 def train_size(params: dict) -> int:
