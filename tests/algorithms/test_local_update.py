@@ -229,10 +229,14 @@ def test_engines_agree_with_minibatches_and_partial_participation(noisy, alg, hp
     assert np.abs(ref).max() > 1e-3  # it moved
 
 
-def test_maml_trains_on_a_classifier_in_both_engines(toy):
+@pytest.mark.parametrize("inner_batches,local", [("shared", {"epochs": 1}), ("split", {"steps": 2})])
+def test_maml_trains_on_a_classifier_in_both_engines(toy, inner_batches, local):
+    """Double backward through an MLP under vmap; with ``split``, clients smaller than the batch
+    (two clients of 4 rows, batch 6: the vectorized engine pads them with rows labelled −100) keep
+    their parts."""
     ds, part = toy
-    spec = _spec("maml", MAML | {"inner_steps": 2, "server_lr": 0.5}, model="mlp", epochs=1, batch_size=6,
-                 participation=0.5, rounds=2, lr=0.1)
+    spec = _spec("maml", MAML | {"inner_steps": 2, "inner_batches": inner_batches, "server_lr": 0.5}, model="mlp",
+                 batch_size=6, participation=1.0, rounds=2, lr=0.1, **local)
     spec["model"] = {"name": "mlp", "hidden": [4]}
     ref = _final(spec, ds, part, "sequential")
     got = _final(spec, ds, part, "vectorized", chunk_size=4)

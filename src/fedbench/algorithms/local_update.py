@@ -33,7 +33,8 @@ f̃ and converges (deterministically) to x*(α, γ, Θ) = E[Q_i A_i]⁻¹ E[Q_i 
 
 ``theta``: ``all`` (Θ_{1:K}, the default, also written null), ``last`` (Θ_K: only the last local gradient), ``first``
 (Θ_1: only the first), or an explicit list [θ_1, …, θ_K] of non-negative numbers, not all 0
-(K(Θ) = its length; steps beyond it carry weight 0). ``all`` and ``last`` take K as the client's
+(K(Θ) = its length; steps beyond it carry weight 0, and a client that takes fewer steps, as with
+local work in epochs, uses only the first weights). ``all`` and ``last`` take K as the client's
 number of local steps this round, so they also work with local work given in epochs.
 
 Departures and choices:
@@ -100,8 +101,13 @@ def check_theta(theta) -> str | tuple[float, ...]:
 
 
 def theta_vector(theta, steps: int):
-    """Θ as a numpy-free list of K(Θ) weights for a client taking ``steps`` local steps
-    (``all``: ``steps`` ones; ``last``: zeros and a final 1; ``first``: [1]; a list: itself)."""
+    """Θ = [θ_1, …, θ_K(Θ)] as a list of floats for a client taking ``steps`` local steps (``all``:
+    ``steps`` ones; ``last``: ``steps − 1`` zeros and a final 1; ``first``: [1]; a list: itself), the
+    argument :mod:`fedbench.theory.quadratic` takes for the same client.
+
+    Raises:
+        ValueError: an invalid ``theta`` (:func:`check_theta`).
+    """
     theta = check_theta(theta)
     if theta == "all":
         return [1.0] * steps
