@@ -8,7 +8,9 @@ participation: the paper's deterministic setting), float64, through :func:`fedbe
 - Lemma 11: the engine's fixed point is x*(α, γ, Θ) = E[Q_i A_i]⁻¹E[Q_i A_i c_i] (1e-8) for the three
   server optimizers with tuned (η, β), and it is not x* (the test can fail);
 - the contraction of server GD with η = 2/(λ_max + λ_min) of H̃ is (cond H̃ − 1)/(cond H̃ + 1) (1e-6),
-  at most Table 2's ρ(κ) of the condition bound (9);
+  at most Table 2's ρ(κ) of the condition bound (9); with heavy ball and Nesterov the engine's iterates
+  are the momentum recursions on the surrogate (1e-12), whose spectral radius at the tuned (η, β) is
+  Table 2's ρ(cond H̃) (1e-6);
 - Appendix A: FedAvg ≡ LocalUpdate(Θ_{1:K}, GD, η = γ), FedProx(μ) ≡ α = μ, Reptile(ε) ≡ η = εγ,
   FedAvgM(η_s, β) ≡ heavy ball with η = η_s γ, through both engines (1e-12), on the quadratic problem
   and on a classification problem with partial participation and unequal clients;
@@ -157,6 +159,37 @@ def test_server_gd_contracts_at_the_predicted_rate(problem):
     observed = np.linalg.norm(err[25]) / np.linalg.norm(err[24])
     assert abs(observed - rho) < 1e-4 * rho, (observed, rho)
     assert rho <= rates.rate(tq.condition_bound(A, p, 0.0, GAMMA, theta), "gd") + 1e-12
+
+
+@pytest.mark.parametrize("server", ["heavy_ball", "nesterov"])
+def test_momentum_servers_are_their_linear_recursions_at_table_2_rates(problem, server):
+    """Deterministic LocalUpdate with server momentum is, exactly, the momentum method on the
+    surrogate: e_t = x_t − x*(·) and the buffer v_t follow
+    heavy ball  e_{t+1} = e_t − ηH̃e_t + β(e_t − e_{t−1}),
+    Nesterov    v_{t+1} = βv_t + H̃e_t,  e_{t+1} = e_t − η(H̃e_t + βv_{t+1})   (torch form),
+    (the engine's x_8 to 1e-12), and with the tuned (η, β) of Table 2 the spectral radius of that
+    recursion is Table 2's ρ(cond H̃) (1e-6: the extreme eigenvalues are defective)."""
+    ds, part, A, c, p = problem
+    theta = _theta("all")
+    H = tq.surrogate_hessian(A, p, 0.0, GAMMA, theta)
+    ev = np.linalg.eigvalsh(H)
+    eta, beta = rates.tuned_server_parameters(ev[-1], ev[0], server)
+    hp = LU | {"server_opt": server, "server_lr": eta, "momentum": beta}
+    x_theta = tq.surrogate_minimizer(A, c, p, 0.0, GAMMA, theta)
+    d, rounds = len(ev), 8
+    eye = np.eye(d)
+    if server == "heavy_ball":  # state (e_t, e_{t−1})
+        M = np.block([[(1 + beta) * eye - eta * H, -beta * eye], [eye, 0 * eye]])
+        state = np.concatenate([-x_theta, -x_theta])
+    else:  # state (e_t, v_t)
+        M = np.block([[eye - eta * (1 + beta) * H, -eta * beta**2 * eye], [H, beta * eye]])
+        state = np.concatenate([-x_theta, np.zeros(d)])
+    for _ in range(rounds):
+        state = M @ state
+    x = _final(_spec("local_update", hp, rounds=rounds), ds, part)
+    np.testing.assert_allclose(x, x_theta + state[:d], rtol=0, atol=1e-12)
+    radius = np.abs(np.linalg.eigvals(M)).max()
+    assert radius == pytest.approx(float(rates.rate(ev[-1] / ev[0], server)), rel=1e-6)
 
 
 @pytest.mark.parametrize("engine", ["sequential", "vectorized"])
