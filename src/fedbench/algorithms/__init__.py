@@ -101,6 +101,7 @@ ALGORITHMS = (
     "fedadam", "fedyogi", "fedadagrad",
     "fedac", "mb_sgd", "mb_ac_sgd",
     "fednova",
+    "local_update", "reptile", "maml",
 )
 
 

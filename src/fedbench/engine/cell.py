@@ -268,8 +268,8 @@ class Cell:
         if self.rows:
             raise RuntimeError(f"evaluate_initial: the cell already has rows up to round {self.rows[-1]['round']}")
         params = self.server["params"]
-        train_loss, train_acc = evaluate(self.model.apply, params, self.x_used, self.y_used)
-        test_loss, test_acc = evaluate(self.model.apply, params, *self.test)
+        train_loss, train_acc = evaluate(self.model.apply, params, self.x_used, self.y_used, loss=self.model.loss)
+        test_loss, test_acc = evaluate(self.model.apply, params, *self.test, loss=self.model.loss)
         h0 = None if self.spec.get("uplink_entropy") is False else 0.0
         self.rows.append({**self.identity, "round": 0, "clients_sampled": 0,
                           "train_loss": train_loss, "train_accuracy": train_acc,
@@ -336,8 +336,8 @@ class Cell:
         self.counters = (up_floats, up_nnz, down_floats, up_entropy, up_entropy_delta)
         if diverged or t % spec["eval_every"] == 0 or t == rounds:
             params = self.server["params"]
-            train_loss, train_acc = evaluate(self.model.apply, params, self.x_used, self.y_used)
-            test_loss, test_acc = evaluate(self.model.apply, params, *self.test)
+            train_loss, train_acc = evaluate(self.model.apply, params, self.x_used, self.y_used, loss=self.model.loss)
+            test_loss, test_acc = evaluate(self.model.apply, params, *self.test, loss=self.model.loss)
             diverged = diverged or not np.isfinite(train_loss)
             if diverged:
                 self.status, test_acc, train_acc = "diverged", float("nan"), float("nan")

@@ -1,4 +1,5 @@
-"""Evaluation of the server model: mean cross-entropy and accuracy over a dataset split."""
+"""Evaluation of the server model: mean cross-entropy and accuracy over a dataset split (or the
+mean of a model's own loss, without accuracy: :class:`fedbench.models.Model`'s ``loss``)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import torch.nn.functional as F
 
 @torch.no_grad()
 def evaluate(
-    apply: Callable, params: dict, x: torch.Tensor, y: torch.Tensor, batch_size: int = 4096
+    apply: Callable, params: dict, x: torch.Tensor, y: torch.Tensor, batch_size: int = 4096,
+    loss: Callable | None = None,
 ) -> tuple[float, float]:
     """(mean loss per sample, accuracy in [0, 1]) of ``apply(params, ·)`` on (x, y).
 
@@ -18,6 +20,8 @@ def evaluate(
         x: (n, *feature_shape) inputs on the model's device; y: (n,) int64 labels.
         batch_size: evaluation chunk size (memory bound only; the result does not depend on it
             beyond float summation order).
+        loss: None (cross-entropy of the logits, and accuracy), or a model's own
+            ``loss(outputs, y, reduction)`` (:class:`fedbench.models.Model`): its mean, and accuracy NaN.
 
     Returns NaN for both when n = 0.
     """
@@ -29,9 +33,12 @@ def evaluate(
     for i in range(0, n, batch_size):
         logits = apply(params, x[i : i + batch_size])
         yy = y[i : i + batch_size]
+        if loss is not None:
+            loss_sum += loss(logits, yy, reduction="sum").double()
+            continue
         loss_sum += F.cross_entropy(logits, yy, reduction="sum").double()
         correct += int((logits.argmax(dim=1) == yy).sum())
-    return float(loss_sum) / n, correct / n
+    return float(loss_sum) / n, (float("nan") if loss is not None else correct / n)
 
 
 @torch.no_grad()

@@ -24,6 +24,9 @@ Models and their options (defaults in :data:`MODELS`):
 - ``cnn`` (:mod:`.cnn`): the FedAvg-paper CNN; ``channels``, ``kernel_size``, ``hidden``, ``padding``.
 - ``lstm`` (:mod:`.lstm`): the Shakespeare character LSTM; ``vocab_size``, ``embed_dim``, ``hidden``
   (one LSTM layer per entry). Input: (B, T) integer character ids.
+- ``quadratic`` (:mod:`.quadratic`): least squares on the rows [a, t] of the federated quadratic
+  problem (:mod:`fedbench.data.quadratic`); ``init``: ``zeros`` or ``normal``. Not a classifier:
+  it declares its own loss ½(aᵀx − t)² (``Model.loss``) and has no accuracy.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from fedbench.models import binary_logreg, cnn, logreg, lstm, mlp
+from fedbench.models import binary_logreg, cnn, logreg, lstm, mlp, quadratic
 from fedbench.params import resolve_params
 from fedbench.tree import Tree, tree_numel
 
@@ -49,11 +52,17 @@ class Model(NamedTuple):
     LSTM; see :data:`fedbench.models.cnn.BATCH_CLIENTS_ON_CPU` and
     :data:`fedbench.models.lstm.BATCH_CLIENTS_ON_CPU`). The vectorized engine's automatic chunk
     size is 1 on CPU when it is False.
+
+    ``loss``: None for a classifier (``apply`` gives logits; the loss is cross-entropy and the
+    evaluation reports accuracy), or ``loss(outputs, y, reduction) -> 0-d tensor`` for a model that
+    declares its own (the quadratic model: ½ r²; ``reduction`` "mean" over the rows whose label is
+    not −100, or "sum"); such a model has no accuracy (NaN).
     """
 
     init: Callable[..., Tree]
     apply: Callable[[Tree, torch.Tensor], torch.Tensor]
     batch_clients_on_cpu: bool = True
+    loss: Callable[..., torch.Tensor] | None = None
 
 
 MODELS: dict[str, dict] = {
@@ -62,6 +71,7 @@ MODELS: dict[str, dict] = {
     "cnn": {"channels": [32, 64], "kernel_size": 5, "hidden": [512], "padding": "same"},
     "lstm": {"vocab_size": 80, "embed_dim": 8, "hidden": [100, 100]},
     "binary_logreg": {"init": "normal"},
+    "quadratic": {"init": "zeros"},
 }
 
 
@@ -99,6 +109,8 @@ def model_options(cfg: dict) -> tuple[str, dict]:
         if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 1:
             raise ValueError(f"model {name!r}: 'kernel_size' must be a positive integer; got {k!r}")
         opts["kernel_size"] = int(k)
+    if name == "quadratic" and opts["init"] not in quadratic.INITS:
+        raise ValueError(f"model {name!r}: 'init' must be one of {quadratic.INITS}; got {opts['init']!r}")
     if name == "binary_logreg" and opts["init"] not in binary_logreg.INITS:
         raise ValueError(f"model {name!r}: 'init' must be one of {binary_logreg.INITS}; got {opts['init']!r}")
     if "padding" in opts and opts["padding"] not in cnn.PADDINGS:
@@ -106,7 +118,8 @@ def model_options(cfg: dict) -> tuple[str, dict]:
     return name, opts
 
 
-_MODULES = {"logreg": logreg, "binary_logreg": binary_logreg, "mlp": mlp, "cnn": cnn, "lstm": lstm}
+_MODULES = {"logreg": logreg, "binary_logreg": binary_logreg, "mlp": mlp, "cnn": cnn, "lstm": lstm,
+            "quadratic": quadratic}
 
 
 def check_classes(name: str, num_classes: int | None) -> None:
@@ -149,11 +162,19 @@ def build_model(cfg: dict, input_shape: tuple, num_classes: int) -> Model:
         apply = functools.partial(cnn.apply, input_shape=cnn.image_shape(input_shape), padding=opts["padding"])
     else:
         apply = module.apply
-    return Model(init, apply, getattr(module, "BATCH_CLIENTS_ON_CPU", True))
+    return Model(init, apply, getattr(module, "BATCH_CLIENTS_ON_CPU", True), getattr(module, "loss", None))
 
 
 def make_loss_fn(model: Model) -> Callable[[Tree, torch.Tensor, torch.Tensor], torch.Tensor]:
-    """``loss_fn(params, x, y) -> 0-d tensor``: mean cross-entropy of ``model.apply(params, x)``."""
+    """``loss_fn(params, x, y) -> 0-d tensor``: mean cross-entropy of ``model.apply(params, x)``, or
+    the model's own loss (``model.loss``, mean reduction) when it declares one."""
+    if model.loss is not None:
+        own = model.loss
+
+        def own_loss_fn(params: Tree, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+            return own(model.apply(params, x), y)
+
+        return own_loss_fn
 
     def loss_fn(params: Tree, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         return F.cross_entropy(model.apply(params, x), y)
