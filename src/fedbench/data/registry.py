@@ -120,7 +120,7 @@ INPUT_KIND = {"digits": "image", "synthetic": "vector", "mnist": "image", "emnis
 NATURAL_CLIENTS = ("synthetic", "fed_emnist", "fed_cifar100", "shakespeare", "quadratic")
 COARSE_LABELS = ("cifar100", "fed_cifar100")
 # models that need one kind of input; the others flatten
-_MODEL_INPUTS = {"lstm": "text", "cnn": "image", "quadratic": "quadratic"}
+_MODEL_INPUTS = {"lstm": "text", "cnn": "image", "resnet18_gn": "image", "vgg11": "image", "quadratic": "quadratic"}
 
 
 def check_fits(source: str, model: str | None = None, scheme: str | None = None) -> None:
