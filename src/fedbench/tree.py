@@ -81,24 +81,11 @@ def tree_weighted_mean(trees: Sequence[Tree], weights: torch.Tensor | Iterable[f
         raise ValueError(f"tree_weighted_mean: weights sum to {total}; need a positive total")
     out = {}
     for k in trees[0]:
-        first = trees[0][k]
-        if len(trees) >= _STACK_FROM and torch.is_tensor(first) and first.dtype == torch.float64:
-            # the same sum in the same order as the loop below, as one scan over the stacked
-            # leaves (M = 8,192 clients a round): w_i / total as the loop's Python floats, then a
-            # left-to-right running sum (a sequential scan: bitwise the loop's float64 result)
-            scale = torch.tensor([wi / total for wi in w.tolist()], dtype=torch.float64)
-            terms = torch.stack([t[k] for t in trees]) * scale.view(-1, *([1] * first.dim()))
-            out[k] = torch.cumsum(terms, dim=0)[-1]
-            continue
-        acc = torch.zeros_like(first)
+        acc = torch.zeros_like(trees[0][k])
         for t, wi in zip(trees, w.tolist()):
             acc = acc + t[k] * (wi / total)
         out[k] = acc
     return out
-
-
-#: From this many float64 trees on, :func:`tree_weighted_mean` stacks them (a loop below it).
-_STACK_FROM = 64
 
 
 def tree_mean(trees: Sequence[Tree]) -> Tree:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fedbench.rng import generator, uniform_rows
+from fedbench.rng import generator
 
 
 def local_batches(
@@ -32,9 +32,8 @@ def local_batches(
       permutations (a pass restarts when the data are used up), as FedDyn's reference code's
       re-created iterator does.
     - ``steps=K, replacement=True``: each step's B row indices drawn i.i.d. uniform on
-      {0, …, n_k−1} by the counter-based keyed generator :func:`fedbench.rng.uniform_rows`
-      (row k of :func:`replacement_batches`, which draws for many clients at once); B may exceed
-      n_k. With n_k = n (the ``shared`` partition) this is the stochastic oracle of Yuan &
+      {0, …, n_k−1} (``rng.integers(0, n_k, size=(K, B))``, the same keyed generator); B may
+      exceed n_k. With n_k = n (the ``shared`` partition) this is the stochastic oracle of Yuan &
       Ma, "Federated Accelerated Stochastic Gradient Descent", NeurIPS 2020, §4 (each worker's
       gradient query samples uniformly with replacement from the whole training set). The paper
       draws one example per query (B = 1); B > 1 draws B i.i.d. examples per query.
@@ -62,10 +61,6 @@ def local_batches(
                          "give local.steps or set local.replacement: false")
     if num_samples < 1 or batch_size < 1:
         raise ValueError(f"num_samples and batch_size must be >= 1 (got {num_samples}, {batch_size})")
-    if replacement:
-        if steps < 0:
-            raise ValueError(f"local.steps must be >= 0 (got {steps})")
-        return replacement_batches(seed, round, [client], [num_samples], batch_size, steps)[0]
     rng = generator(seed, round, client, "batches")
     if epochs is not None:
         if epochs < 0:
@@ -80,27 +75,14 @@ def local_batches(
         return out
     if steps < 0:
         raise ValueError(f"local.steps must be >= 0 (got {steps})")
+    if replacement:  # i.i.d. uniform rows: one [K, B] array
+        return rng.integers(0, num_samples, size=(steps, batch_size), dtype=np.int64)
     # K batches of b in order from consecutive permutations: each permutation gives n_k // b of
     # them (a pass restarts when fewer than b rows are left), so ⌈K / (n_k // b)⌉ permutations.
     b = min(batch_size, num_samples)
     per = num_samples // b
     perms = [rng.permutation(num_samples)[: per * b] for _ in range(-(-steps // per))]
     return _rows(perms, per * b, steps, b)
-
-
-def replacement_batches(seed: int, round: int, clients, num_samples, batch_size: int, steps: int) -> np.ndarray:
-    """The ``replacement=True`` batches of several clients at once: an int64 array ``[m, K, B]``
-    whose slice k is :func:`local_batches` of client ``clients[k]`` (rows into its own data,
-    i.i.d. uniform on {0, …, n_k − 1}; :func:`fedbench.rng.uniform_rows`). One call per round
-    for all M workers of FedAc's protocol.
-
-    Raises:
-        ValueError: as :func:`fedbench.rng.uniform_rows`; batch_size < 1.
-    """
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be >= 1 (got {batch_size})")
-    rows = uniform_rows(seed, round, clients, num_samples, steps * batch_size, "batches")
-    return rows.reshape(len(rows), steps, batch_size)
 
 
 def _rows(perms: list[np.ndarray], length: int, steps: int, b: int) -> np.ndarray:

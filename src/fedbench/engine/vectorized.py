@@ -122,7 +122,7 @@ from torch.utils import _pytree as pytree
 
 from fedbench.engine import augment as augmentation
 from fedbench.engine import graphs
-from fedbench.engine.batches import local_batches, replacement_batches
+from fedbench.engine.batches import local_batches
 from fedbench.engine.holdout import holdout_batches
 from fedbench.engine.interface import RoundResult
 from fedbench.tree import tree_numel
@@ -322,19 +322,6 @@ def _take(tree, j):
     return pytree.tree_map(lambda v: v[j], tree)
 
 
-def _unstack(tree, g: int) -> list:
-    """The g clients' slices of a stacked tree, as :func:`_take` gives them one by one (views), but
-    with one ``unbind`` per leaf instead of g indexing calls per leaf (M = 8,192 FedAc workers a
-    round)."""
-    if isinstance(tree, dict):
-        keys = list(tree)
-        columns = [_unstack(tree[k], g) for k in keys]
-        return [dict(zip(keys, values)) for values in zip(*columns)] if keys else [{} for _ in range(g)]
-    if torch.is_tensor(tree):
-        return list(tree.unbind(0))
-    return [_take(tree, j) for j in range(g)]
-
-
 def _bcast(mask: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     return mask.view(mask.shape[0], *([1] * (v.dim() - 1)))
 
@@ -465,23 +452,6 @@ class VectorizedClients:
         return local_batches(int(self.key_seed[k]), t, int(self.key_id[k]), len(self.clients[k]),
                              self.local["batch_size"], epochs=self.local.get("epochs"), steps=self.local.get("steps"),
                              replacement=bool(self.local.get("replacement", False)))
-
-    def _round_batches(self, t: int, sampled: np.ndarray) -> dict[int, np.ndarray | list]:
-        """{client: its batches} of round t: :meth:`_client_batches` per client, or, with
-        ``local.replacement``, one :func:`~fedbench.engine.batches.replacement_batches` call per
-        cell for all its sampled clients (the same rows, without a Python loop over clients)."""
-        if not (self.local.get("replacement") and self.local.get("steps") is not None):
-            return {int(k): self._client_batches(t, int(k)) for k in sampled}
-        out: dict[int, np.ndarray] = {}
-        sampled = np.asarray(sampled, dtype=np.int64)
-        seeds = self.key_seed[sampled]
-        for seed in np.unique(seeds):
-            ks = sampled[seeds == seed]
-            sizes = np.fromiter((len(self.clients[k]) for k in ks), dtype=np.int64, count=len(ks))
-            rows = replacement_batches(int(seed), t, self.key_id[ks], sizes, int(self.local["batch_size"]),
-                                       int(self.local["steps"]))
-            out.update(zip(ks.tolist(), rows))
-        return out
 
     def _uniform_batches(self, members: Sequence[int], batches: dict, draws):
         """:meth:`_group_tensors` without a Python loop over clients, for the common case where
@@ -727,7 +697,7 @@ class VectorizedClients:
         any_server = next(iter(server_of.values()))
         hp_any = hp_of[next(iter(server_of))]
         dtype = next(iter(any_server["params"].values())).dtype
-        batches = self._round_batches(t, sampled)
+        batches = {int(k): self._client_batches(t, int(k)) for k in sampled}
         draws = None
         if self.aug is not None:
             draws = {k: augmentation.draw(self.aug, int(self.key_seed[k]), t, int(self.key_id[k]), [len(b) for b in bl])
@@ -802,8 +772,8 @@ class VectorizedClients:
                     at = positions[pos]
                 self._save_states(sampled[at], cs)
                 counted[c].append(msg)
-                for p, m in zip(at.tolist(), _unstack(msg, len(at))):
-                    messages[p] = m
+                for j, p in enumerate(at.tolist()):
+                    messages[p] = _take(msg, j)
             with np.errstate(invalid="ignore", divide="ignore"):
                 losses[positions] = loss_sum.cpu().numpy() / ks
             self.executed_steps += int(idx.shape[0]) * g
