@@ -111,7 +111,8 @@ FRONTIER_FIGURES = {
                           "panel per server momentum. Circles: reference points (Θ_K's K → ∞ limit included)."),
     "local_update_fig5": ("Fig. 5: simulated Θ_K frontier",
                           "Fig. 5 (simulated, Appendix D.1): Θ_K, L = 10, γ = 10⁻³, α = 0, server GD, one random A per "
-                          "K; d = 5: one thin line per seed (the noise band); d = 100: one seed; dashed: analytic Θ_{1:K}. "
+                          "K; d = 5: one thin line per seed (the noise band); d = 100: one seed; dashed: analytic "
+                          "Θ_{1:K}. "
                           "Circles: the cusp (K = 255.4) and the paper-scale d = 100 points (approximate)."),
     "local_update_fig7": ("Fig. 7: simulated Θ_K, L varied",
                           "Fig. 7 (simulated): as Fig. 5 with L ∈ {2, 5, 10, 100}, one panel each."),
@@ -119,7 +120,8 @@ FRONTIER_FIGURES = {
                           "Fig. 8 (simulated): as Fig. 5 (L = 10), one panel per server momentum."),
     "local_update_fig9": ("Fig. 9: analytic Θ_K, α varied",
                           "Fig. 9 (analytic): Θ_K, L = 10, γ = 10⁻⁷, server GD, K ∈ [1, 10⁶] with γ < 1/(KL + α) only; "
-                          "α ∈ {0, 5e6, 9e6, 9.9e6} (unspecified in the paper; K < 10⁶, 5·10⁵, 10⁵, 10⁴): α only shortens the curve."),
+                          "α ∈ {0, 5e6, 9e6, 9.9e6} (unspecified in the paper; K < 10⁶, 5·10⁵, 10⁵, 10⁴): α only "
+                          "shortens the curve."),
     "local_update_fig10": ("Fig. 10: simulated Θ_K, α varied",
                            "Fig. 10 (simulated): as Fig. 5 with α ∈ {0, 0.5, 1, 5, 10} (caption and panel labels), "
                            "one panel each; dashed: the analytic Θ_{1:K} curve at the same α."),
@@ -485,8 +487,12 @@ def member(cell: Mapping) -> dict:
         raise ValueError(f"{cell['algorithm']}: algorithm {name!r} is not a LocalUpdate member on quadratics")
     theta = tq.check_theta(theta)
     k = len(theta)
-    tname = ("Θ_{1:%d}" % k if np.all(theta == 1) else "Θ_%d" % k if np.all(theta[:-1] == 0) and theta[-1] == 1
-             else "Θ = (" + ", ".join(f"{v:g}" for v in theta) + ")")
+    if np.all(theta == 1):
+        tname = f"Θ_{{1:{k}}}"
+    elif np.all(theta[:-1] == 0) and theta[-1] == 1:
+        tname = f"Θ_{k}"
+    else:
+        tname = "Θ = (" + ", ".join(f"{v:g}" for v in theta) + ")"
     sname = {"gd": "GD", "heavy_ball": "heavy ball", "nesterov": "Nesterov", "adam": "Adam"}[server]
     label = f"{tname}, γ = {gamma:g}, α = {alpha:g}, {sname} η = {eta:g}" + (f" β = {beta:g}" if beta else "")
     return {"theta": theta, "alpha": alpha, "gamma": gamma, "server": server, "eta": eta, "beta": beta,
@@ -573,7 +579,7 @@ def theory_frame(metrics: pl.DataFrame, cells: Sequence[Mapping], problems: Mapp
     for c in cells:
         groups.setdefault((c["experiment"], c["dataset"], c["partition"], c["algorithm"]), []).append(c)
     rows = []
-    for (exp, ds, part, alg), members in groups.items():
+    for (exp, ds, _part, alg), members in groups.items():
         c0 = members[0]
         A, c, p, x_star, f_star, n_min = problems[ds]
         m = member(c0)
