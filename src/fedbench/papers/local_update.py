@@ -179,7 +179,7 @@ def figures(cells: Sequence[Mapping]) -> list[PaperFigure]:
                            "ρ = Δ, one panel per L: Δ(κ) = ρ_HB(κ₀/κ), so the curve is its own mirror image (the "
                            "paper's conjecture after Fig. 2). The titles give the largest distance between the "
                            "reflected points and the curve (linear interpolation on 4,000 K values) and the "
-                           "largest |Δ(κ) − ρ_HB(κ₀/κ)| over the grid (float precision)."))
+                           "largest absolute difference between Δ(κ) and ρ_HB(κ₀/κ) over the grid (float precision)."))
     nn = _swept_nn(cells)
     acc = [c for c in nn if "local.lr" in _over(c) and len(_over(c)) >= 2]
     loss = [c for c in nn if "local.lr" in c["sweep"]["grid"] and c not in acc]
