@@ -198,6 +198,7 @@ def test_theory_table_on_hand_made_metrics(mr, quad, tmp_path):
         assert r["setting"] == "deterministic" and r["status"] == "ok"
         assert r["dist_rel_error"] < 1e-8  # the fixed point x*(α, γ, Θ), to float precision
         assert r["rate_rel_error"] < 0.03 and r["residual"] < 1e-10
+        assert r["trajectory_error"] < 1e-9  # Theorem 1 round by round
         assert r["dist_theory"] > 1e-3  # x*(α, γ, Θ) ≠ x*: the check can fail
     div = frame.row(2, named=True)
     assert div["status"] == "diverged" and div["dist_engine"] is None and div["rate_engine"] is None
@@ -205,8 +206,30 @@ def test_theory_table_on_hand_made_metrics(mr, quad, tmp_path):
     assert sto["setting"] == "stochastic" and sto["rate_engine"] is None and sto["dist_rel_error"] is None
     md = lu.markdown_theory(frame)
     assert "diverged (not a result)" in md and "— (stochastic)" in md and "Θ_{1:10}" in md
-    # a wrong theory would show: the same rows against x* instead of x*(α, γ, Θ) miss by far
-    assert frame.row(0, named=True)["dist_engine"] > 1e-3
+    # the checks can fail: a run at another η (or of another member) is off the predicted trajectory
+    wrong = lu.theory_frame(mr.frame(_gd_rows(mr, quad, cells[0], 120, 0.05 * 1.01)), cells[:1], {"q": quad[1]})
+    assert wrong.row(0, named=True)["trajectory_error"] > 1e-3
+    assert frame.row(0, named=True)["dist_engine"] > 1e-3  # and x*(α, γ, Θ) is not x*
+
+
+@pytest.mark.parametrize("server", ["gd", "heavy_ball", "nesterov"])
+def test_surrogate_losses_contract_at_the_server_rate(quad, server):
+    """The recursion of :func:`surrogate_losses` (the engine's server forms; the engine's iterates are
+    compared with it round by round in the quick experiment's table) converges to f(x*(α, γ, Θ)) at
+    the spectral radius :func:`server_rate` (untuned (η, β): distinct roots, no polynomial prefactor)."""
+    _, (A, c, p, x_star, f_star, _) = quad
+    m = lu.member(_cell("local_update", {"theta": "all", "server_opt": server, "server_lr": 0.0, "momentum": 0.0},
+                        lr=0.05))
+    QA = tq.distorted_hessian(A, 0.0, 0.05, m["theta"])
+    ev = np.linalg.eigvalsh(np.einsum("i,ijk->jk", p, QA))
+    eta, beta = rates.tuned_server_parameters(ev[-1], ev[0], server)
+    m["eta"], m["beta"] = 0.7 * eta, 0.5 * beta
+    losses = lu.surrogate_losses(A, c, p, m, 300)
+    x_sur = tq.surrogate_minimizer(A, c, p, 0.0, 0.05, m["theta"])
+    rate, _ = lu.empirical_rate(losses, tq.global_loss(x_sur, A, c, p), window=1e-4)
+    assert rate == pytest.approx(lu.server_rate(ev, server, m["eta"], m["beta"]), rel=0.03)
+    with pytest.raises(ValueError, match="adam"):
+        lu.surrogate_losses(A, c, p, {**m, "server": "adam"}, 3)
 
 
 def test_declarations(quad):

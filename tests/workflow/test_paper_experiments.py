@@ -267,6 +267,7 @@ def test_local_update_quick_runs_end_to_end_with_the_theory_table(tmp_path):
     t = pl.read_csv(res / "tables" / "paper" / "local_update_theory.csv")
     assert t.height == 3 and t.get_column("dist_rel_error").max() < 1e-9
     assert t.get_column("rate_rel_error").max() < 0.05
+    assert t.get_column("trajectory_error").max() < 1e-9  # every round is the surrogate recursion
     plots = res / "plots" / "paper"
     assert (plots / "local_update_fig1.png").stat().st_size > 10_000
     assert (plots / "local_update_heavy_ball_symmetry.png").stat().st_size > 10_000

@@ -135,7 +135,7 @@ _KEYS = ("experiment", "dataset", "partition", "algorithm", "seed")
 
 def _quadratic(cells: Sequence[Mapping]) -> list[dict]:
     keep = ("experiment", "dataset", "partition", "algorithm", "seed", "algorithm_name", "hparams", "local",
-            "sampling", "rounds")
+            "sampling", "rounds", "model")
     return [{k: c[k] for k in keep} for c in cells if (c.get("model") or {}).get("name") == "quadratic"]
 
 
@@ -477,6 +477,9 @@ def member(cell: Mapping) -> dict:
         eta = float(hp["epsilon"]) * gamma
     elif name == "fedavgm":
         server = "nesterov" if hp.get("nesterov") else "heavy_ball"
+        if server == "nesterov" and float(hp.get("dampening", 0.0)):
+            raise ValueError(f"{cell['algorithm']}: FedAvgM's Nesterov step with dampening is not a LocalUpdate "
+                             "server (the dampening scales the buffer only)")
         eta, beta = float(hp["server_lr"]) * gamma * (1 - float(hp.get("dampening", 0.0))), float(hp["momentum"])
     elif name == "maml":
         inner = int(hp["inner_steps"])
@@ -497,6 +500,31 @@ def member(cell: Mapping) -> dict:
     label = f"{tname}, γ = {gamma:g}, α = {alpha:g}, {sname} η = {eta:g}" + (f" β = {beta:g}" if beta else "")
     return {"theta": theta, "alpha": alpha, "gamma": gamma, "server": server, "eta": eta, "beta": beta,
             "label": label}
+
+
+def surrogate_losses(A, c, p, m: Mapping, rounds: int, x0=None) -> np.ndarray:
+    """f(x_t), t = 0..rounds, along the deterministic LocalUpdate iterates of member ``m``
+    (:func:`member`): ServerOpt on the surrogate's exact gradient q(x) = H̃x − E[Q_i A_i c_i]
+    (Theorem 1), in the engine's forms (gd: x ← x − ηq; heavy_ball: v ← βv + q, x ← x − ηv;
+    nesterov: v ← βv + q, x ← x − η(q + βv)); x_0 = ``x0`` (default 0, the model's ``init: zeros``).
+    f is :func:`fedbench.theory.quadratic.global_loss` (the engine's train_loss up to the problem's
+    constant). A: (n, d, d); c: (n, d); p: (n,). Returns (rounds + 1,). Raises ValueError for adam."""
+    if m["server"] not in ("gd", "heavy_ball", "nesterov"):
+        raise ValueError(f"surrogate_losses: no closed recursion for server {m['server']!r}")
+    QA = tq.distorted_hessian(A, m["alpha"], m["gamma"], m["theta"])
+    Ht, b = np.einsum("i,ijk->jk", p, QA), np.einsum("i,ijk,ik->j", p, QA, c)
+    x = np.zeros(A.shape[1]) if x0 is None else np.asarray(x0, dtype=np.float64).copy()
+    v = np.zeros_like(x)
+    out = [tq.global_loss(x, A, c, p)]
+    for _ in range(int(rounds)):
+        q = Ht @ x - b
+        if m["server"] == "gd":
+            x = x - m["eta"] * q
+        else:
+            v = m["beta"] * v + q
+            x = x - m["eta"] * (v if m["server"] == "heavy_ball" else q + m["beta"] * v)
+        out.append(tq.global_loss(x, A, c, p))
+    return np.asarray(out)
 
 
 def server_rate(eigenvalues, server: str, eta: float, beta: float = 0.0) -> float | None:
@@ -570,7 +598,9 @@ def theory_frame(metrics: pl.DataFrame, cells: Sequence[Mapping], problems: Mapp
     (Table 2's ρ at κ(α, γ, Θ) of eq. (9)), rate_engine (:func:`empirical_rate`, deterministic
     only), rate_rel_error, rate_rounds (rounds fitted), residual (rate_theory^T: how far from the fixed point
     the run may still be after its T rounds, relative to the start), cond (cond H̃), dist_euclid
-    (‖x*(α, γ, Θ) − x*‖).
+    (‖x*(α, γ, Θ) − x*‖), trajectory_error (deterministic cells with x_0 = 0 and a gd / heavy-ball /
+    Nesterov server: max over the evaluated rounds of |(train_loss_t − f*) − (f(x_t) − f(x*))| /
+    (f(x_t) − f(x*)), x_t the iterates of :func:`surrogate_losses`: Theorem 1 round by round).
 
     ``problems``: {dataset: (A, c, p, x*, f*, smallest client size)} (:func:`_problems`).
     """
@@ -578,7 +608,8 @@ def theory_frame(metrics: pl.DataFrame, cells: Sequence[Mapping], problems: Mapp
               "member": pl.String, "setting": pl.String, "seeds": pl.Int64, "rounds": pl.Int64, "status": pl.String,
               "dist_theory": pl.Float64, "dist_engine": pl.Float64, "dist_rel_error": pl.Float64,
               "rate_theory": pl.Float64, "rate_table2": pl.Float64, "rate_engine": pl.Float64,
-              "rate_rel_error": pl.Float64, "rate_rounds": pl.Int64, "residual": pl.Float64, "cond": pl.Float64,
+              "rate_rel_error": pl.Float64, "rate_rounds": pl.Int64, "residual": pl.Float64,
+              "trajectory_error": pl.Float64, "cond": pl.Float64,
               "dist_euclid": pl.Float64}
     groups: dict[tuple, list[Mapping]] = {}
     for c in cells:
@@ -611,7 +642,9 @@ def theory_frame(metrics: pl.DataFrame, cells: Sequence[Mapping], problems: Mapp
         local, sampling = c0["local"], c0["sampling"]
         deterministic = (float(sampling.get("participation", 1.0)) == 1.0 and sampling.get("scheme") == "uniform"
                          and int(local["batch_size"]) >= int(n_min) and not local.get("replacement"))
-        dists, rates_, fitted, status, n_rounds = [], [], [], "ok", 0
+        dists, rates_, fitted, status, n_rounds, traj = [], [], [], "ok", 0, []
+        predicts = deterministic and m["server"] != "adam" and (c0.get("model") or {}).get("init", "zeros") == "zeros"
+        predicted = np.zeros(0)
         for cell in members:
             key = {k: cell[k] for k in _KEYS}
             run = metrics.filter(pl.all_horizontal(pl.col(k) == v for k, v in key.items())).sort("round")
@@ -626,6 +659,13 @@ def theory_frame(metrics: pl.DataFrame, cells: Sequence[Mapping], problems: Mapp
             dists.append(math.sqrt(max(2 * (float(loss[-1]) - f_star), 0.0)))
             if deterministic:
                 r, n = empirical_rate(run["train_loss"].to_numpy(), limit, rounds=run["round"].to_numpy())
+                if predicts:
+                    at = run["round"].to_numpy()
+                    if predicted.size <= at.max():
+                        predicted = surrogate_losses(A, c, p, m, int(at.max())) - tq.global_loss(x_star, A, c, p)
+                    gap = run["train_loss"].to_numpy() - f_star  # = f(x_t) − f(x*) on the engine's iterates
+                    want = predicted[at]
+                    traj.append(float(np.max(np.abs(gap - want) / np.abs(want))))
                 fitted.append(n)
                 if r is not None:
                     rates_.append(r)
@@ -642,6 +682,7 @@ def theory_frame(metrics: pl.DataFrame, cells: Sequence[Mapping], problems: Mapp
                                         else abs(rate_engine - rate_theory) / rate_theory),
                      "rate_rounds": min(fitted) if fitted else None,
                      "residual": None if rate_theory is None else float(rate_theory ** max(n_rounds, 1)),
+                     "trajectory_error": max(traj) if traj and status == "ok" else None,
                      "cond": float(ev[-1] / ev[0]),
                      "dist_euclid": float(np.linalg.norm(e))})
     return pl.DataFrame(rows, schema=schema, orient="row")
@@ -654,19 +695,21 @@ def _f(v, spec=".4g") -> str:
 def markdown_theory(frame: pl.DataFrame) -> str:
     """The ``local_update_theory`` table (one row per configured algorithm group) and its notes."""
     header = ["experiment", "algorithm", "LocalUpdate member", "setting", "‖x*(α,γ,Θ) − x*‖_H theory",
-              "engine", "rel. error", "rate theory", "engine", "rel. error", "ρ^T", "Table 2 ρ(κ)"]
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] * 4 + ["---:"] * 8) + "|"]
+              "engine", "rel. error", "rate theory", "engine", "rel. error", "ρ^T", "Table 2 ρ(κ)",
+              "loss trajectory rel. error"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] * 4 + ["---:"] * 9) + "|"]
     for r in frame.iter_rows(named=True):
         if r["status"] == "no theory":
-            vals = ["—"] * 8
+            vals = ["—"] * 9
         elif r["status"] != "ok":
             eng = f"{r['status']} (not a result)"
-            vals = [_f(r["dist_theory"]), eng, "—", _f(r["rate_theory"]), "—", "—", "—", _f(r["rate_table2"])]
+            vals = [_f(r["dist_theory"]), eng, "—", _f(r["rate_theory"]), "—", "—", "—", _f(r["rate_table2"]), "—"]
         else:
             det = r["setting"] == "deterministic"
             vals = [_f(r["dist_theory"]), _f(r["dist_engine"]), _f(r["dist_rel_error"], ".1e") if det else "— (noise)",
                     _f(r["rate_theory"]), _f(r["rate_engine"]) if det else "— (stochastic)",
-                    _f(r["rate_rel_error"], ".1e"), _f(r["residual"], ".0e"), _f(r["rate_table2"])]
+                    _f(r["rate_rel_error"], ".1e"), _f(r["residual"], ".0e"), _f(r["rate_table2"]),
+                    _f(r["trajectory_error"], ".1e")]
         setting = r["setting"] + (f", {r['seeds']} seeds" if r["seeds"] > 1 else "")
         lines.append("| " + " | ".join([r["experiment"], r["algorithm"], r["member"], setting, *vals]) + " |")
     notes = (
@@ -680,9 +723,12 @@ def markdown_theory(frame: pl.DataFrame) -> str:
         "matches to float precision once x_T has converged (ρ^T, the theory's rate to the power of the rounds run, "
         "is how far from the fixed point a run may still be: a large ρ^T explains a large error), the rate to the "
         "fit's precision (about 1e-2; a few 1e-2 with momentum, whose oscillating modes make the envelope "
-        "uneven). Stochastic cells follow the surrogate in expectation only (Theorem 1): their iterates fluctuate "
-        "around x*(α, γ, Θ), so the engine's distance includes the minibatch noise and is no oracle; no rate is "
-        "fitted. Diverged runs are not results.\n")
+        "uneven). Loss trajectory: the largest relative difference, over the evaluated rounds, between the engine's "
+        "train_loss_t − f* and f(x_t) − f(x*) along the server's recursion on the surrogate's exact gradient "
+        "(Theorem 1) from x_0 = 0: the round-by-round oracle (deterministic cells, model init zeros, server "
+        "GD / heavy ball / Nesterov). Stochastic cells follow the surrogate in expectation only (Theorem 1): "
+        "their iterates fluctuate around x*(α, γ, Θ), so the engine's distance includes the minibatch noise and "
+        "is no oracle; no rate is fitted. Diverged runs are not results.\n")
     return "\n".join(lines) + "\n" + notes
 
 
