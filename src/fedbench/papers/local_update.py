@@ -28,7 +28,10 @@ Registry key ``local_update`` (``paper: local_update`` in an experiment file). T
    ‖x_T − x*‖_H = √(2(train_loss_T − f*)) (H = E[A_i]; the identity of
    :func:`fedbench.data.quadratic.global_optimum`) against ‖x*(α, γ, Θ) − x*‖_H, and the contraction
    rate of |train_loss_t − f(x*(α, γ, Θ))| (its tail maximum, fitted log-linearly where it lies
-   between :data:`RATE_WINDOW` of its initial value and the float64 floor), with relative errors.
+   between :data:`RATE_WINDOW` of its initial value and the float64 floor), with relative errors;
+   and round by round the engine's train_loss_t − f* against f(x_t) − f(x*) along the server's
+   recursion on the surrogate's exact gradient from x_0 = 0 (:func:`surrogate_losses`: Theorem 1 at
+   every round, the sharpest of the checks: float precision whether or not the run has converged).
    The problem (A_i, c_i, p_i) is read from the prepared dataset (``resources/datasets/<id>``, an
    input of the table). Each algorithm is mapped to its LocalUpdate member (Table 1, Appendix A):
    ``local_update`` as configured; ``fedavg`` Θ_{1:K}, η = γ; ``fedprox`` α = μ, η = γ; ``reptile``
