@@ -24,8 +24,8 @@ from fedbench.config import expand_cells
 from fedbench.data.quadratic import client_quadratics, generate_quadratic, global_optimum
 from fedbench.papers import local_update as lu
 from fedbench.theory import closed_forms as cf
+from fedbench.theory import limits, rates
 from fedbench.theory import quadratic as tq
-from fedbench.theory import rates
 
 EXP = Path(__file__).resolve().parents[2] / "config" / "experiments"
 
@@ -36,15 +36,15 @@ def _close(value, printed, digits):
 
 def test_reference_points_are_the_theory_at_their_printed_precision():
     ref = lu.reference_frame()
-    assert ref.height >= 45
+    assert ref.height == 72
     analytic = 0
     for r in ref.iter_rows(named=True):
         if r["family"] == "simulated":
             continue
         kappa, rho, delta = lu.reference_point(r)
-        if r["family"] == "last_cusp":
-            _close(kappa, float(r["K"]), 1)  # the cusp's K
-        elif r["kappa"] is not None:
+        if r["family"] == "last_cusp":  # the cusp's K, printed to 1 decimal
+            _close(limits.last_cusp_steps(1.0, r["L"], r["alpha"], r["gamma"]), float(r["K"]), 1)
+        if r["kappa"] is not None:
             _close(kappa, r["kappa"], r["digits"])
         if r["rho"] is not None:
             _close(rho, r["rho"], r["digits"])
@@ -83,6 +83,18 @@ def test_reference_points_lie_on_their_panels_curves(fig):
         for rho, delta, _ in pts:
             d = min(_distance_to_polyline(rho, delta, c["rho"], c["delta"]) for c in curves)
             assert d < 2e-3, (fig, panel["title"], rho, delta, d)
+
+
+def test_cusp_reference_points_lie_on_the_d_100_curves():
+    """The dense-spectrum cusp (κ = ψ(λ*)/ψ(μ), Δ = (√κ₀ − 1)/(√κ₀ + 1)) is where the d = 100 simulated
+    Θ_K frontier turns (Fig. 7's four L), and the Θ_{1:K} endpoints are on the analytic curves."""
+    ref = lu.reference_frame()
+    for panel in lu.frontier_panels("local_update_fig7"):
+        d100 = next(c for c in panel["curves"] if c["label"] == "Θ_K simulated, d = 100")
+        full = panel["curves"][-1]
+        for rho, delta, K in lu._reference_xy(ref, "fig7", panel["key"]):
+            curve = full if K == "inf" else d100
+            assert _distance_to_polyline(rho, delta, curve["rho"], curve["delta"]) < 0.02, (panel["key"], K)
 
 
 def test_frontier_and_symmetry_figures_are_written(tmp_path):

@@ -314,13 +314,13 @@ def frontier_panels(name: str) -> list[dict]:
     if fig == "fig5":
         return [{"title": "Θ_K, L = 10, γ = 10⁻³, α = 0", "key": None, "curves": _simulated_curves(10.0, 0.0, "gd")}]
     if fig == "fig7":
-        return [{"title": f"L = {L:g}", "key": None, "curves": _simulated_curves(L, 0.0, "gd")}
+        return [{"title": f"L = {L:g}", "key": f"L={L:g}", "curves": _simulated_curves(L, 0.0, "gd")}
                 for L in (2.0, 5.0, 10.0, 100.0)]
     if fig == "fig8":
-        return [{"title": f"L = 10, {SERVER_NAMES[s]}", "key": None, "curves": _simulated_curves(10.0, 0.0, s)}
+        return [{"title": f"L = 10, {SERVER_NAMES[s]}", "key": s, "curves": _simulated_curves(10.0, 0.0, s)}
                 for s in SERVERS]
     if fig == "fig10":
-        return [{"title": f"L = 10, α = {a:g}", "key": None, "curves": _simulated_curves(10.0, a, "gd")}
+        return [{"title": f"L = 10, α = {a:g}", "key": f"alpha={a:g}", "curves": _simulated_curves(10.0, a, "gd")}
                 for a in (0.0, 0.5, 1.0, 5.0, 10.0)]
     raise KeyError(f"{name!r} is not a frontier figure of {KEY}")
 
@@ -339,7 +339,9 @@ def reference_point(row: Mapping) -> tuple[float | None, float | None, float | N
 
     Families: ``full`` (Θ_{1:K}, eq. (11); K = inf: the limit κ₀(μ+α)/(L+α)), ``full_gamma_limit``
     (Θ_{1:K} as γ → 1/(L + α)), ``last_scaled`` (Θ_K with γ = 1/(2LK); K = inf: κ₀e^{−(L−μ)/(2L)}),
-    ``last_cusp`` (the cusp K of the simulated Θ_K frontier and its Δ, (√κ₀ − 1)/(√κ₀ + 1)).
+    ``last_cusp`` (the cusp of the simulated Θ_K frontier in the dense-spectrum limit: K_cusp of
+    :func:`fedbench.theory.limits.last_cusp_steps`, where ψ(L) = ψ(μ), so κ = ψ(λ*)/ψ(μ) with
+    λ* = (1 − γα)/(Kγ) the interior maximum of ψ, and Δ = (√κ₀ − 1)/(√κ₀ + 1)).
     """
     L, alpha, server, fam = float(row["L"]), float(row["alpha"]), row["server"], row["family"]
     K = math.inf if row["K"] == "inf" else float(row["K"])
@@ -352,8 +354,11 @@ def reference_point(row: Mapping) -> tuple[float | None, float | None, float | N
         kappa = (limits.kappa_last_limit_scaled_step(MU, L, 0.5) if math.isinf(K)
                  else cf.kappa_last(MU, L, alpha, 1 / (2 * L * K), K))
     elif fam == "last_cusp":
-        k = limits.last_cusp_steps(MU, L, alpha, row["gamma"])
-        return float(k), None, float(rates.suboptimality(L / MU, 1.0))
+        gamma = float(row["gamma"])
+        k = float(limits.last_cusp_steps(MU, L, alpha, gamma))
+        lam_star = (1 - gamma * alpha) / (k * gamma)  # ψ'(λ*) = 0: the interior maximum of ψ
+        kappa = float(cf.psi(lam_star, alpha, gamma, k) / cf.psi(MU, alpha, gamma, k))
+        return kappa, float(rates.rate(kappa, server)), float(rates.suboptimality(L / MU, 1.0))
     else:
         return None, None, None
     kappa = float(kappa)
@@ -369,19 +374,9 @@ def _reference_xy(ref: pl.DataFrame, fig: str, panel: str | None) -> list[tuple[
         rho = r["rho"]
         if rho is None and r["kappa"] is not None:
             rho = float(rates.rate(r["kappa"], r["server"]))  # Table 2 at the printed κ
-        if rho is None and r["family"] == "last_cusp":
-            rho = float(rates.rate(_cusp_kappa(r), r["server"]))
         if rho is not None and r["delta"] is not None:
             pts.append((float(rho), float(r["delta"]), r["K"]))
     return pts
-
-
-def _cusp_kappa(r: Mapping) -> float:
-    """κ at the cusp K: ψ(L) = ψ(μ) there, so κ is set by the interior minimum of ψ, κ₀ the Δ: for the
-    reference overlay, Table 2's ρ at the κ of the spectrum [μ, L] sampled finely."""
-    k = float(limits.last_cusp_steps(MU, float(r["L"]), float(r["alpha"]), float(r["gamma"])))
-    lam = np.linspace(MU, float(r["L"]), 20001)
-    return cf.last_spectrum_point(lam, float(r["alpha"]), float(r["gamma"]), k)[0]
 
 
 def plot_frontier(name: str, path: str | os.PathLike, ref: pl.DataFrame | None = None, dpi: int = 110) -> Path:
