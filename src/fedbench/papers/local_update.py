@@ -11,9 +11,10 @@ Registry key ``local_update`` (``paper: local_update`` in an experiment file). T
    3 (L = 10, γ = 1/(2(L + α)), α ∈ {0, 0.5, 1, 5}), 4 (FedAvg Θ_{1:K} at γ = 10⁻³ against the
    "MAML" Θ_K at γ = 1/(2LK), one panel per server momentum), 9 (Θ_K at γ = 10⁻⁷, only
    γ < 1/(KL + α), α ∈ :data:`FIG9_ALPHAS`: the paper leaves α open; at γ = 10⁻⁷ only α of order
-   1/γ restricts K). Simulated (one random A = β₁BᵀB + β₂I per K point, Appendix D.1,
-   :func:`fedbench.theory.closed_forms.random_spectrum`; d = 5: one line per seed of
-   :data:`SIM_SEEDS` seeds (one thin line each), d = 100: one seed; against the analytic Θ_{1:K} curve): Figs. 5
+   1/γ restricts K, and the curves still coincide, ending at κ ≈ κ₀e^{−(L−μ)/L} for every α).
+   Simulated (one random A = β₁BᵀB + β₂I per K point, Appendix D.1,
+   :func:`fedbench.theory.closed_forms.random_spectrum`; d = 5: one thin line per seed of
+   :data:`SIM_SEEDS`, d = 100: one seed; against the analytic Θ_{1:K} curve): Figs. 5
    (L = 10), 7 (L ∈ {2, 5, 10, 100}), 8 (one panel per server momentum), 10 (α ∈ {0, 0.5, 1, 5, 10}:
    the caption's and the panels' values). Every figure overlays the closed-form reference points of
    ``reference/local_update_frontier_points.csv`` (black open circles) and marks K → ∞ limits.
@@ -123,8 +124,9 @@ FRONTIER_FIGURES = {
                           "Fig. 8 (simulated): as Fig. 5 (L = 10), one panel per server momentum."),
     "local_update_fig9": ("Fig. 9: analytic Θ_K, α varied",
                           "Fig. 9 (analytic): Θ_K, L = 10, γ = 10⁻⁷, server GD, K ∈ [1, 10⁶] with γ < 1/(KL + α) only; "
-                          "α ∈ {0, 5e6, 9e6, 9.9e6} (unspecified in the paper; K < 10⁶, 5·10⁵, 10⁵, 10⁴): α only "
-                          "shortens the curve."),
+                          "α ∈ {0, 5e6, 9e6, 9.9e6} (unspecified in the paper; K < 10⁶, 5·10⁵, 10⁵, 10⁴). The "
+                          "curves coincide and end at the same point, κ ≈ κ₀e^{−(L−μ)/L}: a larger α admits fewer "
+                          "K, but each local step contracts κ more. Circles: the ends at the largest admissible K."),
     "local_update_fig10": ("Fig. 10: simulated Θ_K, α varied",
                            "Fig. 10 (simulated): as Fig. 5 with α ∈ {0, 0.5, 1, 5, 10} (caption and panel labels), "
                            "one panel each; dashed: the analytic Θ_{1:K} curve at the same α."),
@@ -310,7 +312,8 @@ def frontier_panels(name: str) -> list[dict]:
             kappa = cf.kappa_last(MU, 10.0, a, 1e-7, ok)
             curves.append(_curve(f"α = {a:g}", *rates.frontier_point(10.0, kappa, "gd"), color=f"C{i}",
                                  marker_end=True))
-        return [{"title": "Θ_K, L = 10, γ = 10⁻⁷", "key": None, "curves": curves}]
+        return [{"title": "Θ_K, L = 10, γ = 10⁻⁷ (squares: the largest K on the grid)", "key": None,
+                 "curves": curves}]
     if fig == "fig5":
         return [{"title": "Θ_K, L = 10, γ = 10⁻³, α = 0", "key": None, "curves": _simulated_curves(10.0, 0.0, "gd")}]
     if fig == "fig7":
@@ -337,7 +340,8 @@ def reference_point(row: Mapping) -> tuple[float | None, float | None, float | N
     L, α, γ, K, server; μ = 1); None where the family has no such value (simulated rows: one random
     draw, recomputed by the tests on a draw of their own).
 
-    Families: ``full`` (Θ_{1:K}, eq. (11); K = inf: the limit κ₀(μ+α)/(L+α)), ``full_gamma_limit``
+    Families: ``full`` (Θ_{1:K}, eq. (11); K = inf: the limit κ₀(μ+α)/(L+α)), ``last`` (Θ_K, eq. (13)),
+    ``full_gamma_limit``
     (Θ_{1:K} as γ → 1/(L + α)), ``last_scaled`` (Θ_K with γ = 1/(2LK); K = inf: κ₀e^{−(L−μ)/(2L)}),
     ``last_cusp`` (the cusp of the simulated Θ_K frontier in the dense-spectrum limit: K_cusp of
     :func:`fedbench.theory.limits.last_cusp_steps`, where ψ(L) = ψ(μ), so κ = ψ(λ*)/ψ(μ) with
@@ -348,6 +352,8 @@ def reference_point(row: Mapping) -> tuple[float | None, float | None, float | N
     if fam == "full":
         kappa = (limits.kappa_full_limit_steps(MU, L, alpha) if math.isinf(K)
                  else cf.kappa_full(MU, L, alpha, row["gamma"], K))
+    elif fam == "last":
+        kappa = cf.kappa_last(MU, L, alpha, row["gamma"], K)
     elif fam == "full_gamma_limit":
         kappa = limits.kappa_full_limit_step_size(MU, L, alpha, K)
     elif fam == "last_scaled":
