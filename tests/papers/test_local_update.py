@@ -300,3 +300,14 @@ def test_neural_network_figures_select_and_mark_diverged_runs(mr, tmp_path):
     assert len(chosen) == 2 * 4 and {c["hparams"]["server_lr"] for c in chosen} == {0.01}  # per γ; γ = 10 diverged
     out = lu.plot_curves(lu.GAMMA_LOSS, metrics, loss_cells, tmp_path / "g.png")
     assert out.stat().st_size > 10_000
+
+
+def test_fig9_curves_end_at_the_same_point_for_every_alpha():
+    """At γ = 10⁻⁷ the largest admissible K of Θ_K shrinks with α exactly as each step's contraction
+    grows: every curve ends near κ₀e^{−(L−μ)/L} (our derivation; the reference ends agree)."""
+    (panel,) = lu.frontier_panels("local_update_fig9")
+    end = float(rates.rate(10.0 * np.exp(-0.9), "gd"))
+    for c in panel["curves"]:
+        assert c["rho"][-1] == pytest.approx(end, abs=2e-3)
+    ref = lu.reference_frame().filter(pl.col("figure") == "fig9")
+    assert ref.height == 4 and np.allclose(ref["kappa"].to_numpy(), 10.0 * np.exp(-0.9), rtol=2e-4)

@@ -308,11 +308,13 @@ def frontier_panels(name: str) -> list[dict]:
     if fig == "fig9":
         curves = []
         for i, a in enumerate(FIG9_ALPHAS):
-            ok = K[1e-7 * (K * 10.0 + a) < 1]
+            x = (1 - 1e-7 * a) / (1e-7 * 10.0)  # γ < 1/(KL + α) ⇔ K < (1 − γα)/(γL)
+            k_max = max(k for k in (math.floor(x) - 1, math.floor(x), math.floor(x) + 1) if 1e-7 * (k * 10.0 + a) < 1)
+            ok = np.unique(np.append(K[K < k_max], k_max))
             kappa = cf.kappa_last(MU, 10.0, a, 1e-7, ok)
             curves.append(_curve(f"α = {a:g}", *rates.frontier_point(10.0, kappa, "gd"), color=f"C{i}",
                                  marker_end=True))
-        return [{"title": "Θ_K, L = 10, γ = 10⁻⁷ (squares: the largest K on the grid)", "key": None,
+        return [{"title": "Θ_K, L = 10, γ = 10⁻⁷ (squares: the largest admissible K)", "key": None,
                  "curves": curves}]
     if fig == "fig5":
         return [{"title": "Θ_K, L = 10, γ = 10⁻³, α = 0", "key": None, "curves": _simulated_curves(10.0, 0.0, "gd")}]
