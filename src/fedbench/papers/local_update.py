@@ -240,9 +240,9 @@ def k_grid(n: int = K_POINTS, top: float = 1e6) -> np.ndarray:
     return np.unique(np.round(np.logspace(0, math.log10(top), n)))
 
 
-def _curve(label, rho, delta, style="-", color=None, thin=False, marker_end=False):
+def _curve(label, rho, delta, style="-", color=None, thin=False, marker_end=False, width=1.4):
     return {"label": label, "rho": np.asarray(rho, dtype=np.float64), "delta": np.asarray(delta, dtype=np.float64),
-            "style": style, "color": color, "thin": thin, "end": marker_end}
+            "style": style, "color": color, "thin": thin, "end": marker_end, "width": width}
 
 
 def _full(L, alpha, gamma, K, server="gd", mu=MU):
@@ -313,7 +313,7 @@ def frontier_panels(name: str) -> list[dict]:
             ok = np.unique(np.append(K[K < k_max], k_max))
             kappa = cf.kappa_last(MU, 10.0, a, 1e-7, ok)
             curves.append(_curve(f"α = {a:g}", *rates.frontier_point(10.0, kappa, "gd"), color=f"C{i}",
-                                 marker_end=True))
+                                 marker_end=True, width=7.0 - 2.0 * i))  # the paper's widths: they overlap
         return [{"title": "Θ_K, L = 10, γ = 10⁻⁷ (squares: the largest admissible K)", "key": None,
                  "curves": curves}]
     if fig == "fig5":
@@ -398,7 +398,7 @@ def plot_frontier(name: str, path: str | os.PathLike, ref: pl.DataFrame | None =
         ax.set_visible(False)
     for ax, panel in zip(axes.ravel(), panels):
         for c in panel["curves"]:
-            ax.plot(c["rho"], c["delta"], c["style"], color=c["color"], lw=0.6 if c["thin"] else 1.4,
+            ax.plot(c["rho"], c["delta"], c["style"], color=c["color"], lw=0.6 if c["thin"] else c["width"],
                     alpha=0.45 if c["thin"] else 1.0, label=c["label"])
             if c["end"] and len(c["rho"]):
                 ax.plot(c["rho"][-1], c["delta"][-1], "s", color=c["color"], ms=4)
