@@ -145,6 +145,8 @@ def test_members_of_the_family():
     assert list(m["theta"]) == [0] * 9 + [1] and m["label"].startswith("Θ_10")
     with pytest.raises(ValueError, match="not a LocalUpdate member"):
         lu.member(_cell("scaffold", {}))
+    with pytest.raises(ValueError, match="weight decay"):
+        lu.member({**_cell("fedavg", {}), "local": {"steps": 10, "batch_size": 10, "lr": 0.1, "weight_decay": 0.1}})
 
 
 @pytest.mark.parametrize("server", ["gd", "nesterov", "heavy_ball"])

@@ -186,8 +186,9 @@ def figures(cells: Sequence[Mapping]) -> list[PaperFigure]:
                            "reflected points and the curve (linear interpolation on 4,000 K values) and the "
                            "largest absolute difference between Δ(κ) and ρ_HB(κ₀/κ) over the grid (float precision)."))
     nn = _swept_nn(cells)
-    acc = [c for c in nn if "local.lr" in _over(c) and len(_over(c)) >= 2]
-    loss = [c for c in nn if "local.lr" in c["sweep"]["grid"] and c not in acc]
+    joint = [("local.lr" in _over(c) and len(_over(c)) >= 2) for c in nn]  # (γ, η) chosen together
+    acc = [c for c, j in zip(nn, joint) if j]
+    loss = [c for c, j in zip(nn, joint) if not j and "local.lr" in c["sweep"]["grid"]]
     if acc:
         out.append(PaperFigure(ACCURACY, KEY, acc, "Figs. 6/11: test accuracy vs round at tuned (γ, η)",
                                "Figs. 6/11: test accuracy against the round, each algorithm at the (γ, η) of its 9×9 "
@@ -461,12 +462,16 @@ def member(cell: Mapping) -> dict:
     ``label`` such as "Θ_{1:10}, α = 0, GD η = 0.01".
 
     Raises:
-        ValueError: an algorithm outside the family, or local work given in epochs.
+        ValueError: an algorithm outside the family, local work given in epochs, a decaying γ or
+            weight decay (the theory's problem has neither).
     """
     name, hp, local = cell["algorithm_name"], cell.get("hparams") or {}, cell["local"]
     gamma, K = float(local["lr"]), local.get("steps")
     if K is None:
         raise ValueError(f"{cell['algorithm']}: the analytic check needs local.steps (not epochs)")
+    if float(local.get("lr_decay", 1.0)) != 1.0 or float(local.get("weight_decay", 0.0)) != 0.0:
+        raise ValueError(f"{cell['algorithm']}: the analytic check needs a constant γ and no weight decay "
+                         "(local.lr_decay: 1, local.weight_decay: 0)")
     K = int(K)
     theta, alpha, server, beta = tq.theta_full(K), 0.0, "gd", 0.0
     if name == "local_update":
@@ -580,7 +585,7 @@ def empirical_rate(losses: Sequence[float], limit: float, window: float = RATE_W
 
 
 def _problems(cells: Sequence[Mapping], datasets: str | os.PathLike) -> dict[str, tuple]:
-    """{dataset id: (A, c, p, x*, f*)} read from the prepared datasets."""
+    """{dataset id: (A, c, p, x*, f*, the largest client's size)} read from the prepared datasets."""
     from fedbench.data.quadratic import client_quadratics, global_optimum
     from fedbench.data.store import load_dataset
 
@@ -590,7 +595,7 @@ def _problems(cells: Sequence[Mapping], datasets: str | os.PathLike) -> dict[str
         x = np.asarray(ds.x_train, dtype=np.float64)
         A, c, p = client_quadratics(x, ds.client_train)
         x_star, f_star = global_optimum(x, ds.client_train)
-        out[d] = (A, c, p, x_star, f_star, np.bincount(ds.client_train).min())
+        out[d] = (A, c, p, x_star, f_star, int(np.bincount(ds.client_train).max()))
     return out
 
 
@@ -608,7 +613,9 @@ def theory_frame(metrics: pl.DataFrame, cells: Sequence[Mapping], problems: Mapp
     Nesterov server: max over the evaluated rounds of |(train_loss_t − f*) − (f(x_t) − f(x*))| /
     (f(x_t) − f(x*)), x_t the iterates of :func:`surrogate_losses`: Theorem 1 round by round).
 
-    ``problems``: {dataset: (A, c, p, x*, f*, smallest client size)} (:func:`_problems`).
+    ``problems``: {dataset: (A, c, p, x*, f*, largest client size)} (:func:`_problems`). Deterministic:
+    full participation (``uniform``, 1.0) and every client's whole data in each local step
+    (``local.batch_size`` ≥ the largest client, no ``replacement``).
     """
     schema = {"experiment": pl.String, "dataset": pl.String, "algorithm": pl.String, "algorithm_name": pl.String,
               "member": pl.String, "setting": pl.String, "seeds": pl.Int64, "rounds": pl.Int64, "status": pl.String,
@@ -623,7 +630,7 @@ def theory_frame(metrics: pl.DataFrame, cells: Sequence[Mapping], problems: Mapp
     rows = []
     for (exp, ds, _part, alg), members in groups.items():
         c0 = members[0]
-        A, c, p, x_star, f_star, n_min = problems[ds]
+        A, c, p, x_star, f_star, n_max = problems[ds]
         try:
             m = member(c0)
         except ValueError as err:  # outside the family (or local work in epochs): listed, not checked
@@ -647,7 +654,7 @@ def theory_frame(metrics: pl.DataFrame, cells: Sequence[Mapping], problems: Mapp
         rate_theory = server_rate(ev, m["server"], m["eta"], m["beta"]) if ev[0] > 0 else None
         local, sampling = c0["local"], c0["sampling"]
         deterministic = (float(sampling.get("participation", 1.0)) == 1.0 and sampling.get("scheme") == "uniform"
-                         and int(local["batch_size"]) >= int(n_min) and not local.get("replacement"))
+                         and int(local["batch_size"]) >= int(n_max) and not local.get("replacement"))
         dists, rates_, fitted, status, n_rounds, traj = [], [], [], "ok", 0, []
         predicts = deterministic and m["server"] != "adam" and (c0.get("model") or {}).get("init", "zeros") == "zeros"
         predicted = np.zeros(0)
