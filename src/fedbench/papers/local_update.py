@@ -132,6 +132,8 @@ FRONTIER_FIGURES = {
                            "one panel each; dashed: the analytic Θ_{1:K} curve at the same α."),
 }
 _KEYS = ("experiment", "dataset", "partition", "algorithm", "seed")
+#: The paper's symbols of the swept axes (legends).
+_SYMBOLS = {"local.lr": "γ", "server_lr": "η", "alpha": "α", "momentum": "β"}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -803,7 +805,7 @@ def plot_curves(name: str, metrics: pl.DataFrame, cells: Sequence[Mapping], path
                     ax.plot([], [], "x", color=palette[lab], label=f"{lab}: every point diverged")
                     continue
                 pt = part[0]["sweep"]["point"]
-                desc = ", ".join(f"{a.split('.')[-1]}={v:g}" for a, v in pt.items() if isinstance(v, (int, float)))
+                desc = ", ".join(f"{_SYMBOLS.get(a, a)} = {v:g}" for a, v in pt.items() if isinstance(v, (int, float)))
                 _draw(ax, _rows_of(metrics, part), "test_accuracy", f"{lab} ({desc})", palette[lab], 100.0)
             ax.set_ylabel("test accuracy (%)")
         else:
@@ -829,7 +831,6 @@ def plot_curves(name: str, metrics: pl.DataFrame, cells: Sequence[Mapping], path
         ax.set_xlabel("round")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=6.5)
-    fig.suptitle("Charles & Konečný (AISTATS 2021) " + ("Figs. 6/11: test accuracy at tuned (γ, η)" if name == ACCURACY
-                                                        else "Figs. 12/13: training loss per client learning rate γ"),
-                 fontsize=10)
+    fig.suptitle("Figs. 6/11: test accuracy at tuned (γ, η)" if name == ACCURACY
+                 else "Figs. 12/13: training loss per client learning rate γ", fontsize=10)
     return save_figure(fig, path, dpi)
