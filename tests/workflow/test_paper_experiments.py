@@ -254,14 +254,27 @@ def test_dry_run_of_the_local_update_files_plans_the_paper_outputs(tmp_path):
 
 @pytest.mark.slow
 def test_local_update_quick_runs_end_to_end_with_the_theory_table(tmp_path):
-    """The quick file cut to its members experiment (10 deterministic cells, 40 rounds): the table's
-    fixed points match the theory to float precision, the frontier figures are written."""
+    """The quick file cut to three members (60 rounds): the table's fixed points and loss trajectories
+    match the theory to float precision, the frontier figures are written; two 2×2 (γ, η) sweeps on
+    digits write the Figs. 6/11 and 12/13 curve figures through the sweep selection."""
     cfg = load("local_update_quick")
     cfg["device"] = "cpu"
     exp = cfg["experiments"]["local_update_quick_members"]
     exp["rounds"] = 60
     exp["algorithms"] = {k: v for k, v in exp["algorithms"].items() if k in ("lu_all_gd", "fedavg", "maml")}
-    cfg["experiments"] = {"local_update_quick_members": exp}
+    nn = {"paper": "local_update", "seeds": [0], "rounds": 4, "eval_every": 2,
+          "sampling": {"scheme": "uniform", "participation": 0.5}, "local": {"steps": 2, "batch_size": 16, "lr": 0.1},
+          "stack": True, "datasets": {"digits": {"model": {"name": "mlp", "hidden": [16]},
+                                                 "partitions": {"iid": {"scheme": "iid", "num_clients": 4}}}},
+          "algorithms": {"gd": {"algorithm": "local_update", "server_opt": "gd"}}}
+    grid = {"local.lr": [0.03, 0.3], "server_lr": [0.1, 1.0]}
+    cfg["datasets"]["digits"] = {"source": "digits"}
+    cfg["experiments"] = {
+        "local_update_quick_members": exp,  # Figs. 6/11 selects (γ, η) jointly, Fig. 13 η per γ
+        "nn_acc": {**nn, "sweep": {"grid": grid, "select": {"metric": "test_accuracy", "statistic": "mean_last",
+                                                            "last": 2, "over": ["local.lr", "server_lr"]}}},
+        "nn_loss": {**nn, "sweep": {"grid": grid, "select": {"metric": "train_loss", "statistic": "mean_last",
+                                                             "last": 2, "direction": "min", "over": ["server_lr"]}}}}
     ok(snakemake(tmp_path, cfg))
     res = tmp_path / "results"
     t = pl.read_csv(res / "tables" / "paper" / "local_update_theory.csv")
@@ -271,3 +284,5 @@ def test_local_update_quick_runs_end_to_end_with_the_theory_table(tmp_path):
     plots = res / "plots" / "paper"
     assert (plots / "local_update_fig1.png").stat().st_size > 10_000
     assert (plots / "local_update_heavy_ball_symmetry.png").stat().st_size > 10_000
+    assert (plots / "local_update_accuracy.png").stat().st_size > 10_000  # the neural-network figures
+    assert (plots / "local_update_gamma_loss.png").stat().st_size > 10_000
