@@ -23,7 +23,7 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from types import ModuleType
 
-from fedbench.papers import elastic_aggregation, fedac, fedelasticnet
+from fedbench.papers import elastic_aggregation, fedac, fedelasticnet, local_update
 from fedbench.papers.base import PaperFigure, Table
 
 __all__ = ["PAPERS", "get", "keys", "check_paper", "paper_cells", "tables", "figures", "code_version",
@@ -34,6 +34,7 @@ PAPERS: tuple[ModuleType, ...] = (
     fedelasticnet,
     elastic_aggregation,
     fedac,
+    local_update,
 )
 
 _BY_KEY = {p.KEY: p for p in PAPERS}
