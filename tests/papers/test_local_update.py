@@ -299,7 +299,7 @@ def test_neural_network_figures_select_and_mark_diverged_runs(mr, tmp_path):
     metrics = mr.frame(_nn_rows(mr, loss_cells, loss_score))
     tuned = [c for c in loss_cells if lu._tuned(c)]
     chosen = lu._chosen(metrics, tuned)
-    assert len(chosen) == 3 * 4 and {c["hparams"]["server_lr"] for c in chosen} == {0.01}  # 3 datasets × 4 γ; γ = 10 diverged
+    assert len(chosen) == 3 * 4 and {c["hparams"]["server_lr"] for c in chosen} == {0.01}  # 3 data × 4 γ (10 diverged)
     out = lu.plot_curves(lu.GAMMA_LOSS, metrics, loss_cells, tmp_path / "g.png")
     assert out.stat().st_size > 10_000
 
