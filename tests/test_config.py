@@ -1285,3 +1285,56 @@ def test_eval_initial_is_in_the_spec_only_when_true():
     assert all(c["eval_initial"] is True for c in expand_cells(cfg) if c["dataset"] == "digits")
     cfg["experiments"]["e"]["eval_initial"] = "yes"
     rejects(cfg, "experiments.e.eval_initial")
+
+
+# ------------------------------------------------------------------------------ heterogeneous local work
+
+
+def test_local_work_distribution_in_the_spec_in_canonical_form():
+    """local.epochs / local.steps may be a distribution (τ_i ~ Uniform{low..high}); the spec holds it
+    with a fixed key order and ``per`` defaulting to ``round``; fixed per client is a different spec."""
+    from fedbench.engine.cell import spec_id
+
+    cfg = tiny()
+    cfg["experiments"]["e"]["local"]["epochs"] = {"high": 5, "low": 2, "distribution": "uniform"}
+    cells = expand_cells(cfg)
+    work = cells[0]["local"]["epochs"]
+    assert work == {"distribution": "uniform", "low": 2, "high": 5, "per": "round"}
+    assert list(work) == ["distribution", "low", "high", "per"] and cells[0]["local"]["steps"] is None
+    cfg["experiments"]["e"]["local"]["epochs"]["per"] = "client"
+    fixed = expand_cells(cfg)
+    assert fixed[0]["local"]["epochs"]["per"] == "client" and spec_id(fixed[0]) != spec_id(cells[0])
+    # steps may be a distribution too, and a level's steps clears an inherited epochs distribution
+    cfg["experiments"]["e"]["algorithms"]["fedprox"]["local"] = {"steps": {"distribution": "uniform", "low": 1,
+                                                                          "high": 3}}
+    by = {c["algorithm"]: c["local"] for c in expand_cells(cfg)}
+    assert by["fedprox"]["epochs"] is None and by["fedprox"]["steps"]["high"] == 3
+    assert by["fedavg"]["epochs"]["per"] == "client"
+
+
+@pytest.mark.parametrize("work,fragments", [
+    ({"distribution": "uniform", "low": 5, "high": 2},
+     ["experiments.e.local.epochs.high: must be >= experiments.e.local.epochs.low (got low=5, high=2)"]),
+    ({"distribution": "normal", "low": 2, "high": 5}, ["experiments.e.local.epochs.distribution", "uniform"]),
+    ({"distribution": "uniform", "low": 0, "high": 5}, ["experiments.e.local.epochs.low", "1"]),
+    ({"distribution": "uniform", "low": 2}, ["experiments.e.local.epochs.high: missing"]),
+    ({"distribution": "uniform", "low": 2, "high": 5, "per": "epoch"},
+     ["experiments.e.local.epochs.per", "round, client"]),
+    ({"distribution": "uniform", "low": 2, "high": 5, "every": 1}, ["experiments.e.local.epochs.every: unknown key"]),
+])
+def test_local_work_distribution_errors_name_the_key(work, fragments):
+    cfg = tiny()
+    cfg["experiments"]["e"]["local"]["epochs"] = work
+    rejects(cfg, *fragments)
+
+
+def test_local_work_distribution_with_replacement_needs_steps_and_fedac_needs_a_fixed_k():
+    cfg = tiny()
+    cfg["experiments"]["e"]["local"]["epochs"] = {"distribution": "uniform", "low": 2, "high": 5}
+    cfg["experiments"]["e"]["local"]["replacement"] = True
+    rejects(cfg, "experiments.e.local.replacement: minibatches drawn with replacement need local.steps")
+    cfg = tiny()
+    cfg["experiments"]["e"]["local"] = {"steps": {"distribution": "uniform", "low": 2, "high": 5},
+                                        "batch_size": 4, "lr": 0.05, "weight_decay": 0.01}
+    cfg["experiments"]["e"]["algorithms"] = {"fedac": {"variant": "II"}}
+    rejects(cfg, "experiments.e.algorithms.fedac", "drawn per client")

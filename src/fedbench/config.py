@@ -640,8 +640,8 @@ def _finish_local(local: dict, path: str) -> dict:
                           f"pass without replacement; got epochs={epochs}): give local.steps instead of "
                           f"local.epochs, or set replacement: false")
     out = {
-        "epochs": None if epochs is None else int(epochs),
-        "steps": None if steps is None else int(steps),
+        "epochs": _local_work(epochs, f"{path}.epochs"),
+        "steps": _local_work(steps, f"{path}.steps"),
         "batch_size": int(local["batch_size"]),
         "lr": _finite(local["lr"], f"{path}.lr"),
         "lr_decay": _finite(local["lr_decay"], f"{path}.lr_decay"),
@@ -651,6 +651,24 @@ def _finish_local(local: dict, path: str) -> dict:
     if replacement:  # only when true: every cell without it keeps its spec and spec_id
         out["replacement"] = True
     return out
+
+
+def _local_work(amount: Any, path: str) -> int | dict | None:
+    """``local.epochs`` / ``local.steps`` in canonical form: None, an int, or the distribution
+    ``{"distribution", "low", "high", "per"}`` in that key order (``per`` defaults to ``"round"``;
+    drawn by :func:`fedbench.engine.batches.local_work`).
+
+    Raises:
+        ConfigError: low > high (key path ``<path>.high``).
+    """
+    if amount is None or not isinstance(amount, dict):
+        return None if amount is None else int(amount)
+    low, high = int(amount["low"]), int(amount["high"])
+    if low > high:
+        raise ConfigError(f"{path}.high: must be >= {path}.low (got low={low}, high={high}); "
+                          f"the count is drawn uniformly from {{low, ..., high}}")
+    return {"distribution": str(amount["distribution"]), "low": low, "high": high,
+            "per": str(amount.get("per", "round"))}
 
 
 def _augmentation(dataset_id: str, dataset: dict, ecfg: dict, dcfg: dict, dpath: str) -> tuple[bool, Any]:
