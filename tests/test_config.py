@@ -1338,3 +1338,15 @@ def test_local_work_distribution_with_replacement_needs_steps_and_fedac_needs_a_
                                         "batch_size": 4, "lr": 0.05, "weight_decay": 0.01}
     cfg["experiments"]["e"]["algorithms"] = {"fedac": {"variant": "II"}}
     rejects(cfg, "experiments.e.algorithms.fedac", "drawn per client")
+
+
+def test_local_work_distribution_can_be_swept_with_a_readable_label():
+    """The paper's E ∈ {5, 7} (τ_i ~ Uniform{2..E}) as a sweep of local.epochs."""
+    cfg = tiny()
+    cfg["experiments"]["e"]["sweep"] = {"grid": {"local.epochs": [
+        {"distribution": "uniform", "low": 2, "high": 5}, {"distribution": "uniform", "low": 2, "high": 7,
+                                                           "per": "client"}]}}
+    got = sorted((c["algorithm"], c["local"]["epochs"]["high"], c["local"]["epochs"]["per"])
+                 for c in expand_cells(cfg) if c["seed"] == 0)
+    assert got == [("fedavg,epochs=uniform2-5", 5, "round"), ("fedavg,epochs=uniform2-7.client", 7, "client"),
+                   ("fedprox,epochs=uniform2-5", 5, "round"), ("fedprox,epochs=uniform2-7.client", 7, "client")]
