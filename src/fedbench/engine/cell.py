@@ -37,6 +37,7 @@ of the same cell without it.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import math
 import sys
@@ -204,7 +205,9 @@ class Cell:
         used = torch.as_tensor(train_rows(partition), device=dev)  # O(n) also for shared partitions
         self.x_used, self.y_used = x_train[used], y_train[used]
         params = {k: v.to(dev) for k, v in model.init(generator(self.seed, 0, -1, "init"), dtype=dtype).items()}
-        self.server = algo.server_init(params, dict(spec["hparams"]), self.m)
+        kw = {"client_weights": self.weights} if "client_weights" in inspect.signature(algo.server_init).parameters \
+            else {}  # the minimax algorithms' unbiased reweighting needs every n_k
+        self.server = algo.server_init(params, dict(spec["hparams"]), self.m, **kw)
         self.dev = dev
         self.identity = {
             "experiment": spec["experiment"],
