@@ -1350,3 +1350,48 @@ def test_local_work_distribution_can_be_swept_with_a_readable_label():
                  for c in expand_cells(cfg) if c["seed"] == 0)
     assert got == [("fedavg,epochs=uniform2-5", 5, "round"), ("fedavg,epochs=uniform2-7.client", 7, "client"),
                    ("fedprox,epochs=uniform2-5", 5, "round"), ("fedprox,epochs=uniform2-7.client", 7, "client")]
+
+
+# ------------------------------------------------------------------------------ minimax cells
+
+
+def _minimax(model_minimax, algorithms):
+    cfg = tiny()
+    e = cfg["experiments"]["e"]
+    e["datasets"]["digits"]["model"] = {"name": "logreg", **({"minimax": model_minimax} if model_minimax else {})}
+    e["algorithms"] = algorithms
+    return cfg
+
+
+def test_minimax_cells_resolve_with_the_paper_table():
+    """Sharma, Panda & Joshi (TMLR 2023) §6: Local SGDA, with momentum 0.9, Fed-Norm-SGDA, on fair
+    classification (projection onto the simplex), τ_i ~ Uniform{2..5} epochs."""
+    cfg = _minimax({"problem": "fair"}, {"local_sgda": {"projection": "simplex"},
+                                         "local_sgda_m": {"algorithm": "local_sgda", "momentum": 0.9,
+                                                          "projection": "simplex"},
+                                         "fed_norm_sgda": {"projection": "simplex"}})
+    cfg["experiments"]["e"]["local"]["epochs"] = {"distribution": "uniform", "low": 2, "high": 5}
+    cells = {c["algorithm"]: c for c in expand_cells(cfg) if c["seed"] == 0}
+    assert cells["local_sgda_m"]["hparams"]["momentum"] == 0.9
+    assert cells["fed_norm_sgda"]["model"] == {"name": "logreg", "minimax": {"problem": "fair", "lambda": 0.1}}
+    assert cells["fed_norm_sgda"]["hparams"] == {"y_lr_scale": 1.0, "momentum": 0.0, "projection": "simplex",
+                                                 "radius": 1.0, "p": "samples", "estimator": "unbiased",
+                                                 "server_lr": 1.0, "tau_eff": "sampled"}
+    robust = _minimax({"problem": "robust"}, {"fed_norm_sgda_plus": {"projection": "ball", "snapshot_period": 5}})
+    (c,) = [c for c in expand_cells(robust) if c["seed"] == 0]
+    assert c["hparams"]["snapshot_period"] == 5 and c["model"]["minimax"] == {"problem": "robust"}
+
+
+def test_minimax_mismatches_are_rejected_with_the_key_path():
+    rejects(_minimax({"problem": "fair"}, {"fedavg": {}}), "experiments.e.algorithms.fedavg: the model is a minimax",
+            "use local_sgda")
+    rejects(_minimax(None, {"local_sgda": {}}), "experiments.e.algorithms.local_sgda: algorithm 'local_sgda' is a "
+            "minimax algorithm")
+    rejects(_minimax({"problem": "fair"}, {"local_sgda": {"projection": "ball"}}),
+            "experiments.e.algorithms.local_sgda.projection: the minimax problem 'fair'", "projection: simplex")
+    rejects(_minimax({"problem": "fair"}, {"local_sgda": {"projection": "simplex", "estimator": "biased"}}),
+            "experiments.e.algorithms.local_sgda", "estimator must be one of unbiased, sampled")
+    rejects(_minimax({"problem": "fair"}, {"fed_norm_sgda_plus": {"projection": "simplex", "snapshot_period": 0}}),
+            "experiments.e.algorithms.fed_norm_sgda_plus.snapshot_period")
+    rejects(_minimax({"problem": "fair", "lambda": -1}, {"local_sgda": {"projection": "simplex"}}),
+            "experiments.e.datasets.digits.model", "'lambda' must be a number >= 0")

@@ -523,9 +523,11 @@ def _resolve_partition(path: str, cfg: dict) -> dict:
 def _resolve_model(path: str, cfg: Any) -> dict:
     cfg = {"name": cfg} if isinstance(cfg, str) else cfg
     name = _entry(cfg, "name", _models(), path, "model")
-    options = {k: v for k, v in cfg.items() if k != "name"}
+    options = {k: v for k, v in cfg.items() if k not in ("name", "minimax")}
     resolved = {"name": name, **_resolve_params(options, dict(_models()[name]), {}, path,
                                                 f"unknown parameter for model {name!r}")}
+    if cfg.get("minimax") is not None:  # a minimax problem around the model (fedbench.models.minimax)
+        resolved["minimax"] = cfg["minimax"]
     from fedbench.models import model_options
 
     try:  # the model registry's own value checks (list lengths, paddings, ...)
@@ -796,6 +798,29 @@ def _check_algorithm_cell(name: str, hparams: dict, local: dict, path: str) -> N
         raise ConfigError(f"{path}: {e}") from None
 
 
+def _check_minimax(name: str, hparams: dict, model: dict, path: str) -> None:
+    """A minimax algorithm (:mod:`fedbench.algorithms.sgda`) needs a minimax model
+    (:mod:`fedbench.models.minimax`) whose set Y its ``projection`` matches, and a minimax model
+    needs a minimax algorithm (another one would descend on y)."""
+    import fedbench.algorithms as algorithms
+
+    is_minimax = "projection" in getattr(algorithms.get_algorithm(name), "HPARAMS", {})
+    problem = (model.get("minimax") or {}).get("problem")
+    if is_minimax and problem is None:
+        raise ConfigError(f"{path}: algorithm {name!r} is a minimax algorithm; give the dataset's model a "
+                          f"minimax problem (model: {{name: ..., minimax: {{problem: fair | robust}}}})")
+    if problem is not None and not is_minimax:
+        raise ConfigError(f"{path}: the model is a minimax problem ({problem!r}) but algorithm {name!r} is not a "
+                          f"minimax algorithm: use local_sgda, local_sgda_plus, fed_norm_sgda or fed_norm_sgda_plus")
+    if problem is not None:
+        from fedbench.models.minimax import PROJECTION
+
+        want = PROJECTION[problem]
+        if hparams.get("projection") != want:
+            raise ConfigError(f"{path}.projection: the minimax problem {problem!r} keeps y in its set Y: set "
+                              f"projection: {want} (got {_fmt(hparams.get('projection'))})")
+
+
 def _seed_cells(exp: dict, dset: dict, pid: str, label: str, algo: tuple[str, dict, dict]) -> list[dict]:
     """The cells of one (partition, algorithm label) of a dataset of an experiment, one per seed."""
     name, hparams, local_over = algo
@@ -803,6 +828,7 @@ def _seed_cells(exp: dict, dset: dict, pid: str, label: str, algo: tuple[str, di
     apath = f"{exp['path']}.algorithms.{label}.local"
     local = _finish_local(_merge_local(dset["local"], local_over, apath), apath if local_over else dset["local_path"])
     _check_algorithm_cell(name, hparams, local, f"{exp['path']}.algorithms.{label}")
+    _check_minimax(name, hparams, dset["shared"]["model"], f"{exp['path']}.algorithms.{label}")
     return [{
         "experiment": exp["experiment"], "dataset": dset["dataset"], "partition": pid,
         "algorithm": label, "seed": seed, "algorithm_name": name, "hparams": dict(hparams),

@@ -24,6 +24,9 @@ Models and their options (defaults in :data:`MODELS`):
 - ``cnn`` (:mod:`.cnn`): the FedAvg-paper CNN; ``channels``, ``kernel_size``, ``hidden``, ``padding``.
 - ``lstm`` (:mod:`.lstm`): the Shakespeare character LSTM; ``vocab_size``, ``embed_dim``, ``hidden``
   (one LSTM layer per entry). Input: (B, T) integer character ids.
+
+Any model but ``lstm`` takes the option ``minimax: {problem: fair | robust, ...}``
+(:mod:`.minimax`): the model plus an ascent player y, for the minimax algorithms.
 """
 
 from __future__ import annotations
@@ -54,6 +57,9 @@ class Model(NamedTuple):
     init: Callable[..., Tree]
     apply: Callable[[Tree, torch.Tensor], torch.Tensor]
     batch_clients_on_cpu: bool = True
+    #: ``loss(params, x, y) -> 0-d tensor``, the training objective; None: the mean cross-entropy
+    #: of ``apply`` (every model but the minimax ones, :mod:`fedbench.models.minimax`).
+    loss: Callable[[Tree, torch.Tensor, torch.Tensor], torch.Tensor] | None = None
 
 
 MODELS: dict[str, dict] = {
@@ -80,7 +86,17 @@ def model_options(cfg: dict) -> tuple[str, dict]:
         ValueError: no name, unknown model or option (:func:`fedbench.params.resolve_params`),
             or an ill-typed option value.
     """
+    minimax_cfg = cfg.get("minimax") if isinstance(cfg, dict) else None
+    if minimax_cfg is not None:
+        cfg = {k: v for k, v in cfg.items() if k != "minimax"}
     name, opts = resolve_params(cfg, "name", MODELS, "model")
+    if minimax_cfg is not None:  # only when given: every other model keeps its options (and spec)
+        from fedbench.models import minimax
+
+        if name == "lstm":
+            raise ValueError("model 'lstm': option 'minimax' needs real-valued inputs and a classifier head "
+                             "(logreg, mlp, cnn)")
+        opts["minimax"] = minimax.options(minimax_cfg)
     for key in ("hidden", "channels"):
         if key in opts:
             opts[key] = _int_list(name, key, opts[key])
@@ -133,6 +149,7 @@ def build_model(cfg: dict, input_shape: tuple, num_classes: int) -> Model:
             cannot fit (:func:`check_classes`).
     """
     name, opts = model_options(cfg)
+    minimax_opts = opts.pop("minimax", None)
     input_shape = tuple(int(v) for v in input_shape)
     num_classes = int(num_classes)
     if num_classes < 1:
@@ -149,11 +166,19 @@ def build_model(cfg: dict, input_shape: tuple, num_classes: int) -> Model:
         apply = functools.partial(cnn.apply, input_shape=cnn.image_shape(input_shape), padding=opts["padding"])
     else:
         apply = module.apply
-    return Model(init, apply, getattr(module, "BATCH_CLIENTS_ON_CPU", True))
+    model = Model(init, apply, getattr(module, "BATCH_CLIENTS_ON_CPU", True))
+    if minimax_opts is not None:
+        from fedbench.models import minimax
+
+        model = minimax.wrap(model, minimax_opts, input_shape, num_classes)
+    return model
 
 
 def make_loss_fn(model: Model) -> Callable[[Tree, torch.Tensor, torch.Tensor], torch.Tensor]:
-    """``loss_fn(params, x, y) -> 0-d tensor``: mean cross-entropy of ``model.apply(params, x)``."""
+    """``loss_fn(params, x, y) -> 0-d tensor``: the model's own ``loss`` when it has one (a minimax
+    model's f(x, y; batch)), else the mean cross-entropy of ``model.apply(params, x)``."""
+    if model.loss is not None:
+        return model.loss
 
     def loss_fn(params: Tree, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         return F.cross_entropy(model.apply(params, x), y)
