@@ -67,10 +67,13 @@ import torch
 
 from fedbench.algorithms.hparams import hparam, number
 from fedbench.algorithms.local import clip_by_global_norm
+from fedbench.models.minimax import DUAL_PREFIX
 from fedbench.tree import Tree, tree_norm, tree_sub, tree_zeros_like
 
-#: Parameter names of the ascent player y start with this prefix; every other leaf is x.
-DUAL_PREFIX = "y."
+__all__ = ["DUAL_PREFIX", "HPARAMS", "BOUNDS", "NORM_HPARAMS", "NORM_BOUNDS", "PLUS_HPARAMS", "PLUS_BOUNDS",
+           "aggregation_weights", "broadcast", "check_cell", "client_final_naive", "client_final_normalized",
+           "client_init", "client_step", "finish_server", "in_set", "project", "server_init", "server_update_naive",
+           "server_update_normalized", "split", "tau_eff"]
 PROJECTIONS = ("none", "ball", "simplex")
 P_WEIGHTS = ("samples", "uniform")
 ESTIMATORS = ("unbiased", "sampled")

@@ -37,6 +37,7 @@ from fedbench.tree import Tree
 PROBLEMS: dict[str, dict] = {"fair": {"lambda": 0.1}, "robust": {}}
 #: The projection each problem's set Y needs (checked by the config against the algorithm's).
 PROJECTION = {"fair": "simplex", "robust": "ball"}
+#: Parameter names of the ascent player y start with this prefix; every other leaf is x.
 DUAL_PREFIX = "y."
 
 
