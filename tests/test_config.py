@@ -1373,7 +1373,8 @@ def test_minimax_cells_resolve_with_the_paper_table():
     cfg["experiments"]["e"]["local"]["epochs"] = {"distribution": "uniform", "low": 2, "high": 5}
     cells = {c["algorithm"]: c for c in expand_cells(cfg) if c["seed"] == 0}
     assert cells["local_sgda_m"]["hparams"]["momentum"] == 0.9
-    assert cells["fed_norm_sgda"]["model"] == {"name": "logreg", "minimax": {"problem": "fair", "lambda": 0.1}}
+    assert cells["fed_norm_sgda"]["model"] == {"name": "logreg", "minimax": {"problem": "fair", "lambda": 0.1,
+                                                                               "empty_classes": "zero"}}
     assert cells["fed_norm_sgda"]["hparams"] == {"y_lr_scale": 1.0, "momentum": 0.0, "projection": "simplex",
                                                  "radius": 1.0, "p": "samples", "estimator": "unbiased",
                                                  "server_lr": 1.0, "tau_eff": "sampled"}

@@ -40,6 +40,18 @@ def test_fair_loss_is_the_class_weighted_objective_and_ignores_padding():
         torch.testing.assert_close(gv[k][0], grads[k], rtol=1e-13, atol=1e-15)
 
 
+def test_fair_empty_classes_batch_mean():
+    model = build_model({"name": "logreg", "minimax": {"problem": "fair", "lambda": 0.0,
+                                                       "empty_classes": "batch_mean"}}, (4,), 3)
+    params = model.init(np.random.default_rng(0), dtype=torch.float64)
+    x = torch.randn(5, 4, dtype=torch.float64)
+    y = torch.tensor([0, 0, 1, 0, 1])
+    ce = F.cross_entropy(model.apply(params, x), y, reduction="none")
+    grads, loss = make_grad_fn(model)(params, torch.cat([x, x[:1]]), torch.cat([y, torch.tensor([-100])]))
+    torch.testing.assert_close(grads["y.class_weights"], torch.stack([ce[y == 0].mean(), ce[y == 1].mean(), ce.mean()]),
+                               rtol=1e-13, atol=0)
+
+
 def test_robust_apply_adds_the_perturbation():
     base = build_model({"name": "mlp", "hidden": [5]}, (4,), 3)
     model = build_model({"name": "mlp", "hidden": [5], "minimax": {"problem": "robust"}}, (4,), 3)
@@ -56,10 +68,11 @@ def test_robust_apply_adds_the_perturbation():
 def test_options_and_errors():
     assert model_options({"name": "logreg"}) == ("logreg", {})  # other models keep their options
     assert model_options({"name": "logreg", "minimax": {"problem": "fair"}})[1] == {
-        "minimax": {"problem": "fair", "lambda": 0.1}}
+        "minimax": {"problem": "fair", "lambda": 0.1, "empty_classes": "zero"}}
     for cfg, match in (({"problem": "adversarial"}, "must be one of fair, robust"),
                        ({"problem": "fair", "lambda": -1}, "'lambda' must be a number >= 0"),
                        ({"problem": "robust", "lambda": 1}, "has no option 'lambda'"),
+                       ({"problem": "fair", "empty_classes": "drop"}, "'empty_classes' must be one of zero"),
                        ("fair", "must be a mapping")):
         with pytest.raises(ValueError, match=match):
             model_options({"name": "logreg", "minimax": cfg})

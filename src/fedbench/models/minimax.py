@@ -13,8 +13,11 @@ Problems:
     min_x max_{y ∈ Δ_C} Σ_c y_c F_c(x) − (λ/2) ‖y‖²₂, F_c(x; ξ) the mean cross-entropy of the batch
     rows of class c. Leaf ``y.class_weights`` (C,), initialized uniform 1/C; train with
     ``projection: simplex``. ``lambda`` λ ≥ 0 (default 0.1; the paper states none). A class absent
-    from a batch contributes F_c = 0 (the paper does not say; the step's y-gradient for it is then
-    −λ y_c only). ``apply`` is the base model's logits (y does not enter predictions).
+    from a batch (frequent under Dirichlet(0.1) splits; the paper does not say), ``empty_classes``:
+    ``zero`` (default) F_c = 0, so its y-gradient is −λ y_c only and the simplex projection moves
+    weight to the classes present; ``batch_mean`` F_c = the batch's mean loss over all its rows, so
+    an absent class is neither favoured nor penalized relative to the batch. ``apply`` is the base
+    model's logits (y does not enter predictions).
 ``robust`` (eq. 7; Sinha et al. 2017, Nouiehed et al. 2019):
     min_x max_{‖y‖₂ ≤ r} mean_j ℓ(h_x(a_j + y), b_j), y one additive input perturbation shared by all
     samples. Leaf ``y.perturbation`` of the input's shape, initialized 0; train with
@@ -34,7 +37,9 @@ import torch.nn.functional as F
 from fedbench.tree import Tree
 
 #: problem -> its options and their defaults.
-PROBLEMS: dict[str, dict] = {"fair": {"lambda": 0.1}, "robust": {}}
+PROBLEMS: dict[str, dict] = {"fair": {"lambda": 0.1, "empty_classes": "zero"}, "robust": {}}
+#: How ``fair`` treats a class with no row in the batch.
+EMPTY_CLASSES = ("zero", "batch_mean")
 #: The projection each problem's set Y needs (checked by the config against the algorithm's).
 PROJECTION = {"fair": "simplex", "robust": "ball"}
 #: Parameter names of the ascent player y start with this prefix; every other leaf is x.
@@ -62,6 +67,9 @@ def options(cfg) -> dict:
         if isinstance(lam, bool) or not isinstance(lam, (int, float)) or not np.isfinite(lam) or lam < 0:
             raise ValueError(f"minimax option 'lambda' must be a number >= 0 (got {lam!r})")
         out["lambda"] = float(lam)
+        if out["empty_classes"] not in EMPTY_CLASSES:
+            raise ValueError(f"minimax option 'empty_classes' must be one of {', '.join(EMPTY_CLASSES)} "
+                             f"(got {out['empty_classes']!r})")
     return out
 
 
@@ -82,6 +90,7 @@ def wrap(base, opts: dict, input_shape: tuple, num_classes: int):
     if problem == "fair":
         lam = float(opts["lambda"])
         classes = int(num_classes)
+        batch_mean = opts.get("empty_classes", "zero") == "batch_mean"
 
         def init(rng: np.random.Generator, dtype: torch.dtype = torch.float32) -> Tree:
             return {**base.init(rng, dtype), "y.class_weights": torch.full((classes,), 1.0 / classes, dtype=dtype)}
@@ -94,7 +103,12 @@ def wrap(base, opts: dict, input_shape: tuple, num_classes: int):
             logits = apply(params, inputs)
             ce = F.cross_entropy(logits, labels.clamp(min=0), reduction="none")
             onehot = (labels.unsqueeze(1) == torch.arange(classes, device=labels.device)).to(logits.dtype)
-            per_class = (onehot * ce.unsqueeze(1)).sum(0) / onehot.sum(0).clamp(min=1.0)
+            counts = onehot.sum(0)
+            per_class = (onehot * ce.unsqueeze(1)).sum(0) / counts.clamp(min=1.0)
+            if batch_mean:  # absent classes: the mean over the batch's real rows
+                real = (labels >= 0).to(logits.dtype)
+                mean = (ce * real).sum() / real.sum().clamp(min=1.0)
+                per_class = torch.where(counts > 0, per_class, mean)
             return (y * per_class).sum() - 0.5 * lam * (y * y).sum()
 
         return Model(init, apply, base.batch_clients_on_cpu, loss)
