@@ -56,6 +56,7 @@ def test_minimax_metrics_rows(data):  # noqa: F811
     for r in rows:
         assert r["y_norm"] is not None and r["x_step_norm"] > 0 and r["tau_eff"] >= 1.0
         assert r["boosted_pct"] is None
+        assert 0.0 <= r["test_worst_class_accuracy"] <= r["test_accuracy"]  # the paper's fair metric
     y = info["params"]["y.class_weights"]
     assert float(y.sum()) == pytest.approx(1.0, abs=1e-12) and float(y.min()) >= 0
     assert float(torch.linalg.norm(y)) == pytest.approx(rows[-1]["y_norm"], rel=1e-12)

@@ -264,10 +264,10 @@ class Cell:
             raise RuntimeError(f"evaluate_initial: the cell already has rows up to round {self.rows[-1]['round']}")
         params = self.server["params"]
         train_loss, train_acc = evaluate(self.model.apply, params, self.x_used, self.y_used)
-        test_loss, test_acc = evaluate(self.model.apply, params, *self.test)
+        test_loss, test_acc, test_worst = evaluate(self.model.apply, params, *self.test, worst_class=True)
         self.rows.append({**self.identity, "round": 0, "clients_sampled": 0,
                           "train_loss": train_loss, "train_accuracy": train_acc,
-                          "test_loss": test_loss, "test_accuracy": test_acc,
+                          "test_loss": test_loss, "test_accuracy": test_acc, "test_worst_class_accuracy": test_worst,
                           "uplink_floats": 0, "uplink_nonzeros": 0,
                           "uplink_entropy_bits": 0.0, "uplink_entropy_bits_delta": 0.0,
                           "downlink_floats": 0,
@@ -321,14 +321,15 @@ class Cell:
         if diverged or t % spec["eval_every"] == 0 or t == rounds:
             params = self.server["params"]
             train_loss, train_acc = evaluate(self.model.apply, params, self.x_used, self.y_used)
-            test_loss, test_acc = evaluate(self.model.apply, params, *self.test)
+            test_loss, test_acc, test_worst = evaluate(self.model.apply, params, *self.test, worst_class=True)
             diverged = diverged or not np.isfinite(train_loss)
             if diverged:
-                self.status, test_acc, train_acc = "diverged", float("nan"), float("nan")
+                self.status, test_acc, train_acc, test_worst = "diverged", float("nan"), float("nan"), float("nan")
                 self.status_reason = f"non-finite loss or parameters at round {t}"
             self.rows.append({**self.identity, "round": t, "clients_sampled": int(len(sampled)),
                               "train_loss": train_loss, "train_accuracy": train_acc,
                               "test_loss": test_loss, "test_accuracy": test_acc,
+                              "test_worst_class_accuracy": test_worst,
                               "uplink_floats": up_floats, "uplink_nonzeros": up_nnz,
                               "uplink_entropy_bits": up_entropy, "uplink_entropy_bits_delta": up_entropy_delta,
                               "downlink_floats": down_floats,

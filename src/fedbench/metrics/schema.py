@@ -18,6 +18,9 @@ Per-round columns
     train_accuracy   accuracy of θ^t on the same rows, in [0, 1] (NaN on a diverged row).
     test_loss        loss of θ^t on the test set (mean per sample).
     test_accuracy    accuracy of θ^t on the test set, in [0, 1].
+    test_worst_class_accuracy  min over the classes c present in the test set of the accuracy on
+                     class c's test rows, in [0, 1]: fair classification's "test accuracy on the worst
+                     distribution" (Sharma, Panda & Joshi, TMLR 2023, §6); NaN on a diverged row.
     uplink_floats    cumulative count of scalars sent client → server, rounds 1..t (dense count:
                      every element of every tensor in each ClientMessage).
     uplink_nonzeros  cumulative count of non-zero scalars sent client → server, rounds 1..t.
@@ -78,6 +81,7 @@ PER_ROUND = [
     ("train_accuracy", pa.float64()),
     ("test_loss", pa.float64()),
     ("test_accuracy", pa.float64()),
+    ("test_worst_class_accuracy", pa.float64()),
     ("uplink_floats", pa.int64()),
     ("uplink_nonzeros", pa.int64()),
     ("uplink_entropy_bits", pa.float64()),
@@ -96,8 +100,8 @@ ALGORITHM_METRICS = [
 ]
 METRICS_SCHEMA = pa.schema(IDENTITY + PER_ROUND + ALGORITHM_METRICS)
 #: Columns added after the first release (nullable): older cell files may lack them.
-ADDED_COLUMNS = ("train_accuracy", "uplink_entropy_bits_delta", "boosted_pct", "y_norm", "x_step_norm",
-                 "y_step_norm", "tau_eff")
+ADDED_COLUMNS = ("train_accuracy", "test_worst_class_accuracy", "uplink_entropy_bits_delta", "boosted_pct",
+                 "y_norm", "x_step_norm", "y_step_norm", "tau_eff")
 STATUSES = ("ok", "diverged")
 
 
