@@ -60,3 +60,21 @@ def test_minimax_metrics_rows(data):  # noqa: F811
     y = info["params"]["y.class_weights"]
     assert float(y.sum()) == pytest.approx(1.0, abs=1e-12) and float(y.min()) >= 0
     assert float(torch.linalg.norm(y)) == pytest.approx(rows[-1]["y_norm"], rel=1e-12)
+
+
+@pytest.mark.parametrize("engine", ["sequential", "vectorized"])
+def test_fed_norm_is_local_sgda_with_equal_steps_full_participation(data, engine):  # noqa: F811
+    """The exact identity through the engines: equal τ_i (local.steps), P = n, server lr 1."""
+    from fedbench.engine.loop import train
+
+    ds, part = data
+    out = {}
+    for name in ("local_sgda", "fed_norm_sgda"):
+        spec = _spec("fedavg") | {"algorithm": name, "algorithm_name": name,
+                                  "hparams": {"projection": "simplex", "momentum": 0.9},
+                                  "model": {"name": "mlp", "hidden": [8], "minimax": {"problem": "fair"}},
+                                  "sampling": {"scheme": "uniform", "participation": 1.0}}
+        spec["local"] |= {"epochs": None, "steps": 4}
+        out[name] = train(spec, ds, part, device="cpu", engine=engine)[1]["params"]
+    for k, v in out["local_sgda"].items():
+        torch.testing.assert_close(out["fed_norm_sgda"][k], v, rtol=0, atol=1e-12)
