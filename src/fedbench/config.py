@@ -1035,8 +1035,9 @@ def _label_value(v: Any) -> str:
     """A swept value in a cell label: repr of a float, str of an int, null, true/false; a local-work
     distribution as ``uniform2-5`` (drawn per round) or ``uniform2-5.client`` (fixed per client)."""
     if isinstance(v, dict) and "distribution" in v:
-        per = "" if v.get("per", "round") == "round" else f".{v['per']}"
-        return f"{v['distribution']}{v.get('low')}-{v.get('high')}{per}"
+        from fedbench.engine.batches import work_label
+
+        return work_label(v)
     if isinstance(v, bool):
         return "true" if v else "false"
     if v is None:

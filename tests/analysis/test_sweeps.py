@@ -366,3 +366,13 @@ def test_cell_scores_count_the_round_0_row(mr, statistic, last, expected):
     s = sweeps.cell_scores(metrics.sample(fraction=1.0, shuffle=True, seed=1), cells)  # row order does not matter
     assert s["status"][0] == "ok" and s["rounds"][0] == 4
     assert s["score"][0] == pytest.approx(expected)
+
+
+def test_format_value_of_a_local_work_distribution_is_the_cell_label():
+    from fedbench.config import _label_value
+
+    for v in ({"distribution": "uniform", "low": 2, "high": 5, "per": "round"},
+              {"distribution": "uniform", "low": 2, "high": 7, "per": "client"}):
+        assert sweeps.format_value(v) == _label_value(v)
+    assert sweeps.format_value({"distribution": "uniform", "low": 2, "high": 7, "per": "client"}) == \
+        "uniform2-7.client"

@@ -95,7 +95,12 @@ def cell_name(cell: Mapping) -> str:
 
 def format_value(v) -> str:
     """An axis value as the cell labels write it: floats with ``repr``, ints with ``str``,
-    ``null`` for None, ``true``/``false`` for booleans (anything else with ``str``)."""
+    ``null`` for None, ``true``/``false`` for booleans, a local-work distribution as
+    ``uniform2-5`` (:func:`fedbench.engine.batches.work_label`; anything else with ``str``)."""
+    if isinstance(v, Mapping) and "distribution" in v:
+        from fedbench.engine.batches import work_label
+
+        return work_label(v)
     if v is None:
         return "null"
     if isinstance(v, bool):

@@ -55,6 +55,13 @@ def local_work(amount, seed: int, round: int, client: int) -> int | None:
     return int(rng.integers(low, high + 1))
 
 
+def work_label(amount: Mapping) -> str:
+    """A local-work distribution in a cell label or a plot: ``uniform2-5`` (drawn per round) or
+    ``uniform2-5.client`` (fixed per client)."""
+    per = "" if amount.get("per", "round") == "round" else f".{amount['per']}"
+    return f"{amount['distribution']}{amount.get('low')}-{amount.get('high')}{per}"
+
+
 def local_batches(
     seed: int,
     round: int,
