@@ -583,7 +583,7 @@ def sensitivity_plot(metrics: pl.DataFrame, cells: Iterable[Mapping], path: str 
         for ci, axis in enumerate(axes_names):
             ax = grid_axes[ri][ci]
             members = [g for g in groups if (g.key[1], g.key[2]) == (dataset, partition) and axis in g.axes]
-            values = list(dict.fromkeys(v for g in members for v in g.grid[axis]))
+            values = list({format_value(v): v for g in members for v in g.grid[axis]}.values())  # dicts too
             numeric = bool(values) and all(_numeric(v) for v in values)
             categories = {format_value(v): i for i, v in enumerate(values)}
 
