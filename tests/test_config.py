@@ -1396,3 +1396,18 @@ def test_minimax_mismatches_are_rejected_with_the_key_path():
             "experiments.e.algorithms.fed_norm_sgda_plus.snapshot_period")
     rejects(_minimax({"problem": "fair", "lambda": -1}, {"local_sgda": {"projection": "simplex"}}),
             "experiments.e.datasets.digits.model", "'lambda' must be a number >= 0")
+
+
+def test_fed_minimax_quick_experiment_file():
+    """Sharma et al. (TMLR 2023) §6 on digits: 2 problems × 3 algorithms × E ∈ {5, 7} × 3 seeds."""
+    cells = expand_cells(yaml.safe_load((REPO / "config/experiments/fed_minimax_quick.yaml").read_text()))
+    assert len(cells) == 36
+    assert {c["local"]["epochs"]["high"] for c in cells} == {5, 7}
+    assert {c["local"]["epochs"]["per"] for c in cells} == {"round"}
+    by = {(c["experiment"], c["algorithm_name"], c["hparams"]["momentum"]) for c in cells}
+    assert by == {("fed_minimax_fair_quick", "local_sgda", 0.0), ("fed_minimax_fair_quick", "local_sgda", 0.9),
+                  ("fed_minimax_fair_quick", "fed_norm_sgda", 0.0),
+                  ("fed_minimax_robust_quick", "local_sgda_plus", 0.0),
+                  ("fed_minimax_robust_quick", "local_sgda_plus", 0.9),
+                  ("fed_minimax_robust_quick", "fed_norm_sgda_plus", 0.0)}
+    assert all(c["hparams"]["y_lr_scale"] == 1.25 for c in cells)
