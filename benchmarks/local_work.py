@@ -3,6 +3,7 @@ vectorized engine: its padding efficiency, and whether grouping clients by step 
 
     python benchmarks/local_work.py              # both workloads, a markdown table
     python benchmarks/local_work.py --rounds 5   # quicker
+    python benchmarks/local_work.py --overheads 16,64   # also plan_groups with these step overheads
 
 The vectorized engine trains a round's clients in lockstep: a client with K_k < S steps runs
 S − K_k padded no-op steps. :func:`fedbench.engine.vectorized.plan_groups` groups clients by step
@@ -75,7 +76,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--overheads", default="",
+                    help="extra vectorized rows: comma-separated plan_groups step overheads, e.g. 16,64")
     args = ap.parse_args()
+    for value in filter(None, args.overheads.split(",")):
+        MODES[f"vectorized, overhead {float(value):g}"] = float(value)
     torch.set_num_threads(args.threads)
     keep_freed_memory()
     ds = load_digits()
