@@ -18,6 +18,8 @@ partial participation (``tau_eff``), the projection and the other choices: :mod:
 
 from __future__ import annotations
 
+import torch
+
 from fedbench.algorithms import sgda
 from fedbench.tree import Tree
 
@@ -38,4 +40,4 @@ server_update = sgda.server_update_normalized
 def server_init(params: Tree, hparams: dict, num_clients: int, client_weights=None) -> dict:
     """:func:`fedbench.algorithms.sgda.server_init` (no snapshot), ``metrics["tau_eff"]`` = 0."""
     state = sgda.server_init(params, hparams, num_clients, client_weights)
-    return {**state, "metrics": {**state["metrics"], "tau_eff": state["metrics"]["x_step_norm"]}}
+    return {**state, "metrics": {**state["metrics"], "tau_eff": torch.zeros((), dtype=torch.float64)}}

@@ -9,6 +9,8 @@ server's x every S = ``snapshot_period`` rounds (Algorithm 1, line 4). Details: 
 
 from __future__ import annotations
 
+import torch
+
 from fedbench.algorithms import sgda
 from fedbench.tree import Tree
 
@@ -29,4 +31,4 @@ server_update = sgda.server_update_normalized
 def server_init(params: Tree, hparams: dict, num_clients: int, client_weights=None) -> dict:
     """:func:`fedbench.algorithms.sgda.server_init` with the snapshot x̂ = x⁰, ``metrics["tau_eff"]`` = 0."""
     state = sgda.server_init(params, hparams, num_clients, client_weights, plus=True)
-    return {**state, "metrics": {**state["metrics"], "tau_eff": state["metrics"]["x_step_norm"]}}
+    return {**state, "metrics": {**state["metrics"], "tau_eff": torch.zeros((), dtype=torch.float64)}}
