@@ -7,7 +7,7 @@ round) and partial participation; y stays in Y."""
 
 import pytest
 import torch
-from test_vectorized import SAMPLING, _compare, _spec, data  # noqa: F401  (data: the fixture)
+from test_vectorized import DEVICES, SAMPLING, _compare, _spec, data  # noqa: F401  (data: the fixture)
 
 from fedbench.algorithms import sgda
 
@@ -24,23 +24,37 @@ PROBLEMS = {"fair": ({"problem": "fair", "lambda": 0.1}, {"projection": "simplex
             "robust": ({"problem": "robust"}, {"projection": "ball", "radius": 0.5})}
 
 
+def _minimax_spec(case, sampling, problem, **over):
+    minimax, projection = PROBLEMS[problem]
+    spec = _spec("fedavg") | {"algorithm": case, "algorithm_name": case.removesuffix("_m"),
+                              "hparams": {**CASES[case], **projection},
+                              "model": {"name": "mlp", "hidden": [8], "minimax": minimax},
+                              "sampling": SAMPLING[sampling]} | over
+    spec["local"] |= {"epochs": None, "steps": WORK, "clip_norm": 1.0}
+    return spec
+
+
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("problem", sorted(PROBLEMS))
 @pytest.mark.parametrize("sampling", sorted(SAMPLING))
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_engines_agree_on_minimax_cells(data, case, sampling, problem):  # noqa: F811
+def test_engines_agree_on_minimax_cells(data, case, sampling, problem, device):  # noqa: F811
     ds, part = data
-    name = case.removesuffix("_m")
-    minimax, projection = PROBLEMS[problem]
-    spec = _spec("fedavg") | {"algorithm": case, "algorithm_name": name, "hparams": {**CASES[case], **projection},
-                              "model": {"name": "mlp", "hidden": [8], "minimax": minimax},
-                              "sampling": SAMPLING[sampling]}
-    spec["local"] |= {"epochs": None, "steps": WORK, "clip_norm": 1.0}
-    info_s, info_v = _compare(spec, ds, part, "cpu", rtol=1e-10)
+    projection = PROBLEMS[problem][1]
+    spec = _minimax_spec(case, sampling, problem)
+    info_s, info_v = _compare(spec, ds, part, device, rtol=1e-10)
     _, y = sgda.split(info_s["params"])
     assert sgda.in_set(y, projection)
     assert 0.0 < info_v["padding_efficiency"] < 1.0
     if "snapshot_period" in CASES[case]:
         assert info_s["server_state"]["snapshot"].keys() == sgda.split(info_s["params"])[0].keys()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("case", ["local_sgda_m", "fed_norm_sgda_plus"])
+def test_float32_within_tolerance(data, case, device):  # noqa: F811
+    ds, part = data
+    _compare(_minimax_spec(case, "uniform", "fair", dtype="float32"), ds, part, device, rtol=1e-4)
 
 
 def test_minimax_metrics_rows(data):  # noqa: F811
