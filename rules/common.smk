@@ -191,6 +191,47 @@ def cell_paths(filename, experiment=None, root=RUN_DIR):
     ]
 
 
+def optimum_key(cell):
+    """(dataset, λ as written in the path) of a cell whose suboptimality needs F* (model
+    ``binary_logreg``, λ = local.weight_decay > 0: rule optimum), else None."""
+    lam = cell["local"].get("weight_decay") or 0.0
+    if cell["model"]["name"] != "binary_logreg" or not lam > 0:
+        return None
+    return (cell["dataset"], repr(float(lam)))
+
+
+# (dataset, λ) -> the first cell that needs its F* (its experiment's resources serve the job).
+OPTIMA = {}
+for _cell in CELLS:
+    if optimum_key(_cell) is not None:
+        OPTIMA.setdefault(optimum_key(_cell), _cell)
+OPTIMUM_PATH = "results/optimum/{dataset}/l2={lam}.json"
+
+
+def optimum_paths():
+    """Every F* file the config's cells need (inputs of rule collect)."""
+    return [OPTIMUM_PATH.format(dataset=d, lam=lam) for d, lam in OPTIMA]
+
+
+def cell_optima():
+    """[(experiment, dataset, partition, algorithm, seed), F* file] of every cell with one."""
+    return [[[c[k] for k in ("experiment", "dataset", "partition", "algorithm", "seed")],
+             OPTIMUM_PATH.format(dataset=optimum_key(c)[0], lam=optimum_key(c)[1])]
+            for c in CELLS if optimum_key(c) is not None]
+
+
+def optimum_resource(key):
+    """A resource function of rule optimum: the resources of the first cell's (experiment,
+    dataset) that needs this F*, as its train job's (fedbench.config.job_resources)."""
+
+    def get(wildcards, attempt):
+        cell = OPTIMA[(wildcards.dataset, wildcards.lam)]
+        return job_resources(TRAIN_RESOURCES[(cell["experiment"], cell["dataset"])], attempt)[key]
+
+    get.__name__ = f"optimum_{key}"
+    return get
+
+
 def experiment_targets(wildcards):
     """{dataset id: target test accuracy or None} of one experiment (a dataset may override it)."""
     return {c["dataset"]: c["target_accuracy"] for c in CELLS if c["experiment"] == wildcards.experiment}

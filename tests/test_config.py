@@ -1149,7 +1149,7 @@ def test_sweep_structure_errors_name_the_key_path():
     rejects(swept(experiment={"grid": {"local.momentum": [0.9]}}),
             "experiments.e.sweep.grid.local.momentum: unknown sweep axis 'local.momentum'; allowed: local.<key> "
             "(epochs, steps, batch_size, lr, lr_decay, weight_decay, clip_norm, replacement)",
-            "sampling.participation, rounds, partition.<")
+            "sampling.participation, rounds, eval_every, partition.<")
     rejects(swept(experiment={"grid": {"sampling.scheme": ["iid"]}}),
             "experiments.e.sweep.grid.sampling.scheme: unknown")
     rejects(swept(experiment={"grid": {"local.lr": []}}), "experiments.e.sweep.grid.local.lr: must be a non-empty list")
@@ -1285,6 +1285,21 @@ def test_eval_initial_is_in_the_spec_only_when_true():
     assert all(c["eval_initial"] is True for c in expand_cells(cfg) if c["dataset"] == "digits")
     cfg["experiments"]["e"]["eval_initial"] = "yes"
     rejects(cfg, "experiments.e.eval_initial")
+
+
+def test_eval_every_is_a_sweep_axis_zipped_with_steps_and_rounds():
+    """FedAc's protocol: T = K · rounds fixed, evaluation every 512 steps = 512 / K rounds."""
+    cfg = swept(experiment={"zip": {"local.steps": [1, 4], "rounds": [16, 4], "eval_every": [8, 2]},
+                            "select": {"over": ["local.lr"]}, "grid": {"local.lr": [0.1, 1.0]}})
+    cfg["experiments"]["e"]["local"] = {**cfg["experiments"]["e"].get("local", {}), "epochs": None}
+    cells = [c for c in expand_cells(cfg) if c["seed"] == 0 and c["algorithm_name"] == "fedavg"]
+    got = [(c["local"]["steps"], c["rounds"], c["eval_every"], c["local"]["lr"]) for c in cells]
+    assert sorted(got) == sorted([(k, 16 // k, 8 // k, lr) for k in (1, 4) for lr in (0.1, 1.0)])
+    assert cells[0]["sweep"]["select"]["over"] == ["local.lr"]
+    bad = swept(experiment={"grid": {"eval_every": [1, 0]}})
+    rejects(bad, "experiments.e.sweep.grid.eval_every[1]", ">= 1")
+    bad = swept(experiment={"grid": {"local.lr": [0.1, 1.0]}, "select": {"over": ["local.steps"]}})
+    rejects(bad, "experiments.e.sweep.select.over[0]", "not an axis of this sweep")
 
 
 # ------------------------------------------------------------------------------ heterogeneous local work

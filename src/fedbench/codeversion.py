@@ -46,7 +46,7 @@ __all__ = [
 # job's own plugin is one of the closure's roots instead).
 REGISTRIES: dict[str, tuple[str, ...]] = {
     "fedbench.models": tuple(f"fedbench.models.{m}" for m in ("binary_logreg", "cnn", "logreg", "lstm", "minimax",
-                                                              "mlp")),
+                                                              "mlp", "quadratic", "resnet", "vgg")),
 }
 # Dataset source -> the module that reads or generates it (fedbench.data.registry's builders;
 # tests/test_codeversion.py checks that the two agree).
@@ -54,6 +54,8 @@ SOURCE_READERS: dict[str, str] = {
     "digits": "digits", "synthetic": "synthetic", "mnist": "idx", "emnist": "idx", "cifar10": "cifar",
     "cifar100": "cifar", "cinic10": "cinic", "fed_emnist": "tff", "fed_cifar100": "tff",
     "shakespeare": "shakespeare", "a9a": "libsvm", "epsilon": "libsvm", "libsvm_file": "libsvm",
+    "breast_cancer": "breast_cancer",
+    "quadratic": "quadratic",
 }
 REGISTRIES["fedbench.data.registry"] = tuple(sorted({f"fedbench.data.{m}" for m in SOURCE_READERS.values()}))
 # Modules that compute no result: the algorithm registry (names; get_algorithm imports by name).

@@ -122,7 +122,8 @@ _DATASET_BOUNDS = {
     "test_fraction": "(0, 1)",  # digits, synthetic, shakespeare: a share held out for the test split
 }
 # A source's own bounds where they differ (libsvm_file: no test split is allowed, test_fraction 0).
-_SOURCE_BOUNDS = {"libsvm_file": {"test_fraction": "[0, 1)", "n_features": "[1, inf)", "split_seed": "[0, inf)"}}
+_SOURCE_BOUNDS = {"libsvm_file": {"test_fraction": "[0, 1)", "n_features": "[1, inf)", "split_seed": "[0, inf)"},
+                  "breast_cancer": {"test_fraction": "[0, 1)", "split_seed": "[0, inf)"}}
 
 
 class ConfigError(ValueError):
@@ -775,6 +776,8 @@ def _dataset_settings(exp: dict, ecfg: dict, ds: str, dcfg: dict, known: dict, d
         shared["collapse"] = ecfg["collapse"]
     if inherited_or_none("eval_initial"):  # only when true: no round-0 row otherwise, same spec_id
         shared["eval_initial"] = True
+    if ecfg.get("uplink_entropy") is False:  # only when false: measured otherwise, same spec_id
+        shared["uplink_entropy"] = False
     local_path = f"{dpath}.local" if dcfg.get("local") else f"{epath}.local"
     return {"dataset": ds, "partitions": list(dcfg["partitions"]), "shared": shared,
             "local": _merge_local(exp["local"], dcfg.get("local"), f"{dpath}.local"), "local_path": local_path}
@@ -844,8 +847,8 @@ def _canonical(axis: str, cell: dict, partition: dict) -> Any:
         return cell["local"][key] if key in cell["local"] else LOCAL_OPTIONAL[key]
     if kind == "participation":
         return cell["sampling"]["participation"]
-    if kind == "rounds":
-        return cell["rounds"]
+    if kind in ("rounds", "eval_every"):
+        return cell[kind]
     return partition[key] if kind == "partition" else cell["hparams"][axis]
 
 
@@ -1005,7 +1008,8 @@ def _check_reached(lvl: dict | None, reached: set[str]) -> None:
 
 #: What selects a sweep's best point, where the config leaves it out (``direction`` then follows
 #: the metric: max when its name contains "accuracy", else min).
-SELECT_DEFAULTS = {"metric": "test_accuracy", "statistic": "final", "last": 10, "average_seeds": True}
+SELECT_DEFAULTS = {"metric": "test_accuracy", "statistic": "final", "last": 10, "average_seeds": True, "over": None}
+# ``over`` (None: every axis) enters a cell's ``sweep.select`` only when set.
 
 
 def select_metrics() -> tuple[str, ...]:
@@ -1013,15 +1017,16 @@ def select_metrics() -> tuple[str, ...]:
     :data:`fedbench.metrics.schema.METRICS_SCHEMA` (``round`` aside) and its algorithm metrics."""
     import pyarrow as pa
 
-    from fedbench.metrics.schema import ALGORITHM_METRICS, PER_ROUND
+    from fedbench.metrics.schema import ALGORITHM_METRICS, COLLECTED_COLUMNS, PER_ROUND
 
-    return tuple(name for name, t in PER_ROUND + ALGORITHM_METRICS
+    return tuple(name for name, t in PER_ROUND + ALGORITHM_METRICS + COLLECTED_COLUMNS
                  if name != "round" and (pa.types.is_integer(t) or pa.types.is_floating(t)))
 
 
 def _axis_kind(axis: str) -> str:
-    """'local', 'participation', 'rounds', 'partition' or 'hparam' (a bare name), or '' (unknown)."""
-    if axis in ("sampling.participation", "rounds"):
+    """'local', 'participation', 'rounds', 'eval_every', 'partition' or 'hparam' (a bare name), or
+    '' (unknown)."""
+    if axis in ("sampling.participation", "rounds", "eval_every"):
         return axis.rsplit(".", 1)[-1]
     head, _, tail = axis.partition(".")
     if head == "local" and tail in LOCAL_KEYS:
@@ -1079,8 +1084,8 @@ def _value_schema(axis: str) -> dict | None:
         return schema()["$defs"]["local"]["properties"][axis.split(".", 1)[1]]
     if kind == "participation":
         return {"$ref": "#/$defs/probability"}
-    if kind == "rounds":
-        return _PROPS["experiments"]["additionalProperties"]["properties"]["rounds"]
+    if kind in ("rounds", "eval_every"):
+        return _PROPS["experiments"]["additionalProperties"]["properties"][kind]
     return None
 
 
@@ -1100,8 +1105,8 @@ def _parse_sweep(sweep: dict | None, path: str, local: dict | None) -> dict | No
             if not _axis_kind(axis):
                 raise ConfigError(
                     f"{kp}: unknown sweep axis {axis!r}; allowed: local.<key> ({_known(LOCAL_KEYS)}), "
-                    f"sampling.participation, rounds, partition.<a parameter of the partition scheme>, or an "
-                    f"algorithm hyperparameter by its bare name (e.g. mu)")
+                    f"sampling.participation, rounds, eval_every, partition.<a parameter of the partition scheme>, "
+                    f"or an algorithm hyperparameter by its bare name (e.g. mu)")
             if part == "zip" and axis in grid:
                 raise ConfigError(f"{kp}: {axis!r} is also in {path}.grid; an axis is either gridded or zipped "
                                   f"at one level: delete one of them")
@@ -1137,16 +1142,18 @@ def _parse_sweep(sweep: dict | None, path: str, local: dict | None) -> dict | No
 
 def _select(levels: list[dict | None]) -> dict:
     """``select`` merged key by key over the levels, with :data:`SELECT_DEFAULTS`; the metric checked."""
-    out, where = dict(SELECT_DEFAULTS), None
+    out, where, over_path = dict(SELECT_DEFAULTS), None, None
     for lvl in levels:
         if lvl is not None:
             out.update(lvl["select"])
             where = f"{lvl['path']}.select.metric" if "metric" in lvl["select"] else where
+            over_path = f"{lvl['path']}.select.over" if "over" in lvl["select"] else over_path
     if out["metric"] not in select_metrics():
         raise ConfigError(f"{where}: unknown metric {_fmt(out['metric'])}; allowed: {_known(select_metrics())} "
                           f"(numeric per-round columns of fedbench.metrics.schema)")
     out.setdefault("direction", "max" if "accuracy" in out["metric"] else "min")
-    return {k: out[k] for k in ("metric", "statistic", "last", "direction", "average_seeds")}
+    keys = ("metric", "statistic", "last", "direction", "average_seeds") + (("over",) if out["over"] else ())
+    return {**{k: out[k] for k in keys}, "over_path": over_path}
 
 
 def _inner_sets(axis: str, cfgs: list[dict], levels: list[dict | None], li: int) -> bool:
@@ -1164,7 +1171,7 @@ def _inner_sets(axis: str, cfgs: list[dict], levels: list[dict | None], li: int)
                 return True
         elif kind == "participation" and inner == 1 and "participation" in (cfg.get("sampling") or {}):
             return True
-        elif kind == "rounds" and inner == 1 and "rounds" in cfg:
+        elif kind in ("rounds", "eval_every") and inner == 1 and kind in cfg:
             return True
         elif kind == "hparam" and inner == 2 and axis in cfg:
             return True
@@ -1198,7 +1205,15 @@ def _cell_sweep(levels: list[dict | None], cfgs: list[dict], applies, reached: s
                 rows.append(i)
         factors.append((tuple(group), rows))
         done.update(group)
-    return axes, factors, _select(levels) if axes else {}
+    if not axes:
+        return axes, factors, {}
+    select = _select(levels)
+    over_path = select.pop("over_path")
+    for i, a in enumerate(select.get("over") or []):
+        if a not in axes:
+            raise ConfigError(f"{over_path}[{i}]: {a!r} is not an axis of this sweep (its axes: {_known(list(axes))}); "
+                              f"select.over lists the axes the best point is chosen over, the others form groups")
+    return axes, factors, select
 
 
 def _substituted(cfgs: list[dict], pid: str, point: dict[str, tuple]) -> tuple[dict, dict, dict]:
@@ -1214,8 +1229,8 @@ def _substituted(cfgs: list[dict], pid: str, point: dict[str, tuple]) -> tuple[d
             target["local"] = {**(target.get("local") or {}), key: v}
         elif kind == "participation":
             target["sampling"] = {**(target.get("sampling") or {}), "participation": v}
-        elif kind == "rounds":
-            target["rounds"] = v
+        elif kind in ("rounds", "eval_every"):
+            target[kind] = v
         elif kind == "partition":
             d["partitions"] = {**d["partitions"], pid: {**d["partitions"][pid], key: v}}
         else:
@@ -1232,7 +1247,7 @@ def _plain_path(axis: str, li: int, epath: str, dpath: str, apath: str, pid: str
     if kind == "hparam":
         return f"{apath}.{axis}"
     base = (epath, dpath, dpath if kind != "local" else apath)[li]
-    return f"{base}.{axis}" if kind in ("local", "rounds") else f"{base}.sampling.participation"
+    return f"{base}.{axis}" if kind in ("local", "rounds", "eval_every") else f"{base}.sampling.participation"
 
 
 def _rewrite(msg: str, paths: dict[str, str]) -> tuple[str, bool]:
@@ -1260,6 +1275,7 @@ def expand_cells(config: dict) -> list[dict]:
     ``delta_histogram: {"rounds": [sorted ints]}`` ("last" resolved to the cell's rounds; a round
     beyond them is an error); ``collapse`` when the experiment sets it; ``eval_initial: True`` when
     the experiment or dataset sets it true (a round-0 row, :meth:`fedbench.engine.cell.Cell.evaluate_initial`);
+    ``uplink_entropy: False`` when the experiment turns the entropy measurement off;
     last, ``sweep``: None for a cell of no sweep, else
     ``{"label": <configured label>, "partition": <configured partition id>, "point": {axis: value},
     "grid": {axis: [values]}, "select": {metric, statistic, last, direction, average_seeds}}``

@@ -420,3 +420,54 @@ def test_the_config_accepts_the_defaults_and_checks_mu_and_the_string_choices():
         expand_cells(_config({"fedac": {"mu": 0.0}}))
     with pytest.raises(ConfigError, match=r"algorithms.fedac.variant: must be a string"):
         expand_cells(_config({"fedac": {"variant": 2}}))
+
+
+# ---------------------------------------------------------------------------------------------
+# the paper's structural facts: M = 1, Theorem 4.2
+
+
+@pytest.mark.parametrize("k", [2, 4, 8])
+def test_fedavg_with_one_worker_does_not_depend_on_k(k):
+    """M = 1: averaging one worker is the identity, so FedAvg is SGD on the same samples whatever
+    the synchronization interval K (Yuan & Ma, NeurIPS 2020, §5's sanity check)."""
+    steps = [s for rnd in make_batches(rounds=8, clients=1, k=1, seed=3) for s in rnd[0]]
+    one, _, _ = run_module(fedavg, hp(0.2, 0.1, 1), [[[s]] for s in steps], [1.0])
+    grouped = [[steps[i:i + k]] for i in range(0, len(steps), k)]
+    many, _, _ = run_module(fedavg, hp(0.2, 0.1, k), grouped, [1.0])
+    assert_close(many[-1]["params"], one[-1]["params"], rtol=1e-14)
+    for r, h in enumerate(many):  # and at every synchronization
+        assert_close(h["params"], one[(r + 1) * k - 1]["params"], rtol=1e-14)
+
+
+def _difference_after(variant, blocks, kappa=25.0, L=1.0, eps=1e-3):
+    """Theorem 4.2's construction (App. F, Lemmas F.2–F.3): the gap between two AGD runs started ε
+    apart evolves linearly, with the curvature F'' at w^md equal to L once every three steps
+    (t mod 3 = 1) and μ = L/κ otherwise. Runs the FedAc module's own local step on that linear
+    field (η = 1/L, λ = 0, μ given) for 3·blocks steps; returns the final (w^ag, w) gap and the
+    largest |gap| on the way."""
+    hparams = {"lr": 1.0 / L, "weight_decay": 0.0, "local_steps": 3 * blocks, "mu": L / kappa,
+               "variant": variant, "beta_formula": "paper"}
+    gap = {"params": {"w": torch.tensor([eps], dtype=torch.float64)},
+           "w": {"w": torch.tensor([eps], dtype=torch.float64)}, "steps": 0, "loss": math.nan}
+    largest = eps
+    for t in range(3 * blocks):
+        h = L if t % 3 == 1 else L / kappa
+        gap = fedac.client_step(gap, (None, None), hparams, lambda p, x, y, h=h: ({"w": h * p["w"]}, 0.0))
+        largest = max(largest, abs(float(gap["params"]["w"])), abs(float(gap["w"]["w"])))
+    return float(gap["params"]["w"]), float(gap["w"]["w"]), largest
+
+
+@pytest.mark.parametrize("blocks", [1, 5, 20, 100])
+def test_standard_agd_is_initial_value_unstable_and_fedac_i_is_not(blocks):
+    """Theorem 4.2 / F.1: with η = 1/L, γ = 1/√(Lμ), α = √κ, β = √κ + 1 (FedAc's ``vanilla``
+    variant: standard AGD) the gap after 3K steps is exactly (F.8)
+    ½ε(−2(1 − 1/√κ)³)^K · (1 + 1/√κ, √κ + 1), hence ≥ ½ε·1.02^K for κ ≥ 25 (F.9). FedAc-I's
+    damped γ = max(√(η/(μ·3K)), η) keeps the same gap below 2ε throughout."""
+    kappa, eps = 25.0, 1e-3
+    ag, w, _ = _difference_after("vanilla", blocks, kappa, eps=eps)
+    factor = 0.5 * eps * (-2 * (1 - 1 / math.sqrt(kappa)) ** 3) ** blocks
+    assert ag == pytest.approx(factor * (1 + 1 / math.sqrt(kappa)), rel=1e-12)
+    assert w == pytest.approx(factor * (math.sqrt(kappa) + 1), rel=1e-12)
+    assert abs(ag) >= 0.5 * eps * 1.02 ** blocks and abs(w) >= eps * 1.02 ** blocks
+    _, _, largest = _difference_after("I", blocks, kappa, eps=eps)
+    assert largest <= 2 * eps

@@ -31,11 +31,27 @@ def test_collect_concatenates_in_order_and_checks_schema(tmp_path, write, mr):
     back = pl.read_parquet(out)
     assert back.equals(df)
     assert back.height == 5
-    assert back.columns == METRICS_SCHEMA.names
-    assert dict(back.schema) == POLARS_SCHEMA
+    assert back.columns == [*METRICS_SCHEMA.names, "suboptimality"]
+    assert dict(back.schema) == {**POLARS_SCHEMA, "suboptimality": pl.Float64}
+    assert back.get_column("suboptimality").null_count() == 5  # no F* given
     assert back.get_column("algorithm").to_list() == ["fedavg"] * 2 + ["fedprox"] * 3
     assert "old" not in back.get_column("algorithm").to_list()
     assert stale.exists()
+
+
+def test_collect_suboptimality_is_train_objective_minus_the_cells_optimum(tmp_path, write, mr):
+    rows_a = mr.run_rows([0.1, 0.2, 0.3], algorithm="fedac", seed=0)
+    rows_b = mr.run_rows([0.1, 0.2], algorithm="fedavg", seed=1)
+    rows_c = mr.run_rows([0.5], algorithm="other", seed=0)
+    for rows in (rows_a, rows_b, rows_c):
+        for r in rows:
+            r["train_objective"] = 0.5 + 1.0 / r["round"]
+    paths = [write(tmp_path / f"{i}.parquet", rows) for i, rows in enumerate((rows_a, rows_b, rows_c))]
+    optima = {("e", "d", "p", "fedac", 0): 0.25, ("e", "d", "p", "fedavg", 1): 0.5}
+    df = collect(paths, tmp_path / "all.parquet", optima=optima)
+    got = df.get_column("suboptimality").to_list()
+    assert got == [0.5 + 1.0 / t - 0.25 for t in (1, 2, 3)] + [0.5 + 1.0 / t - 0.5 for t in (1, 2)] + [None]
+    assert df.get_column("algorithm").to_list() == ["fedac"] * 3 + ["fedavg"] * 2 + ["other"]  # order kept
 
 
 def test_collect_keeps_algorithm_extra_columns(tmp_path, write, mr):
@@ -90,6 +106,6 @@ def test_collect_fills_columns_added_later_with_nulls(tmp_path, write, mr):
     old = tmp_path / "old.parquet"
     pq.write_table(old_table, old)
     df = collect([new, old], tmp_path / "all.parquet")
-    assert df.columns == METRICS_SCHEMA.names
+    assert df.columns == [*METRICS_SCHEMA.names, "suboptimality"]
     assert df.get_column("boosted_pct").to_list() == [12.5, None, None]
     assert df.get_column("uplink_entropy_bits_delta").to_list() == [0.5, None, None]

@@ -368,6 +368,36 @@ def test_cell_scores_count_the_round_0_row(mr, statistic, last, expected):
     assert s["score"][0] == pytest.approx(expected)
 
 
+def test_select_over_some_axes_groups_by_the_others(mr):
+    """``select.over: [local.lr]``: the best lr per value of the other axes (FedAc: per M and K),
+    each such group with its own row, edge flag and chosen cells."""
+    grid = {"local.lr": [0.01, 0.1, 1.0], "partition.num_clients": [4, 16], "local.steps": [1, 8]}
+    cells = swept_cells(grid, seeds=(0, 1), select={"over": ["local.lr"]})
+    table = {(0.1, 4, 1): [0.9], (1.0, 4, 8): [0.9], (0.01, 16, 1): [0.9], (0.1, 16, 8): [0.9]}
+    metrics = rows_for(mr, cells, by_point(table, default=(0.5, 0.6)))
+    sel = sweeps.select(metrics, cells)
+    assert sel.height == 4
+    got = {(r["partition.num_clients"], r["local.steps"]): (r["local.lr"], r["edge"], r["points"], r["fixed"])
+           for r in sel.iter_rows(named=True)}
+    assert got == {("4", "1"): ("0.1", "", 3, ["partition.num_clients", "local.steps"]),
+                   ("4", "8"): ("1.0", "local.lr: upper edge (1.0)", 3, ["partition.num_clients", "local.steps"]),
+                   ("16", "1"): ("0.01", "local.lr: lower edge (0.01)", 3, ["partition.num_clients", "local.steps"]),
+                   ("16", "8"): ("0.1", "", 3, ["partition.num_clients", "local.steps"])}
+    assert all(r["axes"] == ["local.lr"] for r in sel.iter_rows(named=True))
+    chosen = {sweeps.cell_name(c) for c in sweeps.selected_cells(sel, cells)}
+    assert "e/d/iid,num_clients=16/fedprox,lr=0.01,steps=1/seed=1" in chosen and len(chosen) == 8
+    md = sweeps.markdown_selection(sel)
+    assert "| 16 " in md and "1.0 ⚠" in md  # the fixed values are shown, the edge of the lr flagged
+
+
+def test_select_over_plot_draws_one_line_per_group(mr, tmp_path, monkeypatch):
+    grid = {"local.lr": [0.01, 0.1, 1.0], "local.steps": [1, 8]}
+    cells = swept_cells(grid, select={"over": ["local.lr"]})
+    metrics = rows_for(mr, cells, by_point({(0.1, 1): [0.9]}))
+    out = sweeps.sensitivity_plot(metrics, cells, tmp_path / "s.png")
+    assert Image.open(out).size[0] > 100
+
+
 def test_format_value_of_a_local_work_distribution_is_the_cell_label():
     from fedbench.config import _label_value
 

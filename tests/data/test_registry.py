@@ -16,7 +16,8 @@ from fedbench.data.store import load_dataset
 
 def test_sources_and_defaults():
     assert set(SOURCES) == {"digits", "synthetic", "mnist", "emnist", "cifar10", "cifar100", "cinic10", "fed_emnist",
-                            "fed_cifar100", "shakespeare", "a9a", "epsilon", "libsvm_file"}
+                            "fed_cifar100", "shakespeare", "a9a", "epsilon", "libsvm_file", "breast_cancer",
+                            "quadratic"}
     assert resolve_dataset_params({"source": "digits"}) == {"test_fraction": 0.2, "split_seed": 0}
     p = resolve_dataset_params({"source": "synthetic", "alpha": 0.5})
     assert p["alpha"] == 0.5 and p["beta"] == 1.0 and p["num_clients"] == 30 and set(p) == set(SOURCES["synthetic"])
@@ -80,6 +81,9 @@ def test_every_source_fits_its_natural_models_and_schemes():
 
     assert set(INPUT_KIND) == set(SOURCES)
     for source in SOURCES:
+        if source == "quadratic":  # rows [a, t] of a least-squares problem: its own model only
+            check_fits(source, model="quadratic", scheme="natural")
+            continue
         check_fits(source, model="logreg", scheme="iid")
         check_fits(source, model="mlp", scheme="dirichlet")
     for source in NATURAL_CLIENTS:

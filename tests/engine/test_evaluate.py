@@ -1,10 +1,90 @@
-"""fedbench.engine.evaluate: loss, accuracy and the worst-class accuracy of fair classification."""
+"""fedbench.engine.evaluate: the evaluation of the server model (and the worst-class accuracy of fair
+classification) and the regularized objective."""
+
+from __future__ import annotations
 
 import math
 
+import numpy as np
+import pytest
 import torch
 
-from fedbench.engine.evaluate import evaluate
+from fedbench.data.partition import make_partition
+from fedbench.data.store import Dataset
+from fedbench.engine.evaluate import evaluate, regularized_objective
+from fedbench.metrics.optimum import logistic_objective
+from fedbench.models import build_model
+
+
+def test_regularized_objective_adds_half_lambda_squared_norm_over_every_tensor():
+    params = {"w": torch.tensor([3.0, 4.0], dtype=torch.float32), "b": torch.tensor([[1.0]], dtype=torch.float64)}
+    assert regularized_objective(0.7, params, 0.1) == pytest.approx(0.7 + 0.05 * 26.0, rel=1e-15)
+    assert regularized_objective(0.7, params, 0.0) == 0.7
+    assert regularized_objective(0.7, params, None) == 0.7
+    assert math.isnan(regularized_objective(float("nan"), params, 0.1))
+
+
+def test_binary_logreg_objective_is_fedacs_F_to_float_precision():
+    """For binary_logreg (no bias, logits [0, xᵀw]) the engine's mean cross-entropy plus (λ/2)‖w‖²
+    is F(w) = (1/N) Σ log(1 + exp(−y xᵀw)) + (λ/2)‖w‖² (Yuan & Ma, NeurIPS 2020, §5), as the F*
+    solver computes it."""
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(300, 7))
+    y = (rng.random(300) < 0.4).astype(np.int64)
+    model = build_model({"name": "binary_logreg"}, (7,), 2)
+    params = {k: v.double() for k, v in model.init(rng, dtype=torch.float64).items()}
+    loss, _ = evaluate(model.apply, params, torch.from_numpy(x), torch.from_numpy(y), batch_size=64)
+    got = regularized_objective(loss, params, 1e-3)
+    want = logistic_objective(params["weight"].numpy(), x, y, 1e-3)
+    assert got == pytest.approx(want, rel=1e-13, abs=0)
+
+
+def test_cells_record_train_objective_at_every_evaluation():
+    from fedbench.engine.loop import train
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(60, 4)).astype(np.float32)
+    y = (x @ rng.normal(size=4) > 0).astype(np.int64)
+    ds = Dataset("toy", x[:50], y[:50], x[50:], y[50:], num_classes=2)
+    part = make_partition(ds, {"scheme": "shared", "num_clients": 3}, seed=0)
+    spec = {
+        "experiment": "t", "dataset": "toy", "partition": "shared", "algorithm": "fedac", "seed": 0,
+        "algorithm_name": "fedac", "hparams": {"variant": "I", "beta_formula": "paper", "mu": None},
+        "model": {"name": "binary_logreg"},
+        "local": {"epochs": None, "steps": 2, "batch_size": 1, "lr": 0.1, "lr_decay": 1.0,
+                  "weight_decay": 0.01, "clip_norm": None, "replacement": True},
+        "sampling": {"scheme": "uniform", "participation": 1.0}, "rounds": 4, "eval_every": 2,
+        "target_accuracy": None, "dtype": "float64", "eval_initial": True,
+    }
+    rows, info = train(spec, ds, part, device="cpu", engine="sequential")
+    assert [r["round"] for r in rows] == [0, 2, 4]
+    w = info["params"]["weight"].numpy()
+    assert rows[-1]["train_objective"] == pytest.approx(logistic_objective(w, x[:50], y[:50], 0.01), rel=1e-13)
+    assert all(r["train_objective"] > r["train_loss"] for r in rows)
+
+
+def test_uplink_entropy_off_leaves_the_columns_null_and_changes_nothing_else():
+    from fedbench.engine.loop import train
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(60, 4)).astype(np.float32)
+    y = (x @ rng.normal(size=4) > 0).astype(np.int64)
+    ds = Dataset("toy", x[:50], y[:50], x[50:], y[50:], num_classes=2)
+    part = make_partition(ds, {"scheme": "shared", "num_clients": 3}, seed=0)
+    spec = {
+        "experiment": "t", "dataset": "toy", "partition": "shared", "algorithm": "fedavg", "seed": 0,
+        "algorithm_name": "fedavg", "hparams": {}, "model": {"name": "binary_logreg"},
+        "local": {"epochs": None, "steps": 2, "batch_size": 1, "lr": 0.1, "lr_decay": 1.0,
+                  "weight_decay": 0.01, "clip_norm": None, "replacement": True},
+        "sampling": {"scheme": "uniform", "participation": 1.0}, "rounds": 3, "eval_every": 1,
+        "target_accuracy": None, "dtype": "float64", "eval_initial": True,
+    }
+    on, _ = train(spec, ds, part, device="cpu", engine="vectorized")
+    off, _ = train({**spec, "uplink_entropy": False}, ds, part, device="cpu", engine="vectorized")
+    assert all(r["uplink_entropy_bits"] is None and r["uplink_entropy_bits_delta"] is None for r in off)
+    assert on[-1]["uplink_entropy_bits"] > 0
+    for a, b in zip(on, off):
+        assert a["train_objective"] == b["train_objective"] and a["uplink_nonzeros"] == b["uplink_nonzeros"]
 
 
 def _apply(params, x):

@@ -37,11 +37,17 @@ HPARAMS = {"fedavg": {}, "fedavgm": {"server_lr": 1.0, "momentum": 0.9}, "fedpro
            "fedadagrad": {"server_lr": 0.05, "beta1": 0.9, "tau": 1e-3},
            "fedac": {"variant": "II", "beta_formula": "code", "mu": None}, "mb_sgd": {},
            "mb_ac_sgd": {"variant": "vanilla", "beta_formula": "paper", "mu": 0.05},
-           "fednova": {"server_lr": 0.8, "momentum": 0.5}}
+           "fednova": {"server_lr": 0.8, "momentum": 0.5},
+           "local_update": {"theta": [1.0, 0.5, 0.0, 2.0], "alpha": 0.1, "server_opt": "nesterov", "server_lr": 0.5,
+                            "momentum": 0.5, "beta1": 0.9, "beta2": 0.99, "tau": 1e-3},
+           "reptile": {"epsilon": 0.5},
+           "maml": {"inner_steps": 2, "inner_batches": "shared", "server_opt": "heavy_ball", "server_lr": 0.5,
+                    "momentum": 0.5, "beta1": 0.9, "beta2": 0.99, "tau": 1e-3}}
 #: Algorithms that need a fixed number of local steps, no clipping and a weight decay λ > 0 (μ = λ):
 #: their cells run these local settings instead of the epochs / clipping ones below.
 STEPS_ONLY = {"fedac": {"epochs": None, "steps": 3, "weight_decay": 1e-2, "clip_norm": None},
-              "mb_sgd": {"clip_norm": None}, "mb_ac_sgd": {"clip_norm": None}}
+              "mb_sgd": {"clip_norm": None}, "mb_ac_sgd": {"clip_norm": None},
+              "local_update": {"clip_norm": None}, "maml": {"clip_norm": None}}
 SAMPLING = {"uniform": {"scheme": "uniform", "participation": 0.5},
             "bernoulli": {"scheme": "bernoulli", "participation": 0.4}}
 

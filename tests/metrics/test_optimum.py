@@ -86,6 +86,27 @@ def test_agrees_with_scikit_learn(lam):
     assert np.linalg.norm(w_sk - r.w) <= 1e-4 * max(1.0, np.linalg.norm(r.w))
 
 
+@pytest.mark.parametrize("lam", [1e-2, 1e-3, 1e-4])
+def test_agrees_with_an_independent_newton_solver_to_1e_10(lam):
+    """F* against plain damped Newton on the textbook formulas (:func:`_dense_reference`, from
+    w = 0 with backtracking, until the step is below 1e-15): the values agree to 1e-10."""
+    x, y = _problem(n=500, d=25, seed=4, density=0.2)
+    w = np.zeros(x.shape[1])
+    for _ in range(100):
+        f, g, h = _dense_reference(w, x, y, lam)
+        step = np.linalg.solve(h, g)
+        t = 1.0
+        while _dense_reference(w - t * step, x, y, lam)[0] > f - 1e-4 * t * g @ step and t > 1e-8:
+            t /= 2
+        w = w - t * step
+        if np.linalg.norm(t * step) < 1e-15:
+            break
+    f_newton = _dense_reference(w, x, y, lam)[0]
+    r = solve_optimum(x, y, lam)
+    assert abs(r.value - f_newton) <= 1e-10
+    assert np.linalg.norm(r.w - w) <= 1e-8 * max(1.0, np.linalg.norm(w))
+
+
 def test_objective_gradient_hessp_match_finite_differences_and_dense_formulas():
     x, y = _problem(n=200, d=12, seed=3)
     lam = 1e-3

@@ -17,7 +17,7 @@ CASES = [
 
 
 def test_registry_defaults():
-    assert set(MODELS) == {"logreg", "mlp", "cnn", "lstm", "binary_logreg"}
+    assert set(MODELS) == {"logreg", "mlp", "cnn", "lstm", "binary_logreg", "quadratic", "resnet18_gn", "vgg11"}
     assert MODELS["lstm"] == {"vocab_size": 80, "embed_dim": 8, "hidden": [100, 100]}
     assert MODELS["mlp"] == {"hidden": [200, 200]}
     assert MODELS["cnn"] == {"channels": [32, 64], "kernel_size": 5, "hidden": [512], "padding": "same"}

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 
 import polars as pl
@@ -166,3 +167,46 @@ def test_dry_run_of_the_quick_files_plans_the_paper_tables_and_the_sweep_plot(tm
     assert rules.count("train") == 24 and rules.count("paper_table") == 1
     assert [w["figure"] for r, w in jobs if r == "paper_figure"] == ["elastic_aggregation_boosted"]
     assert "train_delta_histogram" not in rules
+
+
+def test_fedac_files_expand_to_the_papers_grids():
+    quick = expand_cells(load("fedac_quick"))
+    assert len(quick) == 4 * 3 * 3 * 7 * 3
+    assert {c["model"]["name"] for c in quick} == {"binary_logreg"}
+    assert {(c["local"]["steps"], c["rounds"], c["eval_every"]) for c in quick} == {(1, 256, 32), (4, 64, 8),
+                                                                                      (16, 16, 2)}
+    assert all(c["local"]["replacement"] and c["local"]["batch_size"] == 1 and c["eval_initial"] for c in quick)
+    assert {c["sweep"]["select"]["over"][0] for c in quick} == {"local.lr"}
+
+
+@pytest.mark.slow
+def test_fedac_quick_runs_end_to_end_with_suboptimality_and_the_paper_outputs(tmp_path):
+    """The FedAc protocol on embedded data, cut to M = 4, K ∈ {1, 4}, 2 η, 1 seed: F* by rule optimum,
+    suboptimality ≥ 0 at every evaluation (F* is the minimum), K = 1 equivalences in the chosen
+    scores (FedAvg = Mb-SGD, FedAc-I = Mb-Ac-SGD: the same samples), the paper's tables and figures."""
+    cfg = load("fedac_quick")
+    cfg["device"] = "cpu"
+    exp = cfg["experiments"]["fedac_quick"]
+    exp["seeds"] = [0]
+    exp["sweep"]["grid"] = {"local.lr": [0.1, 0.3], "partition.num_clients": [4]}
+    exp["sweep"]["zip"] = {"local.steps": [1, 4], "rounds": [32, 8], "eval_every": [8, 2]}
+    assert len(expand_cells(cfg)) == 16
+    ok(snakemake(tmp_path, cfg))
+    res = tmp_path / "results"
+    m = pl.read_parquet(res / "metrics.parquet")
+    assert m.get_column("suboptimality").null_count() == 0
+    assert m.get_column("suboptimality").min() >= -1e-12
+    assert sorted(set(m.get_column("round"))) == [0, 2, 4, 6, 8, 16, 24, 32]
+    opt = json.loads(next((res / "optimum" / "breast_cancer").glob("l2=*.json")).read_text())
+    assert opt["grad_norm"] <= 1e-12 and opt["lam"] == 0.01
+    fstar = (m.get_column("train_objective") - m.get_column("suboptimality")).to_list()
+    assert max(fstar) - min(fstar) < 1e-12 and abs(fstar[0] - opt["value"]) < 1e-12
+    best = pl.read_csv(res / "tables" / "paper" / "fedac_best.csv")
+    k1 = {r["key"]: r["mean"] for r in best.filter(pl.col("K") == 1).iter_rows(named=True)}
+    assert k1["fedavg"] == pytest.approx(k1["mb_sgd"], rel=1e-9)
+    assert k1["fedac"] == pytest.approx(k1["mb_ac_sgd"], rel=1e-9)
+    for name in ("fedac_best", "fedac_rounds", "fedac_optimum"):
+        assert (res / "tables" / "paper" / f"{name}.md").stat().st_size > 200
+    for name in ("fedac_vs_m", "fedac_vs_k"):
+        assert (res / "plots" / "paper" / f"{name}.png").stat().st_size > 10_000
+    assert "local.lr" in (res / "tables" / "sweeps" / "fedac_quick.md").read_text()

@@ -111,6 +111,7 @@ ALGORITHMS = (
     "fedadam", "fedyogi", "fedadagrad",
     "fedac", "mb_sgd", "mb_ac_sgd",
     "fednova",
+    "local_update", "reptile", "maml",
     "local_sgda", "local_sgda_plus", "fed_norm_sgda", "fed_norm_sgda_plus",
 )
 

@@ -48,8 +48,13 @@ def server_init(params: Tree, hparams: dict, defaults: dict) -> dict:
 def server_update(server_state: dict, messages: list[dict], weights, hparams: dict, defaults: dict,
                   rule: str) -> dict:
     """One FedOpt server step with the second-moment ``rule`` ("adagrad", "yogi" or "adam")."""
+    return adaptive_step(server_state, weighted_delta(messages, weights), hparams, defaults, rule)
+
+
+def adaptive_step(server_state: dict, delta: Tree, hparams: dict, defaults: dict, rule: str) -> dict:
+    """The server step on a given aggregate Δ_t (an ascent direction; shared with
+    :mod:`fedbench.algorithms.local_update`'s Adam server, which passes −q̄)."""
     eta, beta1, tau = (float(hparam(hparams, defaults, k)) for k in ("server_lr", "beta1", "tau"))
-    delta = weighted_delta(messages, weights)
     m = {k: beta1 * server_state["m"][k] + (1.0 - beta1) * d for k, d in delta.items()}
     v_prev = server_state["v"]
     sq = {k: d * d for k, d in delta.items()}

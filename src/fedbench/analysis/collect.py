@@ -7,13 +7,13 @@ never a glob: a glob would pick up stale cells from configs that have since been
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import polars as pl
 
 from fedbench.files import atomic_write
-from fedbench.metrics.schema import ADDED_COLUMNS, METRICS_SCHEMA, STATUSES
+from fedbench.metrics.schema import ADDED_COLUMNS, COLLECTED_COLUMNS, METRICS_SCHEMA, STATUSES
 
 # METRICS_SCHEMA (pyarrow) as polars dtypes: pa.string -> pl.String, pa.int64 -> pl.Int64, ...
 POLARS_SCHEMA: dict[str, pl.DataType] = dict(pl.from_arrow(METRICS_SCHEMA.empty_table()).schema)
@@ -44,16 +44,31 @@ def with_added_columns(df: pl.DataFrame) -> pl.DataFrame:
     return df.with_columns(pl.lit(None, POLARS_SCHEMA[c]).alias(c) for c in missing) if missing else df
 
 
-def collect(paths: Sequence[str | os.PathLike], out_path: str | os.PathLike) -> pl.DataFrame:
+def with_suboptimality(df: pl.DataFrame, optima: Mapping[tuple, float] | None = None) -> pl.DataFrame:
+    """``df`` with the column ``suboptimality`` = train_objective − F* for the rows of the cells
+    in ``optima`` ((experiment, dataset, partition, algorithm, seed) -> F*), null elsewhere
+    (:data:`fedbench.metrics.schema.COLLECTED_COLUMNS`)."""
+    fstar = pl.DataFrame(
+        [(*k, float(v)) for k, v in (optima or {}).items()],
+        schema={**{k: POLARS_SCHEMA[k] for k in CELL_KEYS}, "_fstar": pl.Float64}, orient="row")
+    out = df.join(fstar, on=CELL_KEYS, how="left", maintain_order="left")
+    return out.with_columns((pl.col("train_objective") - pl.col("_fstar")).alias("suboptimality")).drop("_fstar")
+
+
+def collect(paths: Sequence[str | os.PathLike], out_path: str | os.PathLike,
+            optima: Mapping[tuple, float] | None = None) -> pl.DataFrame:
     """Read, check and concatenate cell metrics files; write them to ``out_path`` (Parquet).
 
-    Columns: METRICS_SCHEMA's columns first, in schema order, then any algorithm extras (in
-    order of first appearance; null for cells that lack them). Rows keep the order of ``paths``.
-    A file written before a column of ``ADDED_COLUMNS`` existed gets it as nulls.
+    Columns: METRICS_SCHEMA's columns first, in schema order, then the collected columns
+    (``suboptimality``: :func:`with_suboptimality`), then any algorithm extras (in order of first
+    appearance; null for cells that lack them). Rows keep the order of ``paths``. A file written
+    before a column of ``ADDED_COLUMNS`` existed gets it as nulls.
 
     Args:
         paths: the cells' ``metrics.parquet`` files.
         out_path: e.g. ``results/metrics.parquet``; written atomically.
+        optima: F* per cell (experiment, dataset, partition, algorithm, seed) for the cells that
+            have one (rule optimum); None: none has.
 
     Returns:
         The collected frame.
@@ -71,8 +86,10 @@ def collect(paths: Sequence[str | os.PathLike], out_path: str | os.PathLike) -> 
         check_metrics_frame(df, str(p))
         frames.append(df)
     out = pl.concat(frames, how="diagonal_relaxed")
-    extras = [c for c in out.columns if c not in POLARS_SCHEMA]
-    out = out.select([*POLARS_SCHEMA, *extras])
+    out = with_suboptimality(out, optima)
+    collected = [name for name, _ in COLLECTED_COLUMNS]
+    extras = [c for c in out.columns if c not in POLARS_SCHEMA and c not in collected]
+    out = out.select([*POLARS_SCHEMA, *collected, *extras])
     check_metrics_frame(out, "collected metrics")
 
     owners: dict[tuple, Path] = {}

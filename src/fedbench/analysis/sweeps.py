@@ -73,7 +73,7 @@ DIRECTIONS = ("max", "min")
 #: Columns of :func:`select` before the axis columns, and after them.
 _HEAD = ["experiment", "dataset", "partition", "algorithm"]
 _TAIL = ["metric", "statistic", "last", "direction", "average_seeds", "mean", "sd", "ci95", "n_seeds", "points",
-         "diverged", "diverged_cells", "edge", "status", "axes", "cells"]
+         "diverged", "diverged_cells", "edge", "status", "axes", "fixed", "cells"]
 # Axis keys in words (plot labels); other keys read "hyperparameter <key>".
 _AXIS_WORDS = {
     "local.lr": "local learning rate",
@@ -145,9 +145,16 @@ def _select_settings(cell: Mapping) -> dict:
     return sel
 
 
+def _fixed_axes(cell: Mapping) -> list[str]:
+    """The axes of the cell's sweep that are not in ``select.over`` (they form groups)."""
+    over = cell["sweep"]["select"].get("over")
+    return [] if not over else [a for a in cell["sweep"]["point"] if a not in over]
+
+
 def _group_key(cell: Mapping) -> tuple:
     s = cell["sweep"]
-    return (cell["experiment"], cell["dataset"], s["partition"], s["label"])
+    return (cell["experiment"], cell["dataset"], s["partition"], s["label"],
+            tuple((a, format_value(s["point"][a])) for a in _fixed_axes(cell)))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -233,10 +240,13 @@ class _Group:
         self.key = _group_key(first)
         self.cells = cells
         self.sel = _select_settings(first)
-        self.grid = {a: list(v) for a, v in first["sweep"]["grid"].items()}
+        fixed = _fixed_axes(first)
+        self.fixed = {a: first["sweep"]["point"][a] for a in fixed}
+        self.grid = {a: list(v) for a, v in first["sweep"]["grid"].items() if a not in fixed}
         self.axes = list(self.grid)
         for c in cells:
-            if _select_settings(c) != self.sel or list(c["sweep"]["point"]) != self.axes:
+            if _select_settings(c) != self.sel or list(c["sweep"]["point"]) != [*self.axes, *fixed] and \
+                    sorted(c["sweep"]["point"]) != sorted([*self.axes, *fixed]):
                 raise ValueError(f"cells {cell_name(first)} and {cell_name(c)} are in one sweep group but differ in "
                                  f"sweep.select or in their axes: the config helper should give them equal ones")
         points: dict[tuple, dict] = {}
@@ -322,7 +332,7 @@ def select(metrics: pl.DataFrame, cells: Iterable[Mapping]) -> pl.DataFrame:
     rows = []
     for key, members in grouped.items():
         g = _Group(members, by_name)
-        for a in g.axes:
+        for a in [*g.fixed, *g.axes]:
             if a in _HEAD or a in _TAIL:
                 raise ValueError(f"sweep axis {a!r} of {'/'.join(key)} has the name of a selection column")
             if a not in axis_columns:
@@ -332,19 +342,22 @@ def select(metrics: pl.DataFrame, cells: Iterable[Mapping]) -> pl.DataFrame:
               "metric": pl.String, "statistic": pl.String, "last": pl.Int64, "direction": pl.String,
               "average_seeds": pl.Boolean, "mean": pl.Float64, "sd": pl.Float64, "ci95": pl.Float64,
               "n_seeds": pl.Int64, "points": pl.Int64, "diverged": pl.Int64, "diverged_cells": pl.Int64,
-              "edge": pl.String, "status": pl.String, "axes": pl.List(pl.String), "cells": pl.List(pl.String)}
+              "edge": pl.String, "status": pl.String, "axes": pl.List(pl.String), "fixed": pl.List(pl.String),
+              "cells": pl.List(pl.String)}
     return pl.DataFrame([{k: r.get(k) for k in schema} for r in rows], schema=schema, orient="row")
 
 
 def _select_group(g: _Group) -> dict:
-    experiment, dataset, partition, label = g.key
+    experiment, dataset, partition, label, _ = g.key
     row = {"experiment": experiment, "dataset": dataset, "partition": partition, "algorithm": label,
+           **{a: format_value(v) for a, v in g.fixed.items()},
            "metric": g.sel["metric"], "statistic": g.sel["statistic"],
            "last": g.sel.get("last") if g.sel["statistic"] == "mean_last" else None,
            "direction": g.sel["direction"], "average_seeds": bool(g.sel["average_seeds"]),
            "points": len(g.points), "diverged": sum(p["diverged"] for p in g.points),
            "diverged_cells": sum(st == "diverged" for p in g.points for _, st, _ in p["runs"].values()),
-           "axes": list(g.axes), "edge": "", "mean": None, "sd": None, "ci95": None, "n_seeds": 0, "cells": []}
+           "axes": list(g.axes), "fixed": list(g.fixed), "edge": "", "mean": None, "sd": None, "ci95": None,
+           "n_seeds": 0, "cells": []}
     if g.sel["average_seeds"]:
         i = g.best([(i, p["mean"]) for i, p in enumerate(g.points) if not p["diverged"]])
         if i is None:
@@ -431,9 +444,7 @@ def markdown_selection(selection: pl.DataFrame, title: str | None = None, decima
         values = []
         for a in axis_cols:
             v = r[a]
-            if a not in r["axes"]:
-                values.append("—")
-            elif v is None:
+            if v is None:  # an axis this group does not sweep
                 values.append("—")
             else:
                 values.append(f"{v} ⚠" if a in edge_axes else v)
@@ -488,7 +499,8 @@ def write_selection(metrics: pl.DataFrame, cells: Iterable[Mapping], md_path: st
     md = markdown_selection(selection, title, decimals=decimals, interval=interval)
     with atomic_write(md_path) as tmp:
         tmp.write_text(md, encoding="utf-8")
-    flat = selection.with_columns(pl.col("axes").list.join("; "), pl.col("cells").list.join("; "))
+    flat = selection.with_columns(pl.col("axes").list.join("; "), pl.col("fixed").list.join("; "),
+                                  pl.col("cells").list.join("; "))
     with atomic_write(csv_path) as tmp:
         flat.write_csv(tmp)
     return selection
@@ -566,7 +578,8 @@ def sensitivity_plot(metrics: pl.DataFrame, cells: Iterable[Mapping], path: str 
     for c in cells:
         grouped.setdefault(_group_key(c), []).append(c)
     groups = [_Group(m, by_name) for m in grouped.values()]
-    rows_of = {tuple(r[k] for k in _HEAD): r for r in selection.iter_rows(named=True)}
+    rows_of = {(*(r[k] for k in _HEAD), tuple((a, r[a]) for a in r["fixed"])): r
+               for r in selection.iter_rows(named=True)}
     panels_rows = list(dict.fromkeys((g.key[1], g.key[2]) for g in groups))
     axes_names = list(dict.fromkeys(a for g in groups for a in g.axes if len(g.grid[a]) > 1))
     if not axes_names:

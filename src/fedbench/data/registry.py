@@ -15,6 +15,9 @@ source          builder                                     parameters (defaults
 ``libsvm_file`` :func:`fedbench.data.libsvm.                path (required), test_path null,
                 load_libsvm_file` (a local binary           n_features null, test_fraction 0,
                 LIBSVM file; :data:`LOCAL_FILES`)           split_seed 0
+``quadratic``   :func:`fedbench.data.quadratic.             num_clients 10, dim 10, mu 1, L 10,
+                generate_quadratic` (f_i = ½(x − c_i)ᵀ      spectrum uniform, shared_basis false,
+                A_i(x − c_i); model ``quadratic``)          c_radius 1, examples_per_client null, …
 ==============  ==========================================  ======================================
 
 Downloaded (files, URLs and checksums in :data:`fedbench.data.sources.REMOTE`):
@@ -47,7 +50,9 @@ import math
 import os
 from pathlib import Path
 
-from fedbench.data import cifar, cinic, idx, libsvm, shakespeare, synthetic, tff
+from fedbench.data import cifar, cinic, idx, libsvm, quadratic, shakespeare, synthetic, tff
+from fedbench.data.breast_cancer import load_breast_cancer
+from fedbench.data.breast_cancer import train_count as breast_cancer_train_count
 from fedbench.data.digits import load_digits
 from fedbench.data.download import fetch_all, with_mirror_checksums
 from fedbench.data.images import check_normalize
@@ -86,6 +91,8 @@ SOURCES: dict[str, dict] = {
     "a9a": {},
     "epsilon": {},
     "libsvm_file": {"path": None, "test_path": None, "n_features": None, "test_fraction": 0.0, "split_seed": 0},
+    "breast_cancer": {"test_fraction": 0.0, "split_seed": 0},
+    "quadratic": dict(quadratic.DEFAULTS),
 }
 #: Parameters naming a local file a source reads: the workflow makes them inputs of the prepare
 #: job (rules/data.smk), so a changed file re-prepares the dataset.
@@ -97,9 +104,10 @@ _BUILDERS = {
     "cifar10": cifar.load_cifar10, "cifar100": cifar.load_cifar100, "cinic10": cinic.load_cinic10,
     "fed_emnist": tff.load_fed_emnist, "fed_cifar100": tff.load_fed_cifar100,
     "shakespeare": shakespeare.load_shakespeare, "a9a": libsvm.load_a9a, "epsilon": libsvm.load_epsilon,
-    "libsvm_file": libsvm.load_libsvm_file,
+    "libsvm_file": libsvm.load_libsvm_file, "breast_cancer": load_breast_cancer,
+    "quadratic": quadratic.generate_quadratic,
 }
-X_DTYPE = {"shakespeare": "uint8"}  # stored input dtype when not float32
+X_DTYPE = {"shakespeare": "uint8", "quadratic": "float64"}  # stored input dtype when not float32
 _CHANNELS = {"mnist": 1, "emnist": 1, "cifar10": 3, "cifar100": 3, "cinic10": 3, "fed_cifar100": 3}
 
 
@@ -107,10 +115,12 @@ _CHANNELS = {"mnist": 1, "emnist": 1, "cifar10": 3, "cifar100": 3, "cinic10": 3,
 # before anything is downloaded (fedbench.config calls check_fits for every experiment dataset).
 INPUT_KIND = {"digits": "image", "synthetic": "vector", "mnist": "image", "emnist": "image", "cifar10": "image",
               "cifar100": "image", "cinic10": "image", "fed_emnist": "image", "fed_cifar100": "image",
-              "shakespeare": "text", "a9a": "vector", "epsilon": "vector", "libsvm_file": "vector"}
-NATURAL_CLIENTS = ("synthetic", "fed_emnist", "fed_cifar100", "shakespeare")
+              "shakespeare": "text", "a9a": "vector", "epsilon": "vector", "libsvm_file": "vector",
+              "breast_cancer": "vector", "quadratic": "quadratic"}
+NATURAL_CLIENTS = ("synthetic", "fed_emnist", "fed_cifar100", "shakespeare", "quadratic")
 COARSE_LABELS = ("cifar100", "fed_cifar100")
-_MODEL_INPUTS = {"lstm": "text", "cnn": "image"}  # models that need one kind of input; the others flatten
+# models that need one kind of input; the others flatten
+_MODEL_INPUTS = {"lstm": "text", "cnn": "image", "resnet18_gn": "image", "vgg11": "image", "quadratic": "quadratic"}
 
 
 def check_fits(source: str, model: str | None = None, scheme: str | None = None) -> None:
@@ -125,6 +135,9 @@ def check_fits(source: str, model: str | None = None, scheme: str | None = None)
     """
     kind = INPUT_KIND.get(source)
     need = _MODEL_INPUTS.get(model)
+    if kind == "quadratic" and model is not None and model != "quadratic":
+        raise ValueError(f"source {source!r} is a quadratic problem (rows [a, t], loss ½(aᵀx − t)²) that only "
+                         f"model 'quadratic' trains; got model {model!r}")
     if kind is not None and need is not None and kind != need:
         fits = ", ".join(s for s, k in INPUT_KIND.items() if k == need)
         raise ValueError(f"model {model!r} takes {need} inputs (sources: {fits}), but source {source!r} gives "
@@ -163,7 +176,7 @@ SHAKESPEARE_MAX_CLIENTS = 2_500
 #: than classes). Not for synthetic (labels are argmax draws, a class can be absent) or
 #: shakespeare (not every one of the 80 letters occurs).
 TRAIN_CLASSES = {"digits": 10, "mnist": 10, "cifar10": 10, "cifar100": 100, "cinic10": 10, "fed_emnist": 62,
-                 "fed_cifar100": 100, "a9a": 2, "epsilon": 2}
+                 "fed_cifar100": 100, "a9a": 2, "epsilon": 2, "breast_cancer": 2}
 #: Synthetic clients whose sizes the size check draws (int64 each); beyond, only the cap bounds them.
 SYNTHETIC_DRAW_LIMIT = 10_000_000
 
@@ -190,12 +203,16 @@ def train_size(source: str, params: dict) -> int | None:
     """
     if source == "digits":
         return DIGITS_IMAGES - math.ceil(DIGITS_IMAGES * params["test_fraction"])  # sklearn rounds the test count up
+    if source == "breast_cancer":
+        return breast_cancer_train_count(params["test_fraction"])
     if source == "synthetic":
         synthetic.check_params(**params)
         if params["num_clients"] <= SYNTHETIC_DRAW_LIMIT:
             return int(synthetic.train_counts(**params).sum())
         cap = params["max_samples_per_client"]
         return None if cap is None else params["num_clients"] * int((1 - params["test_fraction"]) * cap)
+    if source == "quadratic":
+        return quadratic.train_size(params)
     if source == "shakespeare":
         cap = params["max_train_samples"]
         if cap is None:
@@ -218,7 +235,7 @@ def natural_client_count(source: str, params: dict) -> int | None:
     """At most how many natural clients ``source`` has (synthetic: exactly its num_clients, each
     with train samples; shakespeare: the bound of :data:`SHAKESPEARE_MAX_CLIENTS` and its
     filters); None: a source without natural clients."""
-    if source == "synthetic":
+    if source in ("synthetic", "quadratic"):
         return params["num_clients"]
     if source == "shakespeare":
         return _shakespeare_clients(params)

@@ -38,7 +38,7 @@ from fedbench.files import atomic_write
 
 ARRAYS = ("x_train", "y_train", "x_test", "y_test")
 OPTIONAL_ARRAYS = ("client_train", "client_test", "y_coarse_train", "y_coarse_test")
-X_DTYPES = ("float32", "uint8", "int16", "int32", "int64")
+X_DTYPES = ("float32", "float64", "uint8", "int16", "int32", "int64")
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,10 @@ Per-round columns
                      every training row of the partition, held-out rows of Elastic Aggregation
                      included, so the column compares across algorithms).
     train_accuracy   accuracy of θ^t on the same rows, in [0, 1] (NaN on a diverged row).
+    train_objective  train_loss + (λ/2)‖θ^t‖², λ = the cell's ``local.weight_decay``: the
+                     ℓ2-regularized objective the local steps descend (equal to train_loss when
+                     λ = 0). For ``binary_logreg`` it is FedAc's F(w) (Yuan & Ma, NeurIPS 2020,
+                     §5), whose optimum F* gives ``suboptimality`` below.
     test_loss        loss of θ^t on the test set (mean per sample).
     test_accuracy    accuracy of θ^t on the test set, in [0, 1].
     test_worst_class_accuracy  min over the classes c present in the test set of the accuracy on
@@ -57,6 +61,15 @@ loss, so no convention is needed for a round without clients); the communication
 it keeps none). Analyses count it as an evaluation: best over time includes it (FedAc, Yuan & Ma,
 NeurIPS 2020, §5: the evaluations start at t = 0), so does a sweep's ``mean_last``, and rounds to
 target are 0 when θ⁰ already meets the target; the collapse rule ignores it.
+Collected columns (:data:`COLLECTED_COLUMNS`: only in ``results/metrics.parquet``, added by
+:func:`fedbench.analysis.collect.collect`, never in a cell's own file)
+    suboptimality    train_objective − F*, F* the minimum of the same objective over the
+                     dataset's training split and the cell's λ (:mod:`fedbench.metrics.optimum`,
+                     rule ``optimum``: ``results/optimum/<dataset>/l2=<λ>.json``), for cells
+                     whose model is ``binary_logreg`` (null for every other cell). FedAc's
+                     metric: the paper's "suboptimality" F(w̄) − F* (Yuan & Ma, NeurIPS 2020,
+                     §5), recorded at each evaluation.
+
 Columns in :data:`ADDED_COLUMNS` came after the first release: a cell file written before them
 lacks them and :func:`fedbench.analysis.collect.collect` fills them with nulls (unknown, not 0).
 """
@@ -79,6 +92,7 @@ PER_ROUND = [
     ("clients_sampled", pa.int64()),
     ("train_loss", pa.float64()),
     ("train_accuracy", pa.float64()),
+    ("train_objective", pa.float64()),
     ("test_loss", pa.float64()),
     ("test_accuracy", pa.float64()),
     ("test_worst_class_accuracy", pa.float64()),
@@ -100,9 +114,11 @@ ALGORITHM_METRICS = [
 ]
 METRICS_SCHEMA = pa.schema(IDENTITY + PER_ROUND + ALGORITHM_METRICS)
 #: Columns added after the first release (nullable): older cell files may lack them.
-ADDED_COLUMNS = ("train_accuracy", "test_worst_class_accuracy", "uplink_entropy_bits_delta", "boosted_pct",
-                 "y_norm", "x_step_norm", "y_step_norm", "tau_eff")
+ADDED_COLUMNS = ("train_accuracy", "train_objective", "test_worst_class_accuracy", "uplink_entropy_bits_delta",
+                 "boosted_pct", "y_norm", "x_step_norm", "y_step_norm", "tau_eff")
 STATUSES = ("ok", "diverged")
+#: Columns that rule collect adds to ``results/metrics.parquet`` (after METRICS_SCHEMA's).
+COLLECTED_COLUMNS = [("suboptimality", pa.float64())]
 
 
 def check_metrics_table(table: pa.Table) -> None:

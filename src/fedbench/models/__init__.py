@@ -24,9 +24,16 @@ Models and their options (defaults in :data:`MODELS`):
 - ``cnn`` (:mod:`.cnn`): the FedAvg-paper CNN; ``channels``, ``kernel_size``, ``hidden``, ``padding``.
 - ``lstm`` (:mod:`.lstm`): the Shakespeare character LSTM; ``vocab_size``, ``embed_dim``, ``hidden``
   (one LSTM layer per entry). Input: (B, T) integer character ids.
+- ``resnet18_gn`` (:mod:`.resnet`): ResNet-18 with GroupNorm (``groups``, default 2), CIFAR stem;
+  Charles & Konečný's CIFAR-100 model (after Reddi et al. 2021). Images only.
+- ``vgg11`` (:mod:`.vgg`): VGG-11 (configuration A) for ≥ 32×32 images with one linear head;
+  ``norm`` ``none`` (default) or ``group`` (``groups``). Sharma et al.'s CIFAR-10 model.
+- ``quadratic`` (:mod:`.quadratic`): least squares on the rows [a, t] of the federated quadratic
+  problem (:mod:`fedbench.data.quadratic`); ``init``: ``zeros`` or ``normal``. Not a classifier:
+  it declares its own loss ½(aᵀx − t)² (``Model.loss``) and has no accuracy.
 
-Any model but ``lstm`` takes the option ``minimax: {problem: fair | robust, ...}``
-(:mod:`.minimax`): the model plus an ascent player y, for the minimax algorithms.
+Any classifier (not ``lstm``, not ``quadratic``) takes the option ``minimax: {problem: fair |
+robust, ...}`` (:mod:`.minimax`): the model plus an ascent player y, for the minimax algorithms.
 """
 
 from __future__ import annotations
@@ -39,7 +46,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from fedbench.models import binary_logreg, cnn, logreg, lstm, mlp
+from fedbench.models import binary_logreg, cnn, logreg, lstm, mlp, quadratic, resnet, vgg
 from fedbench.params import resolve_params
 from fedbench.tree import Tree, tree_numel
 
@@ -52,14 +59,21 @@ class Model(NamedTuple):
     LSTM; see :data:`fedbench.models.cnn.BATCH_CLIENTS_ON_CPU` and
     :data:`fedbench.models.lstm.BATCH_CLIENTS_ON_CPU`). The vectorized engine's automatic chunk
     size is 1 on CPU when it is False.
+
+    ``loss``: None for a classifier (``apply`` gives logits; the loss is cross-entropy and the
+    evaluation reports accuracy), or ``loss(outputs, y, reduction) -> 0-d tensor`` for a model that
+    declares its own (the quadratic model: ½ r²; ``reduction`` "mean" over the rows whose label is
+    not −100, or "sum"); such a model has no accuracy (NaN).
     """
 
     init: Callable[..., Tree]
     apply: Callable[[Tree, torch.Tensor], torch.Tensor]
     batch_clients_on_cpu: bool = True
-    #: ``loss(params, x, y) -> 0-d tensor``, the training objective; None: the mean cross-entropy
-    #: of ``apply`` (every model but the minimax ones, :mod:`fedbench.models.minimax`).
-    loss: Callable[[Tree, torch.Tensor, torch.Tensor], torch.Tensor] | None = None
+    loss: Callable[..., torch.Tensor] | None = None
+    #: ``objective(params, x, y) -> 0-d tensor``: the training objective when it needs more than the
+    #: outputs (a minimax model's f(x, y; batch), :mod:`fedbench.models.minimax`); None: the loss
+    #: above (or cross-entropy). Training only: evaluation still uses ``apply`` and ``loss``.
+    objective: Callable[[Tree, torch.Tensor, torch.Tensor], torch.Tensor] | None = None
 
 
 MODELS: dict[str, dict] = {
@@ -68,6 +82,9 @@ MODELS: dict[str, dict] = {
     "cnn": {"channels": [32, 64], "kernel_size": 5, "hidden": [512], "padding": "same"},
     "lstm": {"vocab_size": 80, "embed_dim": 8, "hidden": [100, 100]},
     "binary_logreg": {"init": "normal"},
+    "quadratic": {"init": "zeros"},
+    "resnet18_gn": {"groups": 2},
+    "vgg11": {"norm": "none", "groups": 2},
 }
 
 
@@ -93,9 +110,9 @@ def model_options(cfg: dict) -> tuple[str, dict]:
     if minimax_cfg is not None:  # only when given: every other model keeps its options (and spec)
         from fedbench.models import minimax
 
-        if name == "lstm":
-            raise ValueError("model 'lstm': option 'minimax' needs real-valued inputs and a classifier head "
-                             "(logreg, mlp, cnn)")
+        if name in ("lstm", "quadratic"):
+            raise ValueError(f"model {name!r}: option 'minimax' needs real-valued inputs and a classifier head "
+                             "(logreg, mlp, cnn, vgg11, resnet18_gn)")
         opts["minimax"] = minimax.options(minimax_cfg)
     for key in ("hidden", "channels"):
         if key in opts:
@@ -115,14 +132,21 @@ def model_options(cfg: dict) -> tuple[str, dict]:
         if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 1:
             raise ValueError(f"model {name!r}: 'kernel_size' must be a positive integer; got {k!r}")
         opts["kernel_size"] = int(k)
+    if name == "quadratic" and opts["init"] not in quadratic.INITS:
+        raise ValueError(f"model {name!r}: 'init' must be one of {quadratic.INITS}; got {opts['init']!r}")
     if name == "binary_logreg" and opts["init"] not in binary_logreg.INITS:
         raise ValueError(f"model {name!r}: 'init' must be one of {binary_logreg.INITS}; got {opts['init']!r}")
+    if name == "resnet18_gn":
+        resnet.check_groups(opts["groups"])
+    if name == "vgg11":
+        vgg.check_options(opts["norm"], opts["groups"])
     if "padding" in opts and opts["padding"] not in cnn.PADDINGS:
         raise ValueError(f"model {name!r}: 'padding' must be one of {cnn.PADDINGS}; got {opts['padding']!r}")
     return name, opts
 
 
-_MODULES = {"logreg": logreg, "binary_logreg": binary_logreg, "mlp": mlp, "cnn": cnn, "lstm": lstm}
+_MODULES = {"logreg": logreg, "binary_logreg": binary_logreg, "mlp": mlp, "cnn": cnn, "lstm": lstm,
+            "quadratic": quadratic, "resnet18_gn": resnet, "vgg11": vgg}
 
 
 def check_classes(name: str, num_classes: int | None) -> None:
@@ -157,6 +181,8 @@ def build_model(cfg: dict, input_shape: tuple, num_classes: int) -> Model:
     check_classes(name, num_classes)
     if name == "cnn":  # check the input shape now, not at the first forward pass
         cnn.feature_size(input_shape, opts["channels"], opts["kernel_size"], opts["padding"])
+    if name == "vgg11":
+        vgg.feature_shape(input_shape)
     module = _MODULES[name]
 
     def init(rng: np.random.Generator, dtype: torch.dtype = torch.float32) -> Tree:
@@ -164,9 +190,11 @@ def build_model(cfg: dict, input_shape: tuple, num_classes: int) -> Model:
 
     if name == "cnn":
         apply = functools.partial(cnn.apply, input_shape=cnn.image_shape(input_shape), padding=opts["padding"])
+    elif name in ("resnet18_gn", "vgg11"):
+        apply = functools.partial(module.apply, input_shape=cnn.image_shape(input_shape), groups=opts["groups"])
     else:
         apply = module.apply
-    model = Model(init, apply, getattr(module, "BATCH_CLIENTS_ON_CPU", True))
+    model = Model(init, apply, getattr(module, "BATCH_CLIENTS_ON_CPU", True), getattr(module, "loss", None))
     if minimax_opts is not None:
         from fedbench.models import minimax
 
@@ -175,10 +203,18 @@ def build_model(cfg: dict, input_shape: tuple, num_classes: int) -> Model:
 
 
 def make_loss_fn(model: Model) -> Callable[[Tree, torch.Tensor, torch.Tensor], torch.Tensor]:
-    """``loss_fn(params, x, y) -> 0-d tensor``: the model's own ``loss`` when it has one (a minimax
-    model's f(x, y; batch)), else the mean cross-entropy of ``model.apply(params, x)``."""
+    """``loss_fn(params, x, y) -> 0-d tensor``: the model's ``objective`` when it has one (a minimax
+    model's f(x, y; batch)); else mean cross-entropy of ``model.apply(params, x)``, or the model's
+    own loss (``model.loss``, mean reduction) when it declares one."""
+    if model.objective is not None:
+        return model.objective
     if model.loss is not None:
-        return model.loss
+        own = model.loss
+
+        def own_loss_fn(params: Tree, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+            return own(model.apply(params, x), y)
+
+        return own_loss_fn
 
     def loss_fn(params: Tree, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         return F.cross_entropy(model.apply(params, x), y)

@@ -3,8 +3,8 @@
 Sharma, Panda & Joshi, "Federated Minimax Optimization With Client Heterogeneity", TMLR 2023, §6.
 A model config ``{name: <base model>, ..., minimax: {problem: <problem>, ...}}`` wraps the base
 model (:func:`fedbench.models.build_model`): its parameters gain the ascent player's leaves, named
-``y.*`` (:data:`fedbench.algorithms.sgda.DUAL_PREFIX`), and its ``loss(params, inputs, labels)`` is
-f(x, y; batch), so the engine's ``grad_fn`` gives ∇_x f and ∇_y f together and the minimax
+``y.*`` (:data:`DUAL_PREFIX`), and its ``objective(params, inputs, labels)`` is f(x, y; batch)
+(robust: the cross-entropy of ``apply``), so the engine's ``grad_fn`` gives ∇_x f and ∇_y f together and the minimax
 algorithms (:mod:`fedbench.algorithms.sgda`) descend on x and ascend on y.
 
 Problems:
@@ -111,7 +111,7 @@ def wrap(base, opts: dict, input_shape: tuple, num_classes: int):
                 per_class = torch.where(counts > 0, per_class, mean)
             return (y * per_class).sum() - 0.5 * lam * (y * y).sum()
 
-        return Model(init, apply, base.batch_clients_on_cpu, loss)
+        return Model(init, apply, base.batch_clients_on_cpu, base.loss, objective=loss)
     if problem == "robust":
         shape = tuple(int(s) for s in input_shape)
 
@@ -122,5 +122,5 @@ def wrap(base, opts: dict, input_shape: tuple, num_classes: int):
             x, y = _split(params)
             return base.apply(x, inputs + y["y.perturbation"])
 
-        return Model(init, apply, base.batch_clients_on_cpu, None)
+        return Model(init, apply, base.batch_clients_on_cpu, base.loss)
     raise ValueError(f"minimax problem must be one of {', '.join(PROBLEMS)} (got {problem!r})")
