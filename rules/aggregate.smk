@@ -100,6 +100,7 @@ rule paper_table:
     input:
         metrics="results/metrics.parquet",
         reference=lambda wc: str(PAPER_TABLES[wc.table].reference),
+        files=lambda wc: PAPER_TABLES[wc.table].inputs,
     output:
         md="results/tables/paper/{table}.md",
         csv=report(

@@ -310,3 +310,17 @@ def test_fig4_fedavg_branch_large_K():
         printed(k, 1.0)
         printed(rates.rate(k), 0.0)
         printed(rates.suboptimality(10.0, k), 0.5195)
+
+
+@pytest.mark.parametrize("d", [2, 5, 100])
+def test_random_spectrum_is_appendix_d1(d):
+    """A = β₁BᵀB + β₂I with λ_min(A) = μ and λ_max(A) = L: an affine map of BᵀB's spectrum."""
+    rng = np.random.default_rng(d)
+    lam = cf.random_spectrum(rng, d, 1.0, 10.0)
+    assert lam.shape == (d,) and lam[0] == 1.0 and lam[-1] == 10.0 and np.all(np.diff(lam) >= 0)
+    B = np.random.default_rng(d).standard_normal((d, d))
+    s = np.linalg.eigvalsh(B.T @ B)
+    beta1 = 9.0 / (s[-1] - s[0])
+    np.testing.assert_allclose(lam, beta1 * s + (1.0 - beta1 * s[0]), rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError):
+        cf.random_spectrum(rng, 1, 1.0, 10.0)

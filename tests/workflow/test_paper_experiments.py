@@ -210,3 +210,79 @@ def test_fedac_quick_runs_end_to_end_with_suboptimality_and_the_paper_outputs(tm
     for name in ("fedac_vs_m", "fedac_vs_k"):
         assert (res / "plots" / "paper" / f"{name}.png").stat().st_size > 10_000
     assert "local.lr" in (res / "tables" / "sweeps" / "fedac_quick.md").read_text()
+
+
+def test_local_update_files_expand_to_the_papers_grids():
+    """Charles & Konečný (AISTATS 2021): the quick file's 50 quadratic cells; the full file's 9×9 (γ, η)
+    grids (Figs. 6/11: 3 server momenta + 4 α), the γ sweeps of Figs. 12/13 on FEMNIST and Shakespeare."""
+    quick = expand_cells(load("local_update_quick"))
+    assert len(quick) == 10 + 30 + 10
+    assert {c["paper"] for c in quick} == {"local_update"}
+    assert {c["model"]["name"] for c in quick} == {"quadratic"}
+    full = expand_cells(load("local_update"))
+    by_exp = {}
+    for c in full:
+        by_exp.setdefault(c["experiment"], []).append(c)
+    assert {k: len(v) for k, v in by_exp.items()} == {
+        "local_update_femnist_momentum": 3 * 81, "local_update_femnist_alpha": 4 * 81,
+        "local_update_gamma_fixed_eta": 2 * 5, "local_update_gamma_tuned_eta": 2 * 5 * 9}
+    fig6 = by_exp["local_update_femnist_momentum"]
+    assert {c["local"]["steps"] for c in fig6} == {50} and {c["local"]["batch_size"] for c in fig6} == {20}
+    assert len({(c["local"]["lr"], c["hparams"]["server_lr"]) for c in fig6}) == 81
+    assert {c["sweep"]["select"]["metric"] for c in fig6} == {"test_accuracy"}
+    assert {c["hparams"]["momentum"] for c in fig6 if c["hparams"]["server_opt"] != "gd"} == {0.9}
+    fig13 = by_exp["local_update_gamma_tuned_eta"]
+    assert {tuple(c["sweep"]["select"]["over"]) for c in fig13} == {("server_lr",)}
+    assert {c["dataset"]: c["local"]["batch_size"] for c in fig13} == {"fed_emnist": 20, "shakespeare": 4}
+    assert {c["hparams"]["server_lr"] for c in by_exp["local_update_gamma_fixed_eta"]} == {0.01}
+    assert {c["dataset"] for c in full} == {"fed_emnist", "shakespeare"}  # no CIFAR-100: no ResNet-18-GN
+
+
+def test_dry_run_of_the_local_update_files_plans_the_paper_outputs(tmp_path):
+    proc = ok(snakemake(tmp_path, load("local_update"), "-n"))
+    jobs = planned_jobs(proc.stdout + proc.stderr)
+    rules = [r for r, _ in jobs]
+    assert rules.count("prepare_dataset") == 2 and "paper_table" not in rules
+    figures = sorted(w["figure"] for r, w in jobs if r == "paper_figure")
+    assert "local_update_accuracy" in figures and "local_update_gamma_loss" in figures
+    assert "local_update_fig5" in figures and "local_update_heavy_ball_symmetry" in figures and len(figures) == 12
+    proc = ok(snakemake(tmp_path, load("local_update_quick"), "-n"))
+    jobs = planned_jobs(proc.stdout + proc.stderr)
+    assert [w["table"] for r, w in jobs if r == "paper_table"] == ["local_update_theory"]
+    assert sum(r == "paper_figure" for r, _ in jobs) == 10
+
+
+@pytest.mark.slow
+def test_local_update_quick_runs_end_to_end_with_the_theory_table(tmp_path):
+    """The quick file cut to three members (60 rounds): the table's fixed points and loss trajectories
+    match the theory to float precision, the frontier figures are written; two 2×2 (γ, η) sweeps on
+    digits write the Figs. 6/11 and 12/13 curve figures through the sweep selection."""
+    cfg = load("local_update_quick")
+    cfg["device"] = "cpu"
+    exp = cfg["experiments"]["local_update_quick_members"]
+    exp["rounds"] = 60
+    exp["algorithms"] = {k: v for k, v in exp["algorithms"].items() if k in ("lu_all_gd", "fedavg", "maml")}
+    nn = {"paper": "local_update", "seeds": [0], "rounds": 4, "eval_every": 2,
+          "sampling": {"scheme": "uniform", "participation": 0.5}, "local": {"steps": 2, "batch_size": 16, "lr": 0.1},
+          "stack": True, "datasets": {"digits": {"model": {"name": "mlp", "hidden": [16]},
+                                                 "partitions": {"iid": {"scheme": "iid", "num_clients": 4}}}},
+          "algorithms": {"gd": {"algorithm": "local_update", "server_opt": "gd"}}}
+    grid = {"local.lr": [0.03, 0.3], "server_lr": [0.1, 1.0]}
+    cfg["datasets"]["digits"] = {"source": "digits"}
+    cfg["experiments"] = {
+        "local_update_quick_members": exp,  # Figs. 6/11 selects (γ, η) jointly, Fig. 13 η per γ
+        "nn_acc": {**nn, "sweep": {"grid": grid, "select": {"metric": "test_accuracy", "statistic": "mean_last",
+                                                            "last": 2, "over": ["local.lr", "server_lr"]}}},
+        "nn_loss": {**nn, "sweep": {"grid": grid, "select": {"metric": "train_loss", "statistic": "mean_last",
+                                                             "last": 2, "direction": "min", "over": ["server_lr"]}}}}
+    ok(snakemake(tmp_path, cfg))
+    res = tmp_path / "results"
+    t = pl.read_csv(res / "tables" / "paper" / "local_update_theory.csv")
+    assert t.height == 3 and t.get_column("dist_rel_error").max() < 1e-9
+    assert t.get_column("rate_rel_error").max() < 0.05
+    assert t.get_column("trajectory_error").max() < 1e-9  # every round is the surrogate recursion
+    plots = res / "plots" / "paper"
+    assert (plots / "local_update_fig1.png").stat().st_size > 10_000
+    assert (plots / "local_update_heavy_ball_symmetry.png").stat().st_size > 10_000
+    assert (plots / "local_update_accuracy.png").stat().st_size > 10_000  # the neural-network figures
+    assert (plots / "local_update_gamma_loss.png").stat().st_size > 10_000

@@ -27,6 +27,8 @@ class Table:
         cells: the rows it reads (dicts; a rule param, so JSON-like values only).
         reference: the CSV of the paper's numbers.
         label: a short description (report label).
+        inputs: further files the table reads (paths relative to the workflow's directory, e.g. a
+            prepared dataset's ``resources/datasets/<id>/meta.json``): inputs of rule paper_table.
     """
 
     name: str
@@ -34,6 +36,7 @@ class Table:
     cells: list[dict]
     reference: Path
     label: str
+    inputs: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -111,3 +111,20 @@ def last_spectrum_point(lam, alpha: float, gamma: float, K: float) -> tuple[floa
     with np.errstate(over="ignore"):
         kappa = float(np.exp(log_qa.max() - log_qa.min()))
     return kappa, float(np.tanh((log_q.max() - log_q.min()) / 4))
+
+
+def random_spectrum(rng: np.random.Generator, d: int, mu: float, L: float) -> np.ndarray:
+    """The eigenvalues of one random A = β₁BᵀB + β₂I of Appendix D.1 (the simulated frontiers, Figs. 5, 7, 8, 10).
+
+    B is d × d with i.i.d. N(0, 1) entries (drawn from ``rng``); β₁ = (L − μ)/(λ_max(BᵀB) − λ_min(BᵀB))
+    and β₂ = μ − β₁λ_min(BᵀB) are the unique scalars with λ_min(A) = μ and λ_max(A) = L. Returns the
+    (d,) ascending eigenvalues of A (the endpoints set to μ and L exactly); only the spectrum enters
+    :func:`last_spectrum_point`. Requires d ≥ 2 and 0 < μ < L; raises ValueError otherwise.
+    """
+    if int(d) < 2 or not (0 < mu < L):
+        raise ValueError(f"need d ≥ 2 and 0 < μ < L, got d = {d}, μ = {mu}, L = {L}")
+    B = rng.standard_normal((int(d), int(d)))
+    s = np.linalg.eigvalsh(B.T @ B)
+    lam = mu + (L - mu) * (s - s[0]) / (s[-1] - s[0])  # β₁ s + β₂
+    lam[0], lam[-1] = mu, L
+    return lam
