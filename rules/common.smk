@@ -221,7 +221,7 @@ def cell_optima():
 
 
 def optimum_resource(key):
-    """A resource function of rule optimum: the resources of the first cell's (experiment,
+    """A resource function of the optimum rule, the resources of the first cell's (experiment,
     dataset) that needs this F*, as its train job's (fedbench.config.job_resources)."""
 
     def get(wildcards, attempt):

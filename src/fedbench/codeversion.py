@@ -46,7 +46,7 @@ __all__ = [
 # job's own plugin is one of the closure's roots instead).
 REGISTRIES: dict[str, tuple[str, ...]] = {
     "fedbench.models": tuple(f"fedbench.models.{m}" for m in ("binary_logreg", "cnn", "logreg", "lstm", "minimax",
-                                                              "mlp", "quadratic", "resnet", "vgg")),
+                                                              "mlp", "quadratic", "resnet18_gn", "vgg11")),
 }
 # Dataset source -> the module that reads or generates it (fedbench.data.registry's builders;
 # tests/test_codeversion.py checks that the two agree).

@@ -214,7 +214,8 @@ def test_fedac_quick_runs_end_to_end_with_suboptimality_and_the_paper_outputs(tm
 
 def test_local_update_files_expand_to_the_papers_grids():
     """Charles & Konečný (AISTATS 2021): the quick file's 50 quadratic cells; the full file's 9×9 (γ, η)
-    grids (Figs. 6/11: 3 server momenta + 4 α), the γ sweeps of Figs. 12/13 on FEMNIST and Shakespeare."""
+    grids (Figs. 6/11: 3 server momenta + 4 α), the γ sweeps of Figs. 12/13 on FEMNIST, CIFAR-100
+    (ResNet-18 with GroupNorm) and Shakespeare."""
     quick = expand_cells(load("local_update_quick"))
     assert len(quick) == 10 + 30 + 10
     assert {c["paper"] for c in quick} == {"local_update"}
@@ -225,7 +226,7 @@ def test_local_update_files_expand_to_the_papers_grids():
         by_exp.setdefault(c["experiment"], []).append(c)
     assert {k: len(v) for k, v in by_exp.items()} == {
         "local_update_femnist_momentum": 3 * 81, "local_update_femnist_alpha": 4 * 81,
-        "local_update_gamma_fixed_eta": 2 * 5, "local_update_gamma_tuned_eta": 2 * 5 * 9}
+        "local_update_gamma_fixed_eta": 3 * 5, "local_update_gamma_tuned_eta": 3 * 5 * 9}
     fig6 = by_exp["local_update_femnist_momentum"]
     assert {c["local"]["steps"] for c in fig6} == {50} and {c["local"]["batch_size"] for c in fig6} == {20}
     assert len({(c["local"]["lr"], c["hparams"]["server_lr"]) for c in fig6}) == 81
@@ -233,16 +234,17 @@ def test_local_update_files_expand_to_the_papers_grids():
     assert {c["hparams"]["momentum"] for c in fig6 if c["hparams"]["server_opt"] != "gd"} == {0.9}
     fig13 = by_exp["local_update_gamma_tuned_eta"]
     assert {tuple(c["sweep"]["select"]["over"]) for c in fig13} == {("server_lr",)}
-    assert {c["dataset"]: c["local"]["batch_size"] for c in fig13} == {"fed_emnist": 20, "shakespeare": 4}
+    assert {c["dataset"]: c["local"]["batch_size"] for c in fig13} == {"fed_emnist": 20, "fed_cifar100": 20,
+                                                                          "shakespeare": 4}
     assert {c["hparams"]["server_lr"] for c in by_exp["local_update_gamma_fixed_eta"]} == {0.01}
-    assert {c["dataset"] for c in full} == {"fed_emnist", "shakespeare"}  # no CIFAR-100: no ResNet-18-GN
+    assert {c["model"]["name"] for c in full if c["dataset"] == "fed_cifar100"} == {"resnet18_gn"}
 
 
 def test_dry_run_of_the_local_update_files_plans_the_paper_outputs(tmp_path):
     proc = ok(snakemake(tmp_path, load("local_update"), "-n"))
     jobs = planned_jobs(proc.stdout + proc.stderr)
     rules = [r for r, _ in jobs]
-    assert rules.count("prepare_dataset") == 2 and "paper_table" not in rules
+    assert rules.count("prepare_dataset") == 3 and "paper_table" not in rules
     figures = sorted(w["figure"] for r, w in jobs if r == "paper_figure")
     assert "local_update_accuracy" in figures and "local_update_gamma_loss" in figures
     assert "local_update_fig5" in figures and "local_update_heavy_ball_symmetry" in figures and len(figures) == 12

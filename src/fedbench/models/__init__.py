@@ -24,9 +24,9 @@ Models and their options (defaults in :data:`MODELS`):
 - ``cnn`` (:mod:`.cnn`): the FedAvg-paper CNN; ``channels``, ``kernel_size``, ``hidden``, ``padding``.
 - ``lstm`` (:mod:`.lstm`): the Shakespeare character LSTM; ``vocab_size``, ``embed_dim``, ``hidden``
   (one LSTM layer per entry). Input: (B, T) integer character ids.
-- ``resnet18_gn`` (:mod:`.resnet`): ResNet-18 with GroupNorm (``groups``, default 2), CIFAR stem;
+- ``resnet18_gn`` (:mod:`.resnet18_gn`): ResNet-18 with GroupNorm (``groups``, default 2), CIFAR stem;
   Charles & Konečný's CIFAR-100 model (after Reddi et al. 2021). Images only.
-- ``vgg11`` (:mod:`.vgg`): VGG-11 (configuration A) for ≥ 32×32 images with one linear head;
+- ``vgg11`` (:mod:`.vgg11`): VGG-11 (configuration A) for ≥ 32×32 images with one linear head;
   ``norm`` ``none`` (default) or ``group`` (``groups``). Sharma et al.'s CIFAR-10 model.
 - ``quadratic`` (:mod:`.quadratic`): least squares on the rows [a, t] of the federated quadratic
   problem (:mod:`fedbench.data.quadratic`); ``init``: ``zeros`` or ``normal``. Not a classifier:
@@ -46,7 +46,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from fedbench.models import binary_logreg, cnn, logreg, lstm, mlp, quadratic, resnet, vgg
+from fedbench.models import binary_logreg, cnn, logreg, lstm, mlp, quadratic, resnet18_gn, vgg11
 from fedbench.params import resolve_params
 from fedbench.tree import Tree, tree_numel
 
@@ -137,16 +137,16 @@ def model_options(cfg: dict) -> tuple[str, dict]:
     if name == "binary_logreg" and opts["init"] not in binary_logreg.INITS:
         raise ValueError(f"model {name!r}: 'init' must be one of {binary_logreg.INITS}; got {opts['init']!r}")
     if name == "resnet18_gn":
-        resnet.check_groups(opts["groups"])
+        resnet18_gn.check_groups(opts["groups"])
     if name == "vgg11":
-        vgg.check_options(opts["norm"], opts["groups"])
+        vgg11.check_options(opts["norm"], opts["groups"])
     if "padding" in opts and opts["padding"] not in cnn.PADDINGS:
         raise ValueError(f"model {name!r}: 'padding' must be one of {cnn.PADDINGS}; got {opts['padding']!r}")
     return name, opts
 
 
 _MODULES = {"logreg": logreg, "binary_logreg": binary_logreg, "mlp": mlp, "cnn": cnn, "lstm": lstm,
-            "quadratic": quadratic, "resnet18_gn": resnet, "vgg11": vgg}
+            "quadratic": quadratic, "resnet18_gn": resnet18_gn, "vgg11": vgg11}
 
 
 def check_classes(name: str, num_classes: int | None) -> None:
@@ -182,7 +182,7 @@ def build_model(cfg: dict, input_shape: tuple, num_classes: int) -> Model:
     if name == "cnn":  # check the input shape now, not at the first forward pass
         cnn.feature_size(input_shape, opts["channels"], opts["kernel_size"], opts["padding"])
     if name == "vgg11":
-        vgg.feature_shape(input_shape)
+        vgg11.feature_shape(input_shape)
     module = _MODULES[name]
 
     def init(rng: np.random.Generator, dtype: torch.dtype = torch.float32) -> Tree:
