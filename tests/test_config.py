@@ -1300,3 +1300,129 @@ def test_eval_every_is_a_sweep_axis_zipped_with_steps_and_rounds():
     rejects(bad, "experiments.e.sweep.grid.eval_every[1]", ">= 1")
     bad = swept(experiment={"grid": {"local.lr": [0.1, 1.0]}, "select": {"over": ["local.steps"]}})
     rejects(bad, "experiments.e.sweep.select.over[0]", "not an axis of this sweep")
+
+
+# ------------------------------------------------------------------------------ heterogeneous local work
+
+
+def test_local_work_distribution_in_the_spec_in_canonical_form():
+    """local.epochs / local.steps may be a distribution (τ_i ~ Uniform{low..high}); the spec holds it
+    with a fixed key order and ``per`` defaulting to ``round``; fixed per client is a different spec."""
+    from fedbench.engine.cell import spec_id
+
+    cfg = tiny()
+    cfg["experiments"]["e"]["local"]["epochs"] = {"high": 5, "low": 2, "distribution": "uniform"}
+    cells = expand_cells(cfg)
+    work = cells[0]["local"]["epochs"]
+    assert work == {"distribution": "uniform", "low": 2, "high": 5, "per": "round"}
+    assert list(work) == ["distribution", "low", "high", "per"] and cells[0]["local"]["steps"] is None
+    cfg["experiments"]["e"]["local"]["epochs"]["per"] = "client"
+    fixed = expand_cells(cfg)
+    assert fixed[0]["local"]["epochs"]["per"] == "client" and spec_id(fixed[0]) != spec_id(cells[0])
+    # steps may be a distribution too, and a level's steps clears an inherited epochs distribution
+    cfg["experiments"]["e"]["algorithms"]["fedprox"]["local"] = {"steps": {"distribution": "uniform", "low": 1,
+                                                                          "high": 3}}
+    by = {c["algorithm"]: c["local"] for c in expand_cells(cfg)}
+    assert by["fedprox"]["epochs"] is None and by["fedprox"]["steps"]["high"] == 3
+    assert by["fedavg"]["epochs"]["per"] == "client"
+
+
+@pytest.mark.parametrize("work,fragments", [
+    ({"distribution": "uniform", "low": 5, "high": 2},
+     ["experiments.e.local.epochs.high: must be >= experiments.e.local.epochs.low (got low=5, high=2)"]),
+    ({"distribution": "normal", "low": 2, "high": 5}, ["experiments.e.local.epochs.distribution", "uniform"]),
+    ({"distribution": "uniform", "low": 0, "high": 5}, ["experiments.e.local.epochs.low", "1"]),
+    ({"distribution": "uniform", "low": 2}, ["experiments.e.local.epochs.high: missing"]),
+    ({"distribution": "uniform", "low": 2, "high": 5, "per": "epoch"},
+     ["experiments.e.local.epochs.per", "round, client"]),
+    ({"distribution": "uniform", "low": 2, "high": 5, "every": 1}, ["experiments.e.local.epochs.every: unknown key"]),
+])
+def test_local_work_distribution_errors_name_the_key(work, fragments):
+    cfg = tiny()
+    cfg["experiments"]["e"]["local"]["epochs"] = work
+    rejects(cfg, *fragments)
+
+
+def test_local_work_distribution_with_replacement_needs_steps_and_fedac_needs_a_fixed_k():
+    cfg = tiny()
+    cfg["experiments"]["e"]["local"]["epochs"] = {"distribution": "uniform", "low": 2, "high": 5}
+    cfg["experiments"]["e"]["local"]["replacement"] = True
+    rejects(cfg, "experiments.e.local.replacement: minibatches drawn with replacement need local.steps")
+    cfg = tiny()
+    cfg["experiments"]["e"]["local"] = {"steps": {"distribution": "uniform", "low": 2, "high": 5},
+                                        "batch_size": 4, "lr": 0.05, "weight_decay": 0.01}
+    cfg["experiments"]["e"]["algorithms"] = {"fedac": {"variant": "II"}}
+    rejects(cfg, "experiments.e.algorithms.fedac", "drawn per client")
+
+
+def test_local_work_distribution_can_be_swept_with_a_readable_label():
+    """The paper's E ∈ {5, 7} (τ_i ~ Uniform{2..E}) as a sweep of local.epochs."""
+    cfg = tiny()
+    cfg["experiments"]["e"]["sweep"] = {"grid": {"local.epochs": [
+        {"distribution": "uniform", "low": 2, "high": 5}, {"distribution": "uniform", "low": 2, "high": 7,
+                                                           "per": "client"}]}}
+    got = sorted((c["algorithm"], c["local"]["epochs"]["high"], c["local"]["epochs"]["per"])
+                 for c in expand_cells(cfg) if c["seed"] == 0)
+    assert got == [("fedavg,epochs=uniform2-5", 5, "round"), ("fedavg,epochs=uniform2-7.client", 7, "client"),
+                   ("fedprox,epochs=uniform2-5", 5, "round"), ("fedprox,epochs=uniform2-7.client", 7, "client")]
+
+
+# ------------------------------------------------------------------------------ minimax cells
+
+
+def _minimax(model_minimax, algorithms):
+    cfg = tiny()
+    e = cfg["experiments"]["e"]
+    e["datasets"]["digits"]["model"] = {"name": "logreg", **({"minimax": model_minimax} if model_minimax else {})}
+    e["algorithms"] = algorithms
+    return cfg
+
+
+def test_minimax_cells_resolve_with_the_paper_table():
+    """Sharma, Panda & Joshi (TMLR 2023) §6: Local SGDA, with momentum 0.9, Fed-Norm-SGDA, on fair
+    classification (projection onto the simplex), τ_i ~ Uniform{2..5} epochs."""
+    cfg = _minimax({"problem": "fair"}, {"local_sgda": {"projection": "simplex"},
+                                         "local_sgda_m": {"algorithm": "local_sgda", "momentum": 0.9,
+                                                          "projection": "simplex"},
+                                         "fed_norm_sgda": {"projection": "simplex"}})
+    cfg["experiments"]["e"]["local"]["epochs"] = {"distribution": "uniform", "low": 2, "high": 5}
+    cells = {c["algorithm"]: c for c in expand_cells(cfg) if c["seed"] == 0}
+    assert cells["local_sgda_m"]["hparams"]["momentum"] == 0.9
+    assert cells["fed_norm_sgda"]["model"] == {"name": "logreg", "minimax": {"problem": "fair", "lambda": 0.1,
+                                                                               "empty_classes": "zero"}}
+    assert cells["fed_norm_sgda"]["hparams"] == {"y_lr_scale": 1.0, "momentum": 0.0, "projection": "simplex",
+                                                 "radius": 1.0, "p": "samples", "estimator": "unbiased",
+                                                 "server_lr": 1.0, "tau_eff": "sampled"}
+    robust = _minimax({"problem": "robust"}, {"fed_norm_sgda_plus": {"projection": "ball", "snapshot_period": 5}})
+    (c,) = [c for c in expand_cells(robust) if c["seed"] == 0]
+    assert c["hparams"]["snapshot_period"] == 5 and c["model"]["minimax"] == {"problem": "robust"}
+
+
+def test_minimax_mismatches_are_rejected_with_the_key_path():
+    rejects(_minimax({"problem": "fair"}, {"fedavg": {}}), "experiments.e.algorithms.fedavg: the model is a minimax",
+            "use local_sgda")
+    rejects(_minimax(None, {"local_sgda": {}}), "experiments.e.algorithms.local_sgda: algorithm 'local_sgda' is a "
+            "minimax algorithm")
+    rejects(_minimax({"problem": "fair"}, {"local_sgda": {"projection": "ball"}}),
+            "experiments.e.algorithms.local_sgda.projection: the minimax problem 'fair'", "projection: simplex")
+    rejects(_minimax({"problem": "fair"}, {"local_sgda": {"projection": "simplex", "estimator": "biased"}}),
+            "experiments.e.algorithms.local_sgda", "estimator must be one of unbiased, sampled")
+    rejects(_minimax({"problem": "fair"}, {"fed_norm_sgda_plus": {"projection": "simplex", "snapshot_period": 0}}),
+            "experiments.e.algorithms.fed_norm_sgda_plus.snapshot_period")
+    rejects(_minimax({"problem": "fair", "lambda": -1}, {"local_sgda": {"projection": "simplex"}}),
+            "experiments.e.datasets.digits.model", "'lambda' must be a number >= 0")
+
+
+def test_fed_minimax_quick_experiment_file():
+    """Sharma et al. (TMLR 2023) §6 on digits: 2 problems × 3 algorithms × E ∈ {5, 7} × 3 seeds."""
+    cells = expand_cells(yaml.safe_load((REPO / "config/experiments/fed_minimax_quick.yaml").read_text()))
+    assert len(cells) == 36
+    assert {c["local"]["epochs"]["high"] for c in cells} == {5, 7}
+    assert {c["local"]["epochs"]["per"] for c in cells} == {"round"}
+    by = {(c["experiment"], c["algorithm_name"], c["hparams"]["momentum"]) for c in cells}
+    assert by == {("fed_minimax_fair_quick", "local_sgda", 0.0), ("fed_minimax_fair_quick", "local_sgda", 0.9),
+                  ("fed_minimax_fair_quick", "fed_norm_sgda", 0.0),
+                  ("fed_minimax_robust_quick", "local_sgda_plus", 0.0),
+                  ("fed_minimax_robust_quick", "local_sgda_plus", 0.9),
+                  ("fed_minimax_robust_quick", "fed_norm_sgda_plus", 0.0)}
+    assert all(c["hparams"]["y_lr_scale"] == 1.25 for c in cells)

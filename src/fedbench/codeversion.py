@@ -14,8 +14,9 @@ the import statements of the sources, not by importing them):
   store, the algorithm's modules (e.g. FedProx -> fedprox, fedavg, local) and the model's module;
 - ``aggregate``: the version of ``fedbench.analysis.tables`` and ``fedbench.analysis.plots``.
 
-Registries import every plugin they register (``fedbench.models`` imports cnn, logreg, lstm and
-mlp; ``fedbench.data.registry`` every reader): those edges are cut (:data:`REGISTRIES`) and the
+Registries import every plugin they register (``fedbench.models`` imports cnn, logreg, lstm,
+mlp and minimax; the minimax algorithms import ``fedbench.models.minimax`` themselves, so their
+cells' versions include it; ``fedbench.data.registry`` every reader): those edges are cut (:data:`REGISTRIES`) and the
 plugin a job uses is added by name instead, so editing ``mlp.py`` reruns the MLP cells only and
 editing ``idx.py`` re-prepares MNIST and EMNIST only (and, through their newer files, their
 partitions and cells). The registry of the algorithms, ``fedbench.algorithms/__init__.py``, is
@@ -44,8 +45,8 @@ __all__ = [
 # Registry module -> the modules it registers: imports along these edges are not followed (the
 # job's own plugin is one of the closure's roots instead).
 REGISTRIES: dict[str, tuple[str, ...]] = {
-    "fedbench.models": tuple(f"fedbench.models.{m}" for m in ("binary_logreg", "cnn", "logreg", "lstm", "mlp",
-                                                                        "quadratic", "resnet18_gn", "vgg11")),
+    "fedbench.models": tuple(f"fedbench.models.{m}" for m in ("binary_logreg", "cnn", "logreg", "lstm", "minimax",
+                                                              "mlp", "quadratic", "resnet18_gn", "vgg11")),
 }
 # Dataset source -> the module that reads or generates it (fedbench.data.registry's builders;
 # tests/test_codeversion.py checks that the two agree).

@@ -524,9 +524,11 @@ def _resolve_partition(path: str, cfg: dict) -> dict:
 def _resolve_model(path: str, cfg: Any) -> dict:
     cfg = {"name": cfg} if isinstance(cfg, str) else cfg
     name = _entry(cfg, "name", _models(), path, "model")
-    options = {k: v for k, v in cfg.items() if k != "name"}
+    options = {k: v for k, v in cfg.items() if k not in ("name", "minimax")}
     resolved = {"name": name, **_resolve_params(options, dict(_models()[name]), {}, path,
                                                 f"unknown parameter for model {name!r}")}
+    if cfg.get("minimax") is not None:  # a minimax problem around the model (fedbench.models.minimax)
+        resolved["minimax"] = cfg["minimax"]
     from fedbench.models import model_options
 
     try:  # the model registry's own value checks (list lengths, paddings, ...)
@@ -641,8 +643,8 @@ def _finish_local(local: dict, path: str) -> dict:
                           f"pass without replacement; got epochs={epochs}): give local.steps instead of "
                           f"local.epochs, or set replacement: false")
     out = {
-        "epochs": None if epochs is None else int(epochs),
-        "steps": None if steps is None else int(steps),
+        "epochs": _local_work(epochs, f"{path}.epochs"),
+        "steps": _local_work(steps, f"{path}.steps"),
         "batch_size": int(local["batch_size"]),
         "lr": _finite(local["lr"], f"{path}.lr"),
         "lr_decay": _finite(local["lr_decay"], f"{path}.lr_decay"),
@@ -652,6 +654,24 @@ def _finish_local(local: dict, path: str) -> dict:
     if replacement:  # only when true: every cell without it keeps its spec and spec_id
         out["replacement"] = True
     return out
+
+
+def _local_work(amount: Any, path: str) -> int | dict | None:
+    """``local.epochs`` / ``local.steps`` in canonical form: None, an int, or the distribution
+    ``{"distribution", "low", "high", "per"}`` in that key order (``per`` defaults to ``"round"``;
+    drawn by :func:`fedbench.engine.batches.local_work`).
+
+    Raises:
+        ConfigError: low > high (key path ``<path>.high``).
+    """
+    if amount is None or not isinstance(amount, dict):
+        return None if amount is None else int(amount)
+    low, high = int(amount["low"]), int(amount["high"])
+    if low > high:
+        raise ConfigError(f"{path}.high: must be >= {path}.low (got low={low}, high={high}); "
+                          f"the count is drawn uniformly from {{low, ..., high}}")
+    return {"distribution": str(amount["distribution"]), "low": low, "high": high,
+            "per": str(amount.get("per", "round"))}
 
 
 def _augmentation(dataset_id: str, dataset: dict, ecfg: dict, dcfg: dict, dpath: str) -> tuple[bool, Any]:
@@ -781,6 +801,29 @@ def _check_algorithm_cell(name: str, hparams: dict, local: dict, path: str) -> N
         raise ConfigError(f"{path}: {e}") from None
 
 
+def _check_minimax(name: str, hparams: dict, model: dict, path: str) -> None:
+    """A minimax algorithm (:mod:`fedbench.algorithms.sgda`) needs a minimax model
+    (:mod:`fedbench.models.minimax`) whose set Y its ``projection`` matches, and a minimax model
+    needs a minimax algorithm (another one would descend on y)."""
+    import fedbench.algorithms as algorithms
+
+    is_minimax = "projection" in getattr(algorithms.get_algorithm(name), "HPARAMS", {})
+    problem = (model.get("minimax") or {}).get("problem")
+    if is_minimax and problem is None:
+        raise ConfigError(f"{path}: algorithm {name!r} is a minimax algorithm; give the dataset's model a "
+                          f"minimax problem (model: {{name: ..., minimax: {{problem: fair | robust}}}})")
+    if problem is not None and not is_minimax:
+        raise ConfigError(f"{path}: the model is a minimax problem ({problem!r}) but algorithm {name!r} is not a "
+                          f"minimax algorithm: use local_sgda, local_sgda_plus, fed_norm_sgda or fed_norm_sgda_plus")
+    if problem is not None:
+        from fedbench.models.minimax import PROJECTION
+
+        want = PROJECTION[problem]
+        if hparams.get("projection") != want:
+            raise ConfigError(f"{path}.projection: the minimax problem {problem!r} keeps y in its set Y: set "
+                              f"projection: {want} (got {_fmt(hparams.get('projection'))})")
+
+
 def _seed_cells(exp: dict, dset: dict, pid: str, label: str, algo: tuple[str, dict, dict]) -> list[dict]:
     """The cells of one (partition, algorithm label) of a dataset of an experiment, one per seed."""
     name, hparams, local_over = algo
@@ -788,6 +831,7 @@ def _seed_cells(exp: dict, dset: dict, pid: str, label: str, algo: tuple[str, di
     apath = f"{exp['path']}.algorithms.{label}.local"
     local = _finish_local(_merge_local(dset["local"], local_over, apath), apath if local_over else dset["local_path"])
     _check_algorithm_cell(name, hparams, local, f"{exp['path']}.algorithms.{label}")
+    _check_minimax(name, hparams, dset["shared"]["model"], f"{exp['path']}.algorithms.{label}")
     return [{
         "experiment": exp["experiment"], "dataset": dset["dataset"], "partition": pid,
         "algorithm": label, "seed": seed, "algorithm_name": name, "hparams": dict(hparams),
@@ -993,7 +1037,12 @@ def _axis_kind(axis: str) -> str:
 
 
 def _label_value(v: Any) -> str:
-    """A swept value in a cell label: repr of a float, str of an int, null, true/false."""
+    """A swept value in a cell label: repr of a float, str of an int, null, true/false; a local-work
+    distribution as ``uniform2-5`` (drawn per round) or ``uniform2-5.client`` (fixed per client)."""
+    if isinstance(v, dict) and "distribution" in v:
+        from fedbench.engine.batches import work_label
+
+        return work_label(v)
     if isinstance(v, bool):
         return "true" if v else "false"
     if v is None:

@@ -15,7 +15,7 @@ import zlib
 
 import numpy as np
 
-PURPOSES = ("init", "partition", "sample", "batches", "dataset", "holdout", "eval", "augment")
+PURPOSES = ("init", "partition", "sample", "batches", "dataset", "holdout", "eval", "augment", "local_work")
 
 
 def _purpose_id(purpose: str) -> int:

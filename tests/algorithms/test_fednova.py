@@ -189,13 +189,13 @@ def quadratics():
     return [_quadratic_client(rng, dim=3) for _ in TAUS]
 
 
-def _one_round(alg, x, problems, eta, hparams=None):
-    """One full-participation round of ``alg``'s real functions, full-batch gradients, τ_i = TAUS[i]."""
+def _one_round(alg, x, problems, eta, hparams=None, taus=TAUS):
+    """One full-participation round of ``alg``'s real functions, full-batch gradients, τ_i = taus[i]."""
     hp = {"lr": eta, "weight_decay": 0.0, "clip_norm": None, **(hparams or {})}
     grad_fn = _quad_grad_fn(problems)
     server = alg.server_init({"w": x}, hp, len(problems))
     msgs = []
-    for i, tau in enumerate(TAUS):
+    for i, tau in enumerate(taus):
         state = alg.client_init(server, None, hp)
         for _ in range(tau):
             state = alg.client_step(state, (i, None), hp, grad_fn)
@@ -203,11 +203,11 @@ def _one_round(alg, x, problems, eta, hparams=None):
     return alg.server_update(server, msgs, torch.from_numpy(N_K), hp)["params"]["w"]
 
 
-def _fixed_point(problems, eta, normalized):
+def _fixed_point(problems, eta, normalized, taus=TAUS):
     """The zero of Σ_i w_i S_i A_i (x − c_i), w_i = p_i (FedAvg) or p_i/τ_i (FedNova)."""
     p = N_K / N_K.sum()
     lhs, rhs = 0, 0
-    for (a, c), tau, pi in zip(problems, TAUS, p):
+    for (a, c), tau, pi in zip(problems, taus, p):
         a, c = a.numpy(), c.numpy()
         prop = np.eye(len(c)) - eta * a
         s = sum(np.linalg.matrix_power(prop, j) for j in range(tau))
@@ -347,3 +347,32 @@ def test_quadratic_fixed_point_with_local_momentum(quadratics, rho):
     x_next = _one_round(fednova, torch.from_numpy(x_star), quadratics, eta, {"momentum": rho}).numpy()
     assert np.abs(x_next - x_star).max() <= 1e-12
     assert np.abs(x_star - _fixed_point(quadratics, eta, True)).max() > 1e-3  # momentum moves it
+
+
+# -- drawn local work (local.steps a distribution, fixed per client) ------------------------------
+
+
+def test_fixed_point_with_drawn_tau_fixed_per_client(quadratics):
+    """τ_i ~ Uniform{1..9} drawn once per client (``per: client``, the keyed draw of
+    :func:`fedbench.engine.batches.local_work`): FedNova's fixed point is the closed form with the
+    drawn τ_i, mapped to itself by every round's real module functions to 1e-12. Redrawn per round,
+    the same point is moved (no fixed point: τ_i^(t) changes)."""
+    from fedbench.engine.batches import local_work
+
+    eta, seed = 0.1, 11
+    fixed = {"distribution": "uniform", "low": 1, "high": 9, "per": "client"}
+    taus = [local_work(fixed, seed, 1, i) for i in range(len(quadratics))]
+    assert len(set(taus)) > 1  # unequal τ_i (this seed)
+    x_star = _fixed_point(quadratics, eta, True, taus)
+    for t in range(1, 6):
+        drawn = [local_work(fixed, seed, t, i) for i in range(len(quadratics))]
+        assert drawn == taus
+        x_next = _one_round(fednova, torch.from_numpy(x_star), quadratics, eta, taus=drawn).numpy()
+        assert np.abs(x_next - x_star).max() <= 1e-12
+    per_round = {**fixed, "per": "round"}
+    moved = 0.0
+    for t in range(1, 6):
+        drawn = [local_work(per_round, seed, t, i) for i in range(len(quadratics))]
+        x_next = _one_round(fednova, torch.from_numpy(x_star), quadratics, eta, taus=drawn).numpy()
+        moved = max(moved, np.abs(x_next - x_star).max())
+    assert moved > 1e-4

@@ -396,3 +396,32 @@ def test_select_over_plot_draws_one_line_per_group(mr, tmp_path, monkeypatch):
     metrics = rows_for(mr, cells, by_point({(0.1, 1): [0.9]}))
     out = sweeps.sensitivity_plot(metrics, cells, tmp_path / "s.png")
     assert Image.open(out).size[0] > 100
+
+
+def test_format_value_of_a_local_work_distribution_is_the_cell_label():
+    from fedbench.config import _label_value
+
+    for v in ({"distribution": "uniform", "low": 2, "high": 5, "per": "round"},
+              {"distribution": "uniform", "low": 2, "high": 7, "per": "client"}):
+        assert sweeps.format_value(v) == _label_value(v)
+    assert sweeps.format_value({"distribution": "uniform", "low": 2, "high": 7, "per": "client"}) == \
+        "uniform2-7.client"
+
+
+def test_sensitivity_plot_of_a_local_work_axis(mr, tmp_path, monkeypatch):
+    """local.epochs swept over distributions (unhashable dict values): categorical ticks by label."""
+    work = [{"distribution": "uniform", "low": 2, "high": e, "per": "round"} for e in (5, 7)]
+    cells = swept_cells({"local.epochs": work}, seeds=(0, 1))
+    metrics = rows_for(mr, cells, lambda c: ([0.5 + c["sweep"]["point"]["local.epochs"]["high"] / 100], None))
+    ticks = {}
+    save = plots._save
+
+    def spy(fig, path, dpi):
+        ticks["labels"] = [t.get_text() for t in fig.axes[0].get_xticklabels()]
+        return save(fig, path, dpi)
+
+    monkeypatch.setattr(plots, "_save", spy)
+    assert sweeps.sensitivity_plot(metrics, cells, tmp_path / "p.png").exists()
+    assert ticks["labels"] == ["uniform2-5", "uniform2-7"]
+    table = sweeps.select(metrics, cells)
+    assert table.height == 1

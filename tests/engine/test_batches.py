@@ -106,3 +106,55 @@ def test_replacement_frequencies_are_uniform_and_independent():
 def test_replacement_with_epochs_is_refused():
     with pytest.raises(ValueError, match="local.replacement needs local.steps"):
         local_batches(0, 1, 0, 10, 2, epochs=1, replacement=True)
+
+
+# -- heterogeneous local work: a distribution for epochs / steps ---------------------------------
+
+from fedbench.engine.batches import local_work  # noqa: E402
+
+UNIFORM = {"distribution": "uniform", "low": 2, "high": 5, "per": "round"}
+
+
+def test_local_work_is_keyed_and_independent_of_call_order():
+    keys = [(s, t, k) for s in (0, 1) for t in (1, 2, 3) for k in range(6)]
+    forward = {key: local_work(UNIFORM, *key) for key in keys}
+    backward = {key: local_work(UNIFORM, *key) for key in reversed(keys)}
+    assert forward == backward
+    assert len(set(forward.values())) > 1  # really drawn
+
+
+def test_local_work_per_round_varies_per_client_is_fixed():
+    fixed = {**UNIFORM, "per": "client"}
+    for k in range(8):
+        assert len({local_work(fixed, 0, t, k) for t in range(1, 30)}) == 1
+    assert any(len({local_work(UNIFORM, 0, t, k) for t in range(1, 30)}) > 1 for k in range(8))
+    assert len({local_work(fixed, 0, 1, k) for k in range(40)}) > 1  # differs across clients
+
+
+def test_local_work_uniform_covers_both_ends_evenly():
+    draws = np.array([local_work(UNIFORM, 3, t, k) for t in range(1, 201) for k in range(20)])
+    values, counts = np.unique(draws, return_counts=True)
+    assert values.tolist() == [2, 3, 4, 5]
+    assert np.all(np.abs(counts / draws.size - 0.25) < 0.03)  # 4,000 draws: sd ≈ 0.007
+
+
+def test_local_work_plain_values_and_errors():
+    assert local_work(3, 0, 1, 0) == 3 and local_work(None, 0, 1, 0) is None
+    assert local_work({**UNIFORM, "low": 4, "high": 4}, 0, 1, 0) == 4
+    with pytest.raises(ValueError, match="unknown distribution"):
+        local_work({**UNIFORM, "distribution": "normal"}, 0, 1, 0)
+    with pytest.raises(ValueError, match="per must be one of round, client"):
+        local_work({**UNIFORM, "per": "epoch"}, 0, 1, 0)
+    with pytest.raises(ValueError, match="low <= high"):
+        local_work({**UNIFORM, "low": 6}, 0, 1, 0)
+
+
+@pytest.mark.parametrize("key", ["epochs", "steps"])
+def test_local_batches_with_a_distribution_uses_the_drawn_count(key):
+    for t in range(1, 6):
+        for k in range(5):
+            tau = local_work(UNIFORM, 0, t, k)
+            got = local_batches(0, t, k, num_samples=23, batch_size=5, **{key: UNIFORM})
+            want = local_batches(0, t, k, num_samples=23, batch_size=5, **{key: tau})
+            assert len(got) == (5 * tau if key == "epochs" else tau)
+            assert all(np.array_equal(a, b) for a, b in zip(got, want))  # the same batch stream

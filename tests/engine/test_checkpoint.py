@@ -72,10 +72,13 @@ def _killed_in_round_8(monkeypatch, spec, ds, part, **train_kwargs):
 
 
 # SCAFFOLD and FedDyn carry persistent client state; FedAvgM carries server momentum; Elastic
-# FedAvgM adds the held-out split, its per-round metric (boosted_pct) and, here, Δ histograms.
+# FedAvgM adds the held-out split, its per-round metric (boosted_pct) and, here, Δ histograms;
+# Fed-Norm-SGDA+ the second player, the snapshot x̂ and its refresh counter.
 @pytest.mark.parametrize("algorithm, hparams", [("scaffold", {"server_lr": 1.0}), ("feddyn", {"alpha": 0.01}),
                                                 ("fedavgm", {"server_lr": 1.0, "momentum": 0.9}),
-                                                ("elastic_fedavgm", {"server_lr": 1.0, "momentum": 0.9})])
+                                                ("elastic_fedavgm", {"server_lr": 1.0, "momentum": 0.9}),
+                                                ("fed_norm_sgda_plus", {"projection": "ball", "snapshot_period": 3,
+                                                                        "momentum": 0.5})])
 @pytest.mark.parametrize("engine", ["vectorized", "sequential"])
 def test_resume_in_process_is_bitwise_identical(files, tmp_path, monkeypatch, algorithm, hparams, engine):
     from fedbench.data.partition import read_partition
@@ -83,6 +86,10 @@ def test_resume_in_process_is_bitwise_identical(files, tmp_path, monkeypatch, al
 
     ds, part = load_dataset(files / "toy"), read_partition(files / "part" / "partition.parquet")
     spec = _spec(algorithm, hparams)
+    if algorithm == "fed_norm_sgda_plus":  # two players; the snapshot (refreshed at rounds 3, 6, ...) and
+        # its round counter straddle the round-5 checkpoint; drawn local work
+        spec["model"] = {"name": "mlp", "hidden": [16], "minimax": {"problem": "robust"}}
+        spec["local"] = spec["local"] | {"epochs": {"distribution": "uniform", "low": 1, "high": 3, "per": "round"}}
     if algorithm in ("feddyn", "elastic_fedavgm"):
         spec["delta_histogram"] = {"rounds": [2, 7, 12]}
     full, info_full = train(spec, ds, part, device="cpu", engine=engine)

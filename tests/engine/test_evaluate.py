@@ -1,4 +1,5 @@
-"""fedbench.engine.evaluate: the evaluation of the server model and the regularized objective."""
+"""fedbench.engine.evaluate: the evaluation of the server model (and the worst-class accuracy of fair
+classification) and the regularized objective."""
 
 from __future__ import annotations
 
@@ -84,3 +85,21 @@ def test_uplink_entropy_off_leaves_the_columns_null_and_changes_nothing_else():
     assert on[-1]["uplink_entropy_bits"] > 0
     for a, b in zip(on, off):
         assert a["train_objective"] == b["train_objective"] and a["uplink_nonzeros"] == b["uplink_nonzeros"]
+
+
+def _apply(params, x):
+    return x @ params["w"]
+
+
+def test_worst_class_accuracy_is_the_minimum_over_present_classes():
+    # 3 classes, class 2 absent from y; predictions: argmax of the one-hot rows
+    preds = torch.tensor([0, 0, 1, 1, 1, 0, 1])
+    y = torch.tensor([0, 0, 0, 1, 1, 1, 1])  # class 0: 2/3 right, class 1: 3/4 right
+    x = torch.nn.functional.one_hot(preds, 3).double()
+    params = {"w": torch.eye(3, dtype=torch.float64)}
+    for batch_size in (2, 4096):  # chunked or not: the same counts
+        loss, acc, worst = evaluate(_apply, params, x, y, batch_size=batch_size, worst_class=True)
+        assert acc == 5 / 7 and worst == 2 / 3
+        assert (loss, acc) == evaluate(_apply, params, x, y, batch_size=batch_size)
+    nan = evaluate(_apply, params, x[:0], y[:0], worst_class=True)
+    assert len(nan) == 3 and all(math.isnan(v) for v in nan)

@@ -226,7 +226,8 @@ def test_naive_elastic_aggregation_is_fedavg_through_the_engine(data):
 def test_unknown_algorithm_metric_is_an_error():
     from fedbench.engine.cell import algorithm_metrics
 
-    assert algorithm_metrics({"params": {}}) == {"boosted_pct": None}
+    assert algorithm_metrics({"params": {}}) == {"boosted_pct": None, "y_norm": None, "x_step_norm": None,
+                                                 "y_step_norm": None, "tau_eff": None}
     with pytest.raises(KeyError, match="ALGORITHM_METRICS"):
         algorithm_metrics({"metrics": {"zeta_mean": 1.0}})
 

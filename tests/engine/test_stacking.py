@@ -61,6 +61,10 @@ def _varied_hparams(algorithm: str, i: int) -> dict:
             out[k] = v
     if algorithm == "fedavgm":
         out["dampening"] = (0.0, 0.1, 0.2)[i]
+    if "snapshot_period" in out:  # an integer ≥ 1 (the "+" minimax variants)
+        out["snapshot_period"] = (1, 2, 3)[i]
+    if "projection" in out:  # the minimax algorithms: fair classification, y on the simplex
+        out["projection"] = "simplex"
     return out
 
 
@@ -74,8 +78,11 @@ def _cells(algorithm: str, **local_over):
     if algorithm in ("fedac", "mb_ac_sgd"):  # K local steps, and λ > 0 (μ = λ by default)
         local_over = {"epochs": None, "steps": 3} | local_over
         wds = (1e-2, 1e-3, 5e-3)
-    return [_spec(algorithm, f"{algorithm},lr={lrs[i]}", seeds[i], _varied_hparams(algorithm, i), lr=lrs[i],
-                  weight_decay=wds[i], **local_over) for i in range(3)]
+    cells = [_spec(algorithm, f"{algorithm},lr={lrs[i]}", seeds[i], _varied_hparams(algorithm, i), lr=lrs[i],
+                   weight_decay=wds[i], **local_over) for i in range(3)]
+    if "projection" in get_algorithm(algorithm).HPARAMS:  # minimax: the model with its ascent player
+        cells = [c | {"model": {"name": "logreg", "minimax": {"problem": "fair", "lambda": 0.1}}} for c in cells]
+    return cells
 
 
 def _assert_rows_close(rows, ref, rtol=RTOL):

@@ -29,7 +29,8 @@ def test_missing_column_wrong_type_and_bad_status_are_named():
 def test_added_columns_are_nullable_schema_columns():
     from fedbench.metrics.schema import ADDED_COLUMNS, ALGORITHM_METRICS
 
-    assert {name for name, _ in ALGORITHM_METRICS} == {"boosted_pct"}
+    assert {name for name, _ in ALGORITHM_METRICS} == {"boosted_pct", "y_norm", "x_step_norm", "y_step_norm",
+                                                        "tau_eff"}
     for name in ADDED_COLUMNS:
         assert METRICS_SCHEMA.field(name).nullable and METRICS_SCHEMA.field(name).type == pa.float64()
     t = pa.Table.from_pylist([_row()], schema=METRICS_SCHEMA)  # a row without them: nulls

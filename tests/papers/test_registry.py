@@ -19,7 +19,8 @@ def _cell(experiment, paper, algorithm="fedavg", algorithm_name=None, participat
 
 
 def test_paper_keys_and_tables():
-    assert papers.keys()[:2] == ["fedelasticnet", "elastic_aggregation"] and "local_update" in papers.keys()
+    assert papers.keys()[:2] == ["fedelasticnet", "elastic_aggregation"]
+    assert {"local_update", "fed_minimax"} <= set(papers.keys())
     assert papers.get("fedelasticnet").KEY == "fedelasticnet"
     with pytest.raises(KeyError, match="known papers: fedelasticnet, elastic_aggregation"):
         papers.get("FedProx (Li et al. 2020)")
@@ -112,7 +113,7 @@ def test_every_table_has_a_reference_file():
             assert name.startswith(paper.KEY) and (REF / spec["reference"]).is_file(), name
         if hasattr(paper, "REFERENCE"):  # papers that declare their tables from the cells
             assert paper.REFERENCE.is_file() and paper.REFERENCE.parent == REF
-    assert {"fedelasticnet", "elastic_aggregation", "local_update"} <= {p.KEY for p in papers.PAPERS}
+    assert {"fedelasticnet", "elastic_aggregation", "local_update", "fed_minimax"} <= {p.KEY for p in papers.PAPERS}
 
 
 def test_the_reference_files_are_package_data():

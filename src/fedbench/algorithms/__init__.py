@@ -23,6 +23,11 @@ Every algorithm module ``fedbench.algorithms.<name>`` defines:
     name; the name must be one of :data:`fedbench.metrics.schema.ALGORITHM_METRICS` (documented
     there; null for algorithms without it).
 
+    A ``server_init`` with a keyword parameter ``client_weights`` also gets every client's
+    training-sample count n_k ((m,) float64 numpy array), which it may keep in the server state:
+    the minimax algorithms need N = Σ n_k for the unbiased n/P reweighting of partial
+    participation (:mod:`fedbench.algorithms.sgda`).
+
 ``broadcast(server_state) -> dict[str, Tree]``
     What the server sends to every sampled client (θ, plus c for SCAFFOLD); counted as downlink.
 
@@ -79,6 +84,11 @@ Optional: ``STRUCTURAL_HPARAMS: tuple[str, ...]``, the numeric hyperparameters t
 round's structure (Elastic Aggregation's ``sensitivity_fraction``, the held-out split's size):
 cells that differ in them are never trained together (:mod:`fedbench.engine.stacking`).
 
+Minimax (two players): a minimax model (:mod:`fedbench.models.minimax`) keeps the ascent player y
+in the same parameter dict, as the leaves named ``y.*``, and its ``grad_fn`` differentiates f(x, y;
+batch) with respect to both; the minimax algorithms (:mod:`fedbench.algorithms.sgda`) descend on x
+and ascend on y. The engines need nothing else.
+
 All functions are pure: they return new dicts and never modify their inputs in place.
 Hyperparameters arrive as one flat dict: the algorithm's HPARAMS (overridden by the config)
 plus ``lr``, ``weight_decay`` and ``clip_norm`` for the round, and ``local_steps``: the spec's
@@ -102,6 +112,7 @@ ALGORITHMS = (
     "fedac", "mb_sgd", "mb_ac_sgd",
     "fednova",
     "local_update", "reptile", "maml",
+    "local_sgda", "local_sgda_plus", "fed_norm_sgda", "fed_norm_sgda_plus",
 )
 
 

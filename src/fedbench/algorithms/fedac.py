@@ -121,7 +121,8 @@ def check_local(hparams: dict, name: str = "fedac", need_steps: bool = True) -> 
     """
     if need_steps and hparams.get("local_steps") is None:
         raise ValueError(f"{name}: needs a fixed number of local steps K (local.steps), since γ depends on K; "
-                         "local work given in epochs (local.epochs) is not supported")
+                         "local work given in epochs (local.epochs) or drawn per client (a local.steps "
+                         "distribution) is not supported")
     if hparams.get("clip_norm") is not None:
         raise ValueError(f"{name}: gradient clipping is not part of the algorithm; set local.clip_norm to null "
                          f"(got {hparams['clip_norm']!r})")

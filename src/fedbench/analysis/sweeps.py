@@ -95,7 +95,12 @@ def cell_name(cell: Mapping) -> str:
 
 def format_value(v) -> str:
     """An axis value as the cell labels write it: floats with ``repr``, ints with ``str``,
-    ``null`` for None, ``true``/``false`` for booleans (anything else with ``str``)."""
+    ``null`` for None, ``true``/``false`` for booleans, a local-work distribution as
+    ``uniform2-5`` (:func:`fedbench.engine.batches.work_label`; anything else with ``str``)."""
+    if isinstance(v, Mapping) and "distribution" in v:
+        from fedbench.engine.batches import work_label
+
+        return work_label(v)
     if v is None:
         return "null"
     if isinstance(v, bool):
@@ -591,7 +596,7 @@ def sensitivity_plot(metrics: pl.DataFrame, cells: Iterable[Mapping], path: str 
         for ci, axis in enumerate(axes_names):
             ax = grid_axes[ri][ci]
             members = [g for g in groups if (g.key[1], g.key[2]) == (dataset, partition) and axis in g.axes]
-            values = list(dict.fromkeys(v for g in members for v in g.grid[axis]))
+            values = list({format_value(v): v for g in members for v in g.grid[axis]}.values())  # dicts too
             numeric = bool(values) and all(_numeric(v) for v in values)
             categories = {format_value(v): i for i, v in enumerate(values)}
 

@@ -2,13 +2,64 @@
 
 Drawing them before training (rather than from a DataLoader during it) makes a client's batches a
 pure function of (seed, round, client), so every engine and executor consumes identical batches.
+
+Heterogeneous local work: ``local.epochs`` or ``local.steps`` may be a distribution instead of
+an int (:func:`local_work`), e.g. τ_i ~ Uniform{2, …, E} epochs as in Sharma, Panda & Joshi,
+"Federated Minimax Optimization With Client Heterogeneity", TMLR 2023, §6. The count is drawn from
+its own key (seed, round, client, "local_work"), or (seed, 0, client, "local_work") when fixed per
+client, so it is independent of the batch stream and of the engine.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 
 from fedbench.rng import generator
+
+#: The distributions a local-work count may follow (``local.epochs`` / ``local.steps`` mapping).
+DISTRIBUTIONS = ("uniform",)
+#: How often a drawn count is redrawn: every round (τ_i^(t)) or once per client (τ_i).
+DRAW_PER = ("round", "client")
+
+
+def local_work(amount, seed: int, round: int, client: int) -> int | None:
+    """The local-work count (epochs or steps) of client ``client`` in round ``round``.
+
+    Args:
+        amount: None, an int (every client, every round), or a distribution
+            ``{"distribution": "uniform", "low": a, "high": b, "per": "round" | "client"}``:
+            τ ~ Uniform{a, …, b} (both ends included), drawn from the key
+            (seed, round, client, "local_work") when ``per`` is ``"round"`` (τ_i^(t), redrawn every
+            round), from (seed, 0, client, "local_work") when ``"client"`` (τ_i, fixed for the run).
+        seed, round, client: the cell's seed, the 1-based round, the client id.
+
+    Returns:
+        None for None, else the count (an int ≥ ``low``).
+
+    Raises:
+        ValueError: an unknown distribution or ``per``, or not 0 ≤ low ≤ high.
+    """
+    if amount is None or not isinstance(amount, Mapping):
+        return amount
+    dist, per = amount.get("distribution"), amount.get("per", "round")
+    if dist not in DISTRIBUTIONS:
+        raise ValueError(f"local work: unknown distribution {dist!r}; known: {', '.join(DISTRIBUTIONS)}")
+    if per not in DRAW_PER:
+        raise ValueError(f"local work: per must be one of {', '.join(DRAW_PER)} (got {per!r})")
+    low, high = int(amount["low"]), int(amount["high"])
+    if not 0 <= low <= high:
+        raise ValueError(f"local work: need 0 <= low <= high (got low={low}, high={high})")
+    rng = generator(seed, round if per == "round" else 0, client, "local_work")
+    return int(rng.integers(low, high + 1))
+
+
+def work_label(amount: Mapping) -> str:
+    """A local-work distribution in a cell label or a plot: ``uniform2-5`` (drawn per round) or
+    ``uniform2-5.client`` (fixed per client)."""
+    per = "" if amount.get("per", "round") == "round" else f".{amount['per']}"
+    return f"{amount['distribution']}{amount.get('low')}-{amount.get('high')}{per}"
 
 
 def local_batches(
@@ -17,8 +68,8 @@ def local_batches(
     client: int,
     num_samples: int,
     batch_size: int,
-    epochs: int | None = None,
-    steps: int | None = None,
+    epochs: int | Mapping | None = None,
+    steps: int | Mapping | None = None,
     replacement: bool = False,
 ) -> list[np.ndarray]:
     """Row indices (into the client's own data, 0..n_k-1) for each local step of one round.
@@ -31,6 +82,8 @@ def local_batches(
     - ``steps=K``: K batches of size min(B, n_k) taken in order from consecutive random
       permutations (a pass restarts when the data are used up), as FedDyn's reference code's
       re-created iterator does.
+    - either one a distribution (:func:`local_work`): this client's count for this round is drawn
+      first, then used as above.
     - ``steps=K, replacement=True``: each step's B row indices drawn i.i.d. uniform on
       {0, …, n_k−1} (``rng.integers(0, n_k, size=(K, B))``, the same keyed generator); B may
       exceed n_k. With n_k = n (the ``shared`` partition) this is the stochastic oracle of Yuan &
@@ -61,6 +114,7 @@ def local_batches(
                          "give local.steps or set local.replacement: false")
     if num_samples < 1 or batch_size < 1:
         raise ValueError(f"num_samples and batch_size must be >= 1 (got {num_samples}, {batch_size})")
+    epochs, steps = local_work(epochs, seed, round, client), local_work(steps, seed, round, client)
     rng = generator(seed, round, client, "batches")
     if epochs is not None:
         if epochs < 0:

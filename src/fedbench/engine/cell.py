@@ -41,6 +41,7 @@ of the same cell without it.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import math
 import sys
@@ -212,7 +213,9 @@ class Cell:
             used = torch.as_tensor(used, device=dev)
             self.x_used, self.y_used = x_train[used], y_train[used]
         params = {k: v.to(dev) for k, v in model.init(generator(self.seed, 0, -1, "init"), dtype=dtype).items()}
-        self.server = algo.server_init(params, dict(spec["hparams"]), self.m)
+        kw = {"client_weights": self.weights} if "client_weights" in inspect.signature(algo.server_init).parameters \
+            else {}  # the minimax algorithms' unbiased reweighting needs every n_k
+        self.server = algo.server_init(params, dict(spec["hparams"]), self.m, **kw)
         self.dev = dev
         self.identity = {
             "experiment": spec["experiment"],
@@ -269,12 +272,13 @@ class Cell:
             raise RuntimeError(f"evaluate_initial: the cell already has rows up to round {self.rows[-1]['round']}")
         params = self.server["params"]
         train_loss, train_acc = evaluate(self.model.apply, params, self.x_used, self.y_used, loss=self.model.loss)
-        test_loss, test_acc = evaluate(self.model.apply, params, *self.test, loss=self.model.loss)
+        test_loss, test_acc, test_worst = evaluate(self.model.apply, params, *self.test, loss=self.model.loss,
+                                                   worst_class=True)
         h0 = None if self.spec.get("uplink_entropy") is False else 0.0
         self.rows.append({**self.identity, "round": 0, "clients_sampled": 0,
                           "train_loss": train_loss, "train_accuracy": train_acc,
                           "train_objective": self.objective(train_loss, params),
-                          "test_loss": test_loss, "test_accuracy": test_acc,
+                          "test_loss": test_loss, "test_accuracy": test_acc, "test_worst_class_accuracy": test_worst,
                           "uplink_floats": 0, "uplink_nonzeros": 0,
                           "uplink_entropy_bits": h0, "uplink_entropy_bits_delta": h0,
                           "downlink_floats": 0,
@@ -337,15 +341,17 @@ class Cell:
         if diverged or t % spec["eval_every"] == 0 or t == rounds:
             params = self.server["params"]
             train_loss, train_acc = evaluate(self.model.apply, params, self.x_used, self.y_used, loss=self.model.loss)
-            test_loss, test_acc = evaluate(self.model.apply, params, *self.test, loss=self.model.loss)
+            test_loss, test_acc, test_worst = evaluate(self.model.apply, params, *self.test, loss=self.model.loss,
+                                                       worst_class=True)
             diverged = diverged or not np.isfinite(train_loss)
             if diverged:
-                self.status, test_acc, train_acc = "diverged", float("nan"), float("nan")
+                self.status, test_acc, train_acc, test_worst = "diverged", float("nan"), float("nan"), float("nan")
                 self.status_reason = f"non-finite loss or parameters at round {t}"
             self.rows.append({**self.identity, "round": t, "clients_sampled": int(len(sampled)),
                               "train_loss": train_loss, "train_accuracy": train_acc,
                               "train_objective": self.objective(train_loss, params),
                               "test_loss": test_loss, "test_accuracy": test_acc,
+                              "test_worst_class_accuracy": test_worst,
                               "uplink_floats": up_floats, "uplink_nonzeros": up_nnz,
                               "uplink_entropy_bits": up_entropy, "uplink_entropy_bits_delta": up_entropy_delta,
                               "downlink_floats": down_floats,

@@ -163,11 +163,14 @@ def train(
 
 def round_hparams(spec: dict, t: int) -> dict:
     """Cell ``spec``'s hyperparameters in round ``t``: its ``hparams`` plus ``lr`` = local.lr ×
-    local.lr_decay^(t−1), ``weight_decay``, ``clip_norm`` and ``local_steps`` (local.steps, None
-    when local work is given in epochs): what the algorithm's functions get."""
+    local.lr_decay^(t−1), ``weight_decay``, ``clip_norm`` and ``local_steps`` (local.steps when it
+    is one int K for every client; None when local work is given in epochs or drawn per client,
+    :func:`fedbench.engine.batches.local_work`): what the algorithm's functions get."""
     local = spec["local"]
+    steps = local.get("steps")
     return {**spec["hparams"], "lr": local["lr"] * local["lr_decay"] ** (t - 1),
-            "weight_decay": local["weight_decay"], "clip_norm": local["clip_norm"], "local_steps": local.get("steps")}
+            "weight_decay": local["weight_decay"], "clip_norm": local["clip_norm"],
+            "local_steps": steps if isinstance(steps, int) else None}
 
 
 def train_seeds(

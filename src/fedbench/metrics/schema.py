@@ -22,6 +22,9 @@ Per-round columns
                      §5), whose optimum F* gives ``suboptimality`` below.
     test_loss        loss of θ^t on the test set (mean per sample).
     test_accuracy    accuracy of θ^t on the test set, in [0, 1].
+    test_worst_class_accuracy  min over the classes c present in the test set of the accuracy on
+                     class c's test rows, in [0, 1]: fair classification's "test accuracy on the worst
+                     distribution" (Sharma, Panda & Joshi, TMLR 2023, §6); NaN on a diverged row.
     uplink_floats    cumulative count of scalars sent client → server, rounds 1..t (dense count:
                      every element of every tensor in each ClientMessage).
     uplink_nonzeros  cumulative count of non-zero scalars sent client → server, rounds 1..t.
@@ -43,6 +46,11 @@ Algorithm metrics (:data:`ALGORITHM_METRICS`; the server state's ``metrics`` aft
 for algorithms that do not have it)
     boosted_pct      Elastic Aggregation: percentage of parameters boosted in round t,
                      100 · #{i : ζ^i > 1} / n (0 for naive aggregation, ζ ≡ 1).
+    y_norm           minimax (:mod:`fedbench.algorithms.sgda`): ‖y^t‖₂, the ascent player after
+                     round t (both players' per-round metrics: this and the two below).
+    x_step_norm      minimax: ‖x^t − x^{t−1}‖₂, the model's server step.
+    y_step_norm      minimax: ‖y^t − y^{t−1}‖₂, the ascent player's server step (after projection).
+    tau_eff          Fed-Norm-SGDA(+): the round's τ_eff (the server's step scale).
 
 Cumulative columns (uplink_*, downlink_floats) count every round 1..t, not only evaluated ones.
 
@@ -87,6 +95,7 @@ PER_ROUND = [
     ("train_objective", pa.float64()),
     ("test_loss", pa.float64()),
     ("test_accuracy", pa.float64()),
+    ("test_worst_class_accuracy", pa.float64()),
     ("uplink_floats", pa.int64()),
     ("uplink_nonzeros", pa.int64()),
     ("uplink_entropy_bits", pa.float64()),
@@ -98,10 +107,15 @@ PER_ROUND = [
 #: Per-round diagnostics an algorithm keeps in its server state's ``metrics`` (nullable float64).
 ALGORITHM_METRICS = [
     ("boosted_pct", pa.float64()),
+    ("y_norm", pa.float64()),
+    ("x_step_norm", pa.float64()),
+    ("y_step_norm", pa.float64()),
+    ("tau_eff", pa.float64()),
 ]
 METRICS_SCHEMA = pa.schema(IDENTITY + PER_ROUND + ALGORITHM_METRICS)
 #: Columns added after the first release (nullable): older cell files may lack them.
-ADDED_COLUMNS = ("train_accuracy", "train_objective", "uplink_entropy_bits_delta", "boosted_pct")
+ADDED_COLUMNS = ("train_accuracy", "train_objective", "test_worst_class_accuracy", "uplink_entropy_bits_delta",
+                 "boosted_pct", "y_norm", "x_step_norm", "y_step_norm", "tau_eff")
 STATUSES = ("ok", "diverged")
 #: Columns that rule collect adds to ``results/metrics.parquet`` (after METRICS_SCHEMA's).
 COLLECTED_COLUMNS = [("suboptimality", pa.float64())]

@@ -31,6 +31,9 @@ Models and their options (defaults in :data:`MODELS`):
 - ``quadratic`` (:mod:`.quadratic`): least squares on the rows [a, t] of the federated quadratic
   problem (:mod:`fedbench.data.quadratic`); ``init``: ``zeros`` or ``normal``. Not a classifier:
   it declares its own loss ½(aᵀx − t)² (``Model.loss``) and has no accuracy.
+
+Any classifier (not ``lstm``, not ``quadratic``) takes the option ``minimax: {problem: fair |
+robust, ...}`` (:mod:`.minimax`): the model plus an ascent player y, for the minimax algorithms.
 """
 
 from __future__ import annotations
@@ -67,6 +70,10 @@ class Model(NamedTuple):
     apply: Callable[[Tree, torch.Tensor], torch.Tensor]
     batch_clients_on_cpu: bool = True
     loss: Callable[..., torch.Tensor] | None = None
+    #: ``objective(params, x, y) -> 0-d tensor``: the training objective when it needs more than the
+    #: outputs (a minimax model's f(x, y; batch), :mod:`fedbench.models.minimax`); None: the loss
+    #: above (or cross-entropy). Training only: evaluation still uses ``apply`` and ``loss``.
+    objective: Callable[[Tree, torch.Tensor, torch.Tensor], torch.Tensor] | None = None
 
 
 MODELS: dict[str, dict] = {
@@ -96,7 +103,17 @@ def model_options(cfg: dict) -> tuple[str, dict]:
         ValueError: no name, unknown model or option (:func:`fedbench.params.resolve_params`),
             or an ill-typed option value.
     """
+    minimax_cfg = cfg.get("minimax") if isinstance(cfg, dict) else None
+    if minimax_cfg is not None:
+        cfg = {k: v for k, v in cfg.items() if k != "minimax"}
     name, opts = resolve_params(cfg, "name", MODELS, "model")
+    if minimax_cfg is not None:  # only when given: every other model keeps its options (and spec)
+        from fedbench.models import minimax
+
+        if name in ("lstm", "quadratic"):
+            raise ValueError(f"model {name!r}: option 'minimax' needs real-valued inputs and a classifier head "
+                             "(logreg, mlp, cnn, vgg11, resnet18_gn)")
+        opts["minimax"] = minimax.options(minimax_cfg)
     for key in ("hidden", "channels"):
         if key in opts:
             opts[key] = _int_list(name, key, opts[key])
@@ -156,6 +173,7 @@ def build_model(cfg: dict, input_shape: tuple, num_classes: int) -> Model:
             cannot fit (:func:`check_classes`).
     """
     name, opts = model_options(cfg)
+    minimax_opts = opts.pop("minimax", None)
     input_shape = tuple(int(v) for v in input_shape)
     num_classes = int(num_classes)
     if num_classes < 1:
@@ -176,12 +194,20 @@ def build_model(cfg: dict, input_shape: tuple, num_classes: int) -> Model:
         apply = functools.partial(module.apply, input_shape=cnn.image_shape(input_shape), groups=opts["groups"])
     else:
         apply = module.apply
-    return Model(init, apply, getattr(module, "BATCH_CLIENTS_ON_CPU", True), getattr(module, "loss", None))
+    model = Model(init, apply, getattr(module, "BATCH_CLIENTS_ON_CPU", True), getattr(module, "loss", None))
+    if minimax_opts is not None:
+        from fedbench.models import minimax
+
+        model = minimax.wrap(model, minimax_opts, input_shape, num_classes)
+    return model
 
 
 def make_loss_fn(model: Model) -> Callable[[Tree, torch.Tensor, torch.Tensor], torch.Tensor]:
-    """``loss_fn(params, x, y) -> 0-d tensor``: mean cross-entropy of ``model.apply(params, x)``, or
-    the model's own loss (``model.loss``, mean reduction) when it declares one."""
+    """``loss_fn(params, x, y) -> 0-d tensor``: the model's ``objective`` when it has one (a minimax
+    model's f(x, y; batch)); else mean cross-entropy of ``model.apply(params, x)``, or the model's
+    own loss (``model.loss``, mean reduction) when it declares one."""
+    if model.objective is not None:
+        return model.objective
     if model.loss is not None:
         own = model.loss
 

@@ -23,7 +23,7 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from types import ModuleType
 
-from fedbench.papers import elastic_aggregation, fedac, fedelasticnet, local_update
+from fedbench.papers import elastic_aggregation, fed_minimax, fedac, fedelasticnet, local_update
 from fedbench.papers.base import PaperFigure, Table
 
 __all__ = ["PAPERS", "get", "keys", "check_paper", "paper_cells", "tables", "figures", "code_version",
@@ -34,6 +34,7 @@ PAPERS: tuple[ModuleType, ...] = (
     fedelasticnet,
     elastic_aggregation,
     fedac,
+    fed_minimax,
     local_update,
 )
 

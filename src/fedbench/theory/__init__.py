@@ -22,5 +22,10 @@ Modules:
 - :mod:`fedbench.theory.bounds`: ‖x*(α, γ, Θ) − x*‖ bounds (Theorem 6, Lemma 5, Lemma 12, Theorem 4),
   Corollary 1, and the mean-absolute-deviation inequalities (Theorem 5, Corollary 2).
 
+- :mod:`fedbench.theory.minimax`: federated descent–ascent on quadratic saddle problems (Sharma, Panda
+  & Joshi, "Federated Minimax Optimization With Client Heterogeneity", TMLR 2023): the exact round
+  map and fixed points of Local SGDA(+)(M) and Fed-Norm-SGDA(+), the saddles of Σ p_i ‖a_i‖₁ f_i (the
+  mismatched objective) and Σ p_i f_i, and ‖∇Φ‖.
+
 A frontier point is ``rates.frontier_point(L / mu, closed_forms.kappa_full(mu, L, alpha, gamma, K), server)``.
 """
