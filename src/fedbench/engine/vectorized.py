@@ -125,6 +125,7 @@ from fedbench.engine import graphs
 from fedbench.engine.batches import local_batches
 from fedbench.engine.holdout import holdout_batches
 from fedbench.engine.interface import RoundResult
+from fedbench.engine.linear_steps import LinearSteps
 from fedbench.tree import tree_numel
 
 #: The label of a padded row: cross-entropy's default ``ignore_index``.
@@ -370,6 +371,11 @@ class VectorizedClients:
             (:func:`fedbench.engine.holdout.make_output_grad_fn`); required with ``holdout``.
     """
 
+    #: Use the fast path of :mod:`fedbench.engine.linear_steps` where a chunk qualifies (a
+    #: runtime choice: the same results to float rounding). Tests and benchmarks set it False to
+    #: run the generic path.
+    fast_steps = True
+
     def __init__(self, algorithm: ModuleType, model, grad_fn, x_all: torch.Tensor, y_all: torch.Tensor,
                  clients: Sequence[np.ndarray], local: dict, seed: int, chunk_size=None,
                  step_overhead: float | None = None, augmentation: dict | None = None,
@@ -406,6 +412,9 @@ class VectorizedClients:
         self.real_steps = 0
         #: CUDA graphs of the step loop (:mod:`fedbench.engine.graphs`); None on CPU.
         self.graphs = graphs.StepGraphs(self.device) if self.device.type == "cuda" else None
+        #: The compiled local steps of linear logistic regression (:mod:`fedbench.engine.linear_steps`),
+        #: None where the model or device does not qualify; :attr:`fast_steps` False turns it off.
+        self.linear = LinearSteps.build(model, grad_fn, x_all)
 
     @classmethod
     def stacked(cls, algorithm: ModuleType, model, grad_fn, x_all: torch.Tensor, y_all: torch.Tensor,
@@ -732,7 +741,12 @@ class VectorizedClients:
                 state = self._holdout_pass(state, members, held, holdout_v)
             loss_sum = torch.zeros(g, dtype=torch.float64, device=self.device)
             mask_t = torch.from_numpy(mask_np).to(self.device)  # one host-to-device copy per group
-            if self.graphs is not None and varying is None and idx.shape[0] >= graphs.MIN_STEPS:
+            fast = self._fast_chunk(state, members, hp_of, idx, y, mask_np, held is not None or aug is not None)
+            if fast is not None:  # every step of the chunk in one compiled loop
+                state, loss_np = fast
+                loss_sum = torch.from_numpy(loss_np)
+                eager_steps = 0
+            elif self.graphs is not None and varying is None and idx.shape[0] >= graphs.MIN_STEPS:
 
                 def graphed_body(st, ls, idx_s, y_s, m_s, *aug_s, step_g=step_g):
                     new = step_g(st, self._gather(idx_s, aug_s), y_s)
@@ -779,6 +793,21 @@ class VectorizedClients:
             self.executed_steps += int(idx.shape[0]) * g
             self.real_steps += int(ks.sum())
         return messages, losses.tolist(), counted
+
+    def _fast_chunk(self, state, members: np.ndarray, hp_of: dict[int, dict], idx: torch.Tensor, y: torch.Tensor,
+                    mask_np: np.ndarray, extra: bool):
+        """The chunk's S steps by :meth:`fedbench.engine.linear_steps.LinearSteps.run`, or None where
+        the chunk does not qualify: the fast path is off (:attr:`fast_steps`) or unavailable (model,
+        device), the chunk has a held-out pass or augmentation (``extra``), padded steps or rows, or
+        its algorithm's step is not affine (:func:`fedbench.engine.linear_steps.affine_form`)."""
+        if self.linear is None or not self.fast_steps or extra or not mask_np.all() or idx.shape[0] == 0:
+            return None
+        if bool((y == IGNORE_INDEX).any()):
+            return None
+        cells = self.cell_of[members]
+        order = np.unique(cells)
+        return self.linear.run(self.algo, state, [hp_of[int(c)] for c in order], np.searchsorted(order, cells),
+                               idx, y)
 
     def _step_fns(self, hp: dict, varying: dict | None, g: int):
         """(step_one, step_v, holdout_v, step_g) of a chunk of g clients: one client's
