@@ -122,7 +122,7 @@ from torch.utils import _pytree as pytree
 
 from fedbench.engine import augment as augmentation
 from fedbench.engine import graphs
-from fedbench.engine.batches import local_batches
+from fedbench.engine.batches import local_batches, replacement_batches
 from fedbench.engine.holdout import holdout_batches
 from fedbench.engine.interface import RoundResult
 from fedbench.engine.linear_steps import LinearSteps
@@ -323,6 +323,17 @@ def _take(tree, j):
     return pytree.tree_map(lambda v: v[j], tree)
 
 
+def _unstack(tree, g: int) -> list:
+    """``[_take(tree, j) for j in range(g)]`` (views, no copies), one ``unbind`` per leaf: a
+    round's messages of thousands of clients cost microseconds each, not a tree walk each."""
+    if isinstance(tree, dict):
+        keys, parts = list(tree), [_unstack(v, g) for v in tree.values()]
+        return [dict(zip(keys, vals)) for vals in zip(*parts)] if keys else [{} for _ in range(g)]
+    if torch.is_tensor(tree):
+        return list(tree.unbind(0))
+    return [_take(tree, j) for j in range(g)]
+
+
 def _bcast(mask: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     return mask.view(mask.shape[0], *([1] * (v.dim() - 1)))
 
@@ -457,6 +468,23 @@ class VectorizedClients:
         return eng
 
     # -- batches ---------------------------------------------------------------------------------
+    def _round_batches(self, t: int, sampled: np.ndarray) -> dict[int, np.ndarray | list]:
+        """``{k: self._client_batches(t, k)}`` for the round's clients; with ``local.replacement``
+        the clients of equal n_k draw together (:func:`fedbench.engine.batches.replacement_batches`:
+        the same rows, without a generator object per client)."""
+        local = self.local
+        if not (local.get("replacement") and local.get("steps") is not None and len(sampled)):
+            return {int(k): self._client_batches(t, int(k)) for k in sampled}
+        sampled = np.asarray(sampled, dtype=np.int64)
+        sizes = np.fromiter((len(self.clients[k]) for k in sampled), dtype=np.int64, count=len(sampled))
+        out = {}
+        for n in np.unique(sizes):
+            ks = sampled[sizes == n]
+            rows = replacement_batches(self.key_seed[ks], t, self.key_id[ks], int(n), int(local["steps"]),
+                                       int(local["batch_size"]))
+            out.update(zip(ks.tolist(), rows))
+        return out
+
     def _client_batches(self, t: int, k: int) -> list[np.ndarray]:
         return local_batches(int(self.key_seed[k]), t, int(self.key_id[k]), len(self.clients[k]),
                              self.local["batch_size"], epochs=self.local.get("epochs"), steps=self.local.get("steps"),
@@ -706,7 +734,7 @@ class VectorizedClients:
         any_server = next(iter(server_of.values()))
         hp_any = hp_of[next(iter(server_of))]
         dtype = next(iter(any_server["params"].values())).dtype
-        batches = {int(k): self._client_batches(t, int(k)) for k in sampled}
+        batches = self._round_batches(t, sampled)
         draws = None
         if self.aug is not None:
             draws = {k: augmentation.draw(self.aug, int(self.key_seed[k]), t, int(self.key_id[k]), [len(b) for b in bl])
@@ -786,8 +814,8 @@ class VectorizedClients:
                     at = positions[pos]
                 self._save_states(sampled[at], cs)
                 counted[c].append(msg)
-                for j, p in enumerate(at.tolist()):
-                    messages[p] = _take(msg, j)
+                for p, one in zip(at.tolist(), _unstack(msg, len(at))):
+                    messages[p] = one
             with np.errstate(invalid="ignore", divide="ignore"):
                 losses[positions] = loss_sum.cpu().numpy() / ks
             self.executed_steps += int(idx.shape[0]) * g
