@@ -201,8 +201,12 @@ class Cell:
         # D_k \ B_k and B_k (held_fraction 0: all rows train, none held out)
         self.clients, self.held = holdout_split(all_clients, held_fraction, self.seed)
         self.weights = np.array([len(ix) for ix in self.clients], dtype=np.float64)
-        used = torch.as_tensor(train_rows(partition), device=dev)  # O(n) also for shared partitions
-        self.x_used, self.y_used = x_train[used], y_train[used]
+        used = train_rows(partition)  # O(n) also for shared partitions
+        if len(used) == len(x_train) and bool(np.all(used == np.arange(len(used)))):  # every row: no copy
+            self.x_used, self.y_used = x_train, y_train
+        else:
+            used = torch.as_tensor(used, device=dev)
+            self.x_used, self.y_used = x_train[used], y_train[used]
         params = {k: v.to(dev) for k, v in model.init(generator(self.seed, 0, -1, "init"), dtype=dtype).items()}
         self.server = algo.server_init(params, dict(spec["hparams"]), self.m)
         self.dev = dev
@@ -305,9 +309,12 @@ class Cell:
             h_t = entropy_bits(flatten(result.counted))
             up_entropy += h_t
             # The Δ convention: differs only for messages holding a model θ_k (FedDyn).
-            if any("params" in msg for msg in messages) or self.hist is not None:
+            # (the keys every message has; the vectorized engine's StackedMessages know them without
+            # building a dict per client)
+            with_params = "params" in getattr(messages, "entries", {e for msg in messages for e in msg})
+            if with_params or self.hist is not None:
                 delta_msgs = [as_delta(msg, theta_prev) for msg in messages]
-                if any("params" in msg for msg in messages):
+                if with_params:
                     h_t = entropy_bits(flatten(delta_msgs))
                 if self.hist is not None:
                     self.hist.add_round(t, delta_msgs, flatten)

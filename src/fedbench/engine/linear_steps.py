@@ -208,16 +208,61 @@ def _loss_and_logit_grads(z, lab, binary, n_lin, inv_b, dz_row):
     return lse - z[lab]
 
 
-@numba.njit(cache=True, parallel=True)
+@numba.njit(cache=True, inline="always")
+def _point(s, qg, n, k):
+    """p_k = Σ_j q_j s_jk (unrolled for n ≤ 3)."""
+    if n == 1:
+        return qg[0] * s[0, k]
+    if n == 2:
+        return qg[0] * s[0, k] + qg[1] * s[1, k]
+    if n == 3:
+        return qg[0] * s[0, k] + qg[1] * s[1, k] + qg[2] * s[2, k]
+    acc = 0.0
+    for j in range(n):
+        acc += qg[j] * s[j, k]
+    return acc
+
+
+@numba.njit(cache=True, inline="always")
+def _linear_map(s, ag, n, p_total, tmp):
+    """s ← A s for every coordinate (unrolled for n ≤ 3, so the loop over coordinates vectorizes)."""
+    if n == 1:
+        a00 = ag[0, 0]
+        for k in range(p_total):
+            s[0, k] = a00 * s[0, k]
+    elif n == 2:
+        a00, a01, a10, a11 = ag[0, 0], ag[0, 1], ag[1, 0], ag[1, 1]
+        for k in range(p_total):
+            v0, v1 = s[0, k], s[1, k]
+            s[0, k] = a00 * v0 + a01 * v1
+            s[1, k] = a10 * v0 + a11 * v1
+    elif n == 3:
+        for k in range(p_total):
+            v0, v1, v2 = s[0, k], s[1, k], s[2, k]
+            s[0, k] = ag[0, 0] * v0 + ag[0, 1] * v1 + ag[0, 2] * v2
+            s[1, k] = ag[1, 0] * v0 + ag[1, 1] * v1 + ag[1, 2] * v2
+            s[2, k] = ag[2, 0] * v0 + ag[2, 1] * v1 + ag[2, 2] * v2
+    else:
+        for k in range(p_total):
+            for j in range(n):
+                tmp[j] = s[j, k]
+            for i in range(n):
+                acc = 0.0
+                for j in range(n):
+                    acc += ag[i, j] * tmp[j]
+                s[i, k] = acc
+
+
+@numba.njit(cache=True)
 def _run_sparse(state, indptr, indices, values, idx, lab, coef_of, q, a, c, binary, n_lin, d, has_bias,
-                loss_sum, last_loss):
+                loss_sum, last_loss, lo, hi):
     """K steps of every client (module docstring), inputs as CSR rows. ``state`` [G, n, P] is
     updated in place; ``loss_sum`` [G] += each step's loss; ``last_loss`` [G] = the last one."""
-    g_total, n, p_total = state.shape
+    n, p_total = state.shape[1], state.shape[2]
     s_steps, _, b_size = idx.shape
     inv_b = 1.0 / b_size
     bias_at = n_lin * d
-    for g in numba.prange(g_total):
+    for g in range(lo, hi):
         s = state[g]
         e = coef_of[g]
         qg, ag, cg = q[e], a[e], c[e]
@@ -234,28 +279,14 @@ def _run_sparse(state, indptr, indices, values, idx, lab, coef_of, q, a, c, bina
                     acc = 0.0
                     off = cl * d
                     for u in range(indptr[r], indptr[r + 1]):
-                        k = off + indices[u]
-                        pk = 0.0
-                        for j in range(n):
-                            pk += qg[j] * s[j, k]
-                        acc += values[u] * pk
+                        acc += values[u] * _point(s, qg, n, off + indices[u])
                     if has_bias:
-                        pk = 0.0
-                        for j in range(n):
-                            pk += qg[j] * s[j, bias_at + cl]
-                        acc += pk
+                        acc += _point(s, qg, n, bias_at + cl)
                     z[cl] = acc
                 step_loss += _loss_and_logit_grads(z, lab[t, g, b], binary, n_lin, inv_b, dz[b])
             step_loss *= inv_b
             total += step_loss
-            for k in range(p_total):  # s ← A s, every coordinate
-                for j in range(n):
-                    tmp[j] = s[j, k]
-                for i in range(n):
-                    acc = 0.0
-                    for j in range(n):
-                        acc += ag[i, j] * tmp[j]
-                    s[i, k] = acc
+            _linear_map(s, ag, n, p_total, tmp)  # s ← A s, every coordinate
             for b in range(b_size):  # s ← s + c ∇f: the gradient's non-zero coordinates only
                 r = idx[t, g, b]
                 for cl in range(n_lin):
@@ -273,14 +304,14 @@ def _run_sparse(state, indptr, indices, values, idx, lab, coef_of, q, a, c, bina
         last_loss[g] = step_loss
 
 
-@numba.njit(cache=True, parallel=True)
-def _run_dense(state, x, idx, lab, coef_of, q, a, c, binary, n_lin, d, has_bias, loss_sum, last_loss):
+@numba.njit(cache=True)
+def _run_dense(state, x, idx, lab, coef_of, q, a, c, binary, n_lin, d, has_bias, loss_sum, last_loss, lo, hi):
     """:func:`_run_sparse` with dense input rows ``x`` [N, D]."""
-    g_total, n, p_total = state.shape
+    n, p_total = state.shape[1], state.shape[2]
     s_steps, _, b_size = idx.shape
     inv_b = 1.0 / b_size
     bias_at = n_lin * d
-    for g in numba.prange(g_total):
+    for g in range(lo, hi):
         s = state[g]
         e = coef_of[g]
         qg, ag, cg = q[e], a[e], c[e]
@@ -292,10 +323,7 @@ def _run_dense(state, x, idx, lab, coef_of, q, a, c, binary, n_lin, d, has_bias,
         step_loss = 0.0
         for t in range(s_steps):
             for k in range(p_total):
-                acc = 0.0
-                for j in range(n):
-                    acc += qg[j] * s[j, k]
-                pt[k] = acc
+                pt[k] = _point(s, qg, n, k)
             step_loss = 0.0
             for b in range(b_size):
                 xr = x[idx[t, g, b]]
@@ -310,24 +338,19 @@ def _run_dense(state, x, idx, lab, coef_of, q, a, c, binary, n_lin, d, has_bias,
                 step_loss += _loss_and_logit_grads(z, lab[t, g, b], binary, n_lin, inv_b, dz[b])
             step_loss *= inv_b
             total += step_loss
-            for k in range(p_total):  # s ← A s + c ∇f, every coordinate
-                gk = 0.0
-                if k < bias_at:
-                    cl = k // d
-                    col = k - cl * d
-                    for b in range(b_size):
-                        gk += dz[b, cl] * x[idx[t, g, b], col]
-                else:
-                    cl = k - bias_at
-                    for b in range(b_size):
-                        gk += dz[b, cl]
-                for j in range(n):
-                    tmp[j] = s[j, k]
-                for i in range(n):
-                    acc = 0.0
-                    for j in range(n):
-                        acc += ag[i, j] * tmp[j]
-                    s[i, k] = acc + cg[i] * gk
+            _linear_map(s, ag, n, p_total, tmp)  # s ← A s + c ∇f, every coordinate
+            for b in range(b_size):
+                xr = x[idx[t, g, b]]
+                for cl in range(n_lin):
+                    off = cl * d
+                    gz = dz[b, cl]
+                    for i in range(n):
+                        ci = cg[i] * gz
+                        for k in range(d):
+                            s[i, off + k] += ci * xr[k]
+                    if has_bias:
+                        for i in range(n):
+                            s[i, bias_at + cl] += cg[i] * gz
         loss_sum[g] += total
         last_loss[g] = step_loss
 
@@ -417,14 +440,13 @@ class LinearSteps:
         lab = np.ascontiguousarray(y.numpy())
         coef_of = np.ascontiguousarray(coef_of, dtype=np.int64)
         binary, has_bias = self.kind == "binary", self.kind != "binary"
-        numba.set_num_threads(max(1, min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS)))
         rows = self.rows()
         if rows[0] == "sparse":
             _run_sparse(flat.numpy(), rows[1], rows[2], rows[3], idx_np, lab, coef_of, q, a, c, binary, n_lin, d,
-                        has_bias, loss_sum, last)
+                        has_bias, loss_sum, last, 0, g)
         else:
             _run_dense(flat.numpy(), rows[1], idx_np, lab, coef_of, q, a, c, binary, n_lin, d, has_bias, loss_sum,
-                       last)
+                       last, 0, g)
         new = dict(state)
         for i, k in enumerate(keys):
             leaf = {"weight": flat[:, i, : n_lin * d].reshape(weight.shape)}

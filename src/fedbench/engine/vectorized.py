@@ -112,7 +112,7 @@ calling .item() on a Tensor"), and ``engine: sequential`` always remains availab
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from types import ModuleType
 
 import numpy as np
@@ -323,6 +323,66 @@ def _take(tree, j):
     return pytree.tree_map(lambda v: v[j], tree)
 
 
+class _StackedRows(Mapping):
+    """``{client id: its [K, B] rows}`` for a round's clients held as one array ``rows[G, K, B]``
+    (``ids`` ascending): what :meth:`VectorizedClients._round_batches` draws with replacement.
+    :meth:`take` lays out a chunk's rows without a Python loop over its clients."""
+
+    def __init__(self, ids: np.ndarray, rows: np.ndarray):
+        self.ids, self.rows = ids, rows
+
+    def __getitem__(self, k):
+        i = int(np.searchsorted(self.ids, k))
+        if i >= len(self.ids) or self.ids[i] != k:
+            raise KeyError(k)
+        return self.rows[i]
+
+    def __iter__(self):
+        return iter(self.ids.tolist())
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def take(self, members) -> np.ndarray:
+        """The members' rows, ``[G, K, B]``."""
+        return self.rows[np.searchsorted(self.ids, np.asarray(members, dtype=np.int64))]
+
+
+class StackedMessages(Sequence):
+    """One cell's messages of a round, in ascending client order, held as the chunks' stacked
+    messages: ``parts`` is a list of (positions of the chunk's clients among the cell's, the
+    chunk's message tree with leaves ``[G, ...]``).
+
+    A list of per-client message dicts for code that reads them one by one (built on first
+    access); :meth:`stacked` gives an entry for all clients at once, ``[P, ...]`` per leaf, which
+    :func:`fedbench.tree.messages_weighted_mean` uses (no per-client tensors: a round of thousands
+    of clients costs a few tensor operations); :attr:`entries` the keys every message has."""
+
+    def __init__(self, parts: list, n: int):
+        self.parts, self.n, self._list = parts, n, None
+        self.entries = frozenset(parts[0][1]) if parts else frozenset()
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i):
+        if self._list is None:
+            out: list = [None] * self.n
+            for pos, msg in self.parts:
+                for p, one in zip(pos.tolist(), _unstack(msg, len(pos))):
+                    out[p] = one
+            self._list = out
+        return self._list[i]
+
+    def stacked(self, entry: str):
+        """Entry ``entry`` of every message, stacked in client order (a tree of ``[P, ...]``)."""
+        pos = np.concatenate([p for p, _ in self.parts])
+        order = None if np.all(pos[1:] > pos[:-1]) else torch.as_tensor(np.argsort(pos))
+        trees = [m[entry] for _, m in self.parts]
+        out = pytree.tree_map(lambda *leaves: torch.cat(leaves) if len(leaves) > 1 else leaves[0], *trees)
+        return out if order is None else pytree.tree_map(lambda v: v[order.to(v.device)], out)
+
+
 def _unstack(tree, g: int) -> list:
     """``[_take(tree, j) for j in range(g)]`` (views, no copies), one ``unbind`` per leaf: a
     round's messages of thousands of clients cost microseconds each, not a tree walk each."""
@@ -403,6 +463,7 @@ class VectorizedClients:
         self.device = x_all.device
         self.clients, self._slot, self._distinct = _as_rows(clients)
         self.m = len(self.clients)
+        self._sizes = np.array([len(r) for r in self._distinct], dtype=np.int64)[self._slot]  # n_k
         self.local = local
         self.seed = int(seed)
         # Seed stacking (:meth:`stacked`): client g belongs to cell cell_of[g] and draws its
@@ -468,22 +529,21 @@ class VectorizedClients:
         return eng
 
     # -- batches ---------------------------------------------------------------------------------
-    def _round_batches(self, t: int, sampled: np.ndarray) -> dict[int, np.ndarray | list]:
+    def _round_batches(self, t: int, sampled: np.ndarray) -> Mapping[int, np.ndarray | list]:
         """``{k: self._client_batches(t, k)}`` for the round's clients; with ``local.replacement``
         the clients of equal n_k draw together (:func:`fedbench.engine.batches.replacement_batches`:
         the same rows, without a generator object per client)."""
         local = self.local
         if not (local.get("replacement") and local.get("steps") is not None and len(sampled)):
             return {int(k): self._client_batches(t, int(k)) for k in sampled}
-        sampled = np.asarray(sampled, dtype=np.int64)
-        sizes = np.fromiter((len(self.clients[k]) for k in sampled), dtype=np.int64, count=len(sampled))
-        out = {}
+        ids = np.unique(np.asarray(sampled, dtype=np.int64))
+        sizes = self._sizes[ids]
+        rows = np.empty((len(ids), int(local["steps"]), int(local["batch_size"])), dtype=np.int64)
         for n in np.unique(sizes):
-            ks = sampled[sizes == n]
-            rows = replacement_batches(self.key_seed[ks], t, self.key_id[ks], int(n), int(local["steps"]),
-                                       int(local["batch_size"]))
-            out.update(zip(ks.tolist(), rows))
-        return out
+            at = sizes == n
+            rows[at] = replacement_batches(self.key_seed[ids[at]], t, self.key_id[ids[at]], int(n),
+                                           int(local["steps"]), int(local["batch_size"]))
+        return _StackedRows(ids, rows)
 
     def _client_batches(self, t: int, k: int) -> list[np.ndarray]:
         return local_batches(int(self.key_seed[k]), t, int(self.key_id[k]), len(self.clients[k]),
@@ -498,12 +558,17 @@ class VectorizedClients:
         (one per cell for the ``shared`` partition, so no [m, n] table)."""
         if draws is not None:
             return None
-        first = batches[members[0]]
-        if not (isinstance(first, np.ndarray) and first.ndim == 2 and len(first) > 0):
-            return None
-        if not all(isinstance(batches[k], np.ndarray) and batches[k].shape == first.shape for k in members):
-            return None
-        local = np.stack([batches[k] for k in members])  # [G, S, B] indices into each client's rows
+        if isinstance(batches, _StackedRows):
+            if batches.rows.shape[1] == 0:
+                return None
+            first, local = batches.rows[0], batches.take(members)
+        else:
+            first = batches[members[0]]
+            if not (isinstance(first, np.ndarray) and first.ndim == 2 and len(first) > 0):
+                return None
+            if not all(isinstance(batches[k], np.ndarray) and batches[k].shape == first.shape for k in members):
+                return None
+            local = np.stack([batches[k] for k in members])  # [G, S, B] indices into each client's rows
         if self._row_table is None:  # [u, max n] over the u distinct row arrays (padded with 0; only
             # real rows are indexed): u = m for a disjoint partition, 1 per cell for ``shared``
             table = np.zeros((len(self._distinct), max(len(r) for r in self._distinct)), dtype=np.int64)
@@ -721,14 +786,19 @@ class VectorizedClients:
             with torch.cuda.stream(self.graphs.stream):
                 result = self._train_round(server_of, flat, hp_of, t)
             caller.wait_stream(self.graphs.stream)
-        messages, losses, counted = result
+        parts, losses, counted = result
         bounds = np.concatenate([[0], np.cumsum(sizes)]).tolist()
-        return [RoundResult(messages[a:b], losses[a:b], counted[c], self.executed_steps, self.real_steps)
-                for c, a, b in zip(cells, bounds[:-1], bounds[1:])]
+        out = []
+        for c, a, b in zip(cells, bounds[:-1], bounds[1:]):
+            mine = [(pos - a, msg) for pos, msg in parts if len(pos) and a <= pos[0] < b]
+            out.append(RoundResult(StackedMessages(mine, b - a), losses[a:b], counted[c], self.executed_steps,
+                                   self.real_steps))
+        return out
 
     def _train_round(self, server_of: dict[int, dict], sampled: np.ndarray, hp_of: dict[int, dict], t: int):
         """Train ``sampled`` (engine-wide client ids; ascending within each cell) with each cell's
-        hyperparameters ``hp_of[c]``; returns (messages and losses in the order of ``sampled``,
+        hyperparameters ``hp_of[c]``; returns (the messages as (positions in ``sampled``, the stacked
+        message of those clients) per chunk and cell, the losses in the order of ``sampled``,
         {cell: messages to count})."""
         algo = self.algo
         any_server = next(iter(server_of.values()))
@@ -739,8 +809,11 @@ class VectorizedClients:
         if self.aug is not None:
             draws = {k: augmentation.draw(self.aug, int(self.key_seed[k]), t, int(self.key_id[k]), [len(b) for b in bl])
                      for k, bl in batches.items()}
-        steps = [len(batches[int(k)]) for k in sampled]
-        chunk = self.chunk_size or self._auto_chunk(any_server, hp_any, max(steps, default=0))
+        if isinstance(batches, _StackedRows):
+            steps = np.full(len(sampled), batches.rows.shape[1], dtype=np.int64)
+        else:
+            steps = [len(batches[int(k)]) for k in sampled]
+        chunk = self.chunk_size or self._auto_chunk(any_server, hp_any, int(max(steps, default=0)))
         plan = plan_groups(steps, chunk, self.step_overhead)
 
         def final_for(server, hp):
@@ -755,7 +828,7 @@ class VectorizedClients:
             held = {int(k): holdout_batches(int(self.key_seed[k]), t, int(self.key_id[k]),
                                             len(self.holdout[int(k)]), bs)
                     for k in sampled}
-        messages: list = [None] * len(sampled)
+        parts: list = []  # (positions in sampled, the chunk's stacked message)
         losses = np.full(len(sampled), np.nan)
         counted: dict[int, list] = {c: [] for c in server_of}
         for positions in plan:
@@ -814,13 +887,12 @@ class VectorizedClients:
                     at = positions[pos]
                 self._save_states(sampled[at], cs)
                 counted[c].append(msg)
-                for p, one in zip(at.tolist(), _unstack(msg, len(at))):
-                    messages[p] = one
+                parts.append((np.asarray(at, dtype=np.int64), msg))
             with np.errstate(invalid="ignore", divide="ignore"):
                 losses[positions] = loss_sum.cpu().numpy() / ks
             self.executed_steps += int(idx.shape[0]) * g
             self.real_steps += int(ks.sum())
-        return messages, losses.tolist(), counted
+        return parts, losses.tolist(), counted
 
     def _fast_chunk(self, state, members: np.ndarray, hp_of: dict[int, dict], idx: torch.Tensor, y: torch.Tensor,
                     mask_np: np.ndarray, extra: bool):
