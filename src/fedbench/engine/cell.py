@@ -311,7 +311,8 @@ class Cell:
             # The Δ convention: differs only for messages holding a model θ_k (FedDyn).
             # (the keys every message has; the vectorized engine's StackedMessages know them without
             # building a dict per client)
-            with_params = "params" in getattr(messages, "entries", {e for msg in messages for e in msg})
+            entries = getattr(messages, "entries", None)
+            with_params = "params" in (entries if entries is not None else {e for msg in messages for e in msg})
             if with_params or self.hist is not None:
                 delta_msgs = [as_delta(msg, theta_prev) for msg in messages]
                 if with_params:

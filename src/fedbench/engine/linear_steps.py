@@ -189,12 +189,14 @@ def _loss_and_logit_grads(z, lab, binary, n_lin, inv_b, dz_row):
     (softmax − one-hot) / B into dz_row; returns the loss."""
     if binary:
         zz = z[0]
-        # log(1 + e^z) − [y = 1] z, and σ(z) − [y = 1]
-        sp = max(zz, 0.0) + math.log1p(math.exp(-abs(zz)))
+        # log(1 + e^z) − [y = 1] z, and σ(z) − [y = 1], from one e^{−|z|}
+        ez = math.exp(-abs(zz))
+        sp = max(zz, 0.0) + math.log1p(ez)
+        sig = 1.0 / (1.0 + ez) if zz >= 0 else ez / (1.0 + ez)
         if lab == 1:
-            dz_row[0] = (1.0 / (1.0 + math.exp(-zz)) - 1.0) * inv_b
+            dz_row[0] = (sig - 1.0) * inv_b
             return sp - zz
-        dz_row[0] = (1.0 / (1.0 + math.exp(-zz))) * inv_b
+        dz_row[0] = sig * inv_b
         return sp
     m = z[0]
     for c in range(1, n_lin):
@@ -253,55 +255,98 @@ def _linear_map(s, ag, n, p_total, tmp):
                 s[i, k] = acc
 
 
+@numba.njit(cache=True, inline="always")
+def _scatter(s, cg, n, k, gv):
+    """s_ik += c_i · gv for every sequence i (unrolled for n ≤ 3)."""
+    if n == 1:
+        s[0, k] += cg[0] * gv
+    elif n == 2:
+        s[0, k] += cg[0] * gv
+        s[1, k] += cg[1] * gv
+    else:
+        for i in range(n):
+            s[i, k] += cg[i] * gv
+
+
+#: Rows gathered ahead per block of clients (sparse path): their loads are independent, so the
+#: memory latency of a random row overlaps instead of stalling every step.
+_GATHER_ROWS = 256
+
+
 @numba.njit(cache=True)
-def _run_sparse(state, indptr, indices, values, idx, lab, coef_of, q, a, c, binary, n_lin, d, has_bias,
+def _run_sparse(state, indptr, indices, values, max_nnz, idx, lab, coef_of, q, a, c, binary, n_lin, d, has_bias,
                 loss_sum, last_loss, lo, hi):
-    """K steps of every client (module docstring), inputs as CSR rows. ``state`` [G, n, P] is
-    updated in place; ``loss_sum`` [G] += each step's loss; ``last_loss`` [G] = the last one."""
+    """The S steps of clients lo..hi−1 (module docstring), inputs as CSR rows (at most ``max_nnz``
+    non-zeros a row). ``state`` [G, n, P] is updated in place; ``loss_sum`` [G] += each step's
+    loss; ``last_loss`` [G] = the last one.
+
+    Clients are taken in blocks: first every row of the block's steps is copied into a buffer
+    (independent loads, so their latencies overlap), then the block's clients run their steps
+    one client at a time, each keeping its state in cache for all its S steps."""
     n, p_total = state.shape[1], state.shape[2]
     s_steps, _, b_size = idx.shape
     inv_b = 1.0 / b_size
     bias_at = n_lin * d
-    for g in range(lo, hi):
-        s = state[g]
-        e = coef_of[g]
-        qg, ag, cg = q[e], a[e], c[e]
-        tmp = np.empty(n)
-        z = np.empty(n_lin)
-        dz = np.empty((b_size, n_lin))
-        total = 0.0
-        step_loss = 0.0
-        for t in range(s_steps):
+    per_client = s_steps * b_size
+    block = max(1, _GATHER_ROWS // max(1, per_client))
+    buf_i = np.empty((block * per_client, max(1, max_nnz)), dtype=indices.dtype)
+    buf_v = np.empty((block * per_client, max(1, max_nnz)), dtype=values.dtype)
+    cnt = np.empty(block * per_client, dtype=np.int64)
+    tmp = np.empty(n)
+    z = np.empty(n_lin)
+    dz = np.empty((b_size, n_lin))
+    g0 = lo
+    while g0 < hi:
+        g1 = min(hi, g0 + block)
+        j = 0
+        for g in range(g0, g1):  # gather the block's rows
+            for t in range(s_steps):
+                for b in range(b_size):
+                    r = idx[t, g, b]
+                    start = indptr[r]
+                    m = indptr[r + 1] - start
+                    cnt[j] = m
+                    for u in range(m):
+                        buf_i[j, u] = indices[start + u]
+                        buf_v[j, u] = values[start + u]
+                    j += 1
+        for g in range(g0, g1):
+            s = state[g]
+            e = coef_of[g]
+            qg, ag, cg = q[e], a[e], c[e]
+            total = 0.0
             step_loss = 0.0
-            for b in range(b_size):
-                r = idx[t, g, b]
-                for cl in range(n_lin):
-                    acc = 0.0
-                    off = cl * d
-                    for u in range(indptr[r], indptr[r + 1]):
-                        acc += values[u] * _point(s, qg, n, off + indices[u])
-                    if has_bias:
-                        acc += _point(s, qg, n, bias_at + cl)
-                    z[cl] = acc
-                step_loss += _loss_and_logit_grads(z, lab[t, g, b], binary, n_lin, inv_b, dz[b])
-            step_loss *= inv_b
-            total += step_loss
-            _linear_map(s, ag, n, p_total, tmp)  # s ← A s, every coordinate
-            for b in range(b_size):  # s ← s + c ∇f: the gradient's non-zero coordinates only
-                r = idx[t, g, b]
-                for cl in range(n_lin):
-                    off = cl * d
-                    gz = dz[b, cl]
-                    for u in range(indptr[r], indptr[r + 1]):
-                        k = off + indices[u]
-                        gv = gz * values[u]
-                        for i in range(n):
-                            s[i, k] += cg[i] * gv
-                    if has_bias:
-                        for i in range(n):
-                            s[i, bias_at + cl] += cg[i] * gz
-        loss_sum[g] += total
-        last_loss[g] = step_loss
+            row0 = (g - g0) * per_client
+            for t in range(s_steps):
+                step_loss = 0.0
+                for b in range(b_size):
+                    j = row0 + t * b_size + b
+                    m = cnt[j]
+                    for cl in range(n_lin):
+                        acc = 0.0
+                        off = cl * d
+                        for u in range(m):
+                            acc += buf_v[j, u] * _point(s, qg, n, off + buf_i[j, u])
+                        if has_bias:
+                            acc += _point(s, qg, n, bias_at + cl)
+                        z[cl] = acc
+                    step_loss += _loss_and_logit_grads(z, lab[t, g, b], binary, n_lin, inv_b, dz[b])
+                step_loss *= inv_b
+                total += step_loss
+                _linear_map(s, ag, n, p_total, tmp)  # s ← A s, every coordinate
+                for b in range(b_size):  # s ← s + c ∇f: the gradient's non-zero coordinates only
+                    j = row0 + t * b_size + b
+                    m = cnt[j]
+                    for cl in range(n_lin):
+                        off = cl * d
+                        gz = dz[b, cl]
+                        for u in range(m):
+                            _scatter(s, cg, n, off + buf_i[j, u], gz * buf_v[j, u])
+                        if has_bias:
+                            _scatter(s, cg, n, bias_at + cl, gz)
+            loss_sum[g] += total
+            last_loss[g] = step_loss
+        g0 = g1
 
 
 @numba.njit(cache=True)
@@ -311,14 +356,14 @@ def _run_dense(state, x, idx, lab, coef_of, q, a, c, binary, n_lin, d, has_bias,
     s_steps, _, b_size = idx.shape
     inv_b = 1.0 / b_size
     bias_at = n_lin * d
+    pt = np.empty(p_total)
+    tmp = np.empty(n)
+    z = np.empty(n_lin)
+    dz = np.empty((b_size, n_lin))
     for g in range(lo, hi):
         s = state[g]
         e = coef_of[g]
         qg, ag, cg = q[e], a[e], c[e]
-        pt = np.empty(p_total)
-        tmp = np.empty(n)
-        z = np.empty(n_lin)
-        dz = np.empty((b_size, n_lin))
         total = 0.0
         step_loss = 0.0
         for t in range(s_steps):
@@ -389,7 +434,8 @@ class LinearSteps:
         if self._rows is None:
             x = self._x_all.detach().reshape(len(self._x_all), -1).numpy()
             csr = sparse_rows(x)
-            self._rows = ("dense", np.ascontiguousarray(x)) if csr is None else ("sparse", *csr)
+            self._rows = (("dense", np.ascontiguousarray(x)) if csr is None
+                          else ("sparse", *csr, int(np.diff(csr[0]).max(initial=0))))
         return self._rows
 
     def form(self, algo, keys: list[str], names: list[str], hp: dict):
@@ -442,8 +488,8 @@ class LinearSteps:
         binary, has_bias = self.kind == "binary", self.kind != "binary"
         rows = self.rows()
         if rows[0] == "sparse":
-            _run_sparse(flat.numpy(), rows[1], rows[2], rows[3], idx_np, lab, coef_of, q, a, c, binary, n_lin, d,
-                        has_bias, loss_sum, last, 0, g)
+            _run_sparse(flat.numpy(), rows[1], rows[2], rows[3], rows[4], idx_np, lab, coef_of, q, a, c, binary, n_lin,
+                        d, has_bias, loss_sum, last, 0, g)
         else:
             _run_dense(flat.numpy(), rows[1], idx_np, lab, coef_of, q, a, c, binary, n_lin, d, has_bias, loss_sum,
                        last, 0, g)
