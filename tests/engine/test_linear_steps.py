@@ -159,3 +159,21 @@ def test_sparse_rows_round_trip():
         back[r, indices[indptr[r]:indptr[r + 1]]] = values[indptr[r]:indptr[r + 1]]
     np.testing.assert_array_equal(back, x)
     assert sparse_rows(rng.normal(size=(5, 4))) is None  # dense: read as dense rows
+
+
+def test_threads_give_the_same_bits(monkeypatch):
+    """Clients split over threads run the same per-client loop: bitwise the one-thread result."""
+    ds = _dataset(True)
+    specs = _specs("fedac", "binary_logreg", seeds=(0, 1, 2))
+    old = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one, _ = _run(specs, ds, True, monkeypatch)
+        torch.set_num_threads(2)
+        monkeypatch.setattr("fedbench.engine.linear_steps.MIN_CLIENTS_PER_THREAD", 1)
+        two, _ = _run(specs, ds, True, monkeypatch)
+    finally:
+        torch.set_num_threads(old)
+    for (_, a), (_, b) in zip(one, two):
+        for k, v in a["params"].items():
+            assert torch.equal(v, b["params"][k])

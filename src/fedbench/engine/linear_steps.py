@@ -56,6 +56,9 @@ LINEAR_MODELS = {binary_logreg.apply: "binary", logreg.apply: "softmax"}
 #: Inputs are read as sparse rows when at most this fraction of their entries is non-zero.
 SPARSE_DENSITY = 0.5
 
+#: A chunk is split over torch's threads only with at least this many clients per thread.
+MIN_CLIENTS_PER_THREAD = 64
+
 #: Relative tolerance of the affine-form check (float64 probes).
 _CHECK_RTOL = 1e-12
 
@@ -349,6 +352,24 @@ def _run_sparse(state, indptr, indices, values, max_nnz, idx, lab, coef_of, q, a
         g0 = g1
 
 
+@numba.njit(cache=True, parallel=True)
+def _run_sparse_threads(state, indptr, indices, values, max_nnz, idx, lab, coef_of, q, a, c, binary, n_lin, d,
+                        has_bias, loss_sum, last_loss, bounds):
+    """:func:`_run_sparse` over the client ranges ``bounds[i]..bounds[i+1]``, one per thread."""
+    for i in numba.prange(len(bounds) - 1):
+        _run_sparse(state, indptr, indices, values, max_nnz, idx, lab, coef_of, q, a, c, binary, n_lin, d, has_bias,
+                    loss_sum, last_loss, bounds[i], bounds[i + 1])
+
+
+@numba.njit(cache=True, parallel=True)
+def _run_dense_threads(state, x, idx, lab, coef_of, q, a, c, binary, n_lin, d, has_bias, loss_sum, last_loss,
+                       bounds):
+    """:func:`_run_dense` over the client ranges ``bounds[i]..bounds[i+1]``, one per thread."""
+    for i in numba.prange(len(bounds) - 1):
+        _run_dense(state, x, idx, lab, coef_of, q, a, c, binary, n_lin, d, has_bias, loss_sum, last_loss, bounds[i],
+                   bounds[i + 1])
+
+
 @numba.njit(cache=True)
 def _run_dense(state, x, idx, lab, coef_of, q, a, c, binary, n_lin, d, has_bias, loss_sum, last_loss, lo, hi):
     """:func:`_run_sparse` with dense input rows ``x`` [N, D]."""
@@ -487,12 +508,23 @@ class LinearSteps:
         coef_of = np.ascontiguousarray(coef_of, dtype=np.int64)
         binary, has_bias = self.kind == "binary", self.kind != "binary"
         rows = self.rows()
-        if rows[0] == "sparse":
-            _run_sparse(flat.numpy(), rows[1], rows[2], rows[3], rows[4], idx_np, lab, coef_of, q, a, c, binary, n_lin,
-                        d, has_bias, loss_sum, last, 0, g)
+        threads = max(1, min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS, g // MIN_CLIENTS_PER_THREAD))
+        state_np = flat.numpy()
+        if threads > 1:  # the clients split into one contiguous range per thread (torch's thread count)
+            numba.set_num_threads(threads)
+            bounds = np.linspace(0, g, threads + 1).astype(np.int64)
+            if rows[0] == "sparse":
+                _run_sparse_threads(state_np, *rows[1:], idx_np, lab, coef_of, q, a, c, binary, n_lin, d, has_bias,
+                                    loss_sum, last, bounds)
+            else:
+                _run_dense_threads(state_np, rows[1], idx_np, lab, coef_of, q, a, c, binary, n_lin, d, has_bias,
+                                   loss_sum, last, bounds)
+        elif rows[0] == "sparse":
+            _run_sparse(state_np, *rows[1:], idx_np, lab, coef_of, q, a, c, binary, n_lin, d, has_bias, loss_sum,
+                        last, 0, g)
         else:
-            _run_dense(flat.numpy(), rows[1], idx_np, lab, coef_of, q, a, c, binary, n_lin, d, has_bias, loss_sum,
-                       last, 0, g)
+            _run_dense(state_np, rows[1], idx_np, lab, coef_of, q, a, c, binary, n_lin, d, has_bias, loss_sum, last,
+                       0, g)
         new = dict(state)
         for i, k in enumerate(keys):
             leaf = {"weight": flat[:, i, : n_lin * d].reshape(weight.shape)}
