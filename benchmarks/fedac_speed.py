@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import resource
 import subprocess
@@ -149,6 +150,73 @@ def authors_run(algorithm: str, m: int, k: int, steps: int, eta: float, authors:
     return {"seconds": seconds, "final_loss": float(seq.iloc[-1])}
 
 
+def local_steps_probe(data_dir: str, m: int = 256, k: int = 16, cells: int = 39) -> dict:
+    """What bounds the local steps: one chunk of ``cells`` × ``m`` FedAc-I clients (float64, B = 1),
+    its K steps by the generic path (K vmapped steps, as the engine runs them) and by the fast
+    path's compiled loop, ns per client-step; the bytes a client-step moves; and the memory
+    bandwidth of this machine (numpy copy of 512 MiB, read + write)."""
+    sys.path.insert(0, str(REPO / "src"))
+    import torch
+    from torch.func import vmap
+
+    from fedbench.algorithms import fedac
+    from fedbench.data.libsvm import load_a9a
+    from fedbench.engine.linear_steps import LinearSteps
+    from fedbench.models import build_model, make_grad_fn
+
+    torch.set_num_threads(1)
+    ds = load_a9a({"train": Path(data_dir) / "a9a", "test": Path(data_dir) / "a9a.t"})
+    x = torch.as_tensor(np.array(ds.x_train), dtype=torch.float64)
+    y = torch.as_tensor(np.array(ds.y_train))
+    model = build_model({"name": "binary_logreg"}, (123,), 2)
+    grad_fn = make_grad_fn(model)
+    g = m * cells
+    rng = np.random.default_rng(0)
+    idx = torch.as_tensor(rng.integers(0, len(x), size=(k, g, 1)))
+    hp = {**fedac.HPARAMS, "lr": 0.1, "weight_decay": LAMBDA, "clip_norm": None, "local_steps": k}
+    w0 = torch.as_tensor(rng.normal(size=(g, 123)))
+    state = {"params": {"weight": w0.clone()}, "w": {"weight": w0.clone()},
+             "steps": torch.zeros(g, dtype=torch.int64), "loss": torch.zeros(g, dtype=torch.float64)}
+    step = vmap(lambda st, xb, yb: fedac.client_step(st, (xb, yb), hp, grad_fn))
+
+    def generic():
+        st = state
+        for t in range(k):
+            st = step(st, x[idx[t]], y[idx[t]])
+        return st
+
+    fast = LinearSteps.build(model, grad_fn, x)
+    coef_of = np.zeros(g, dtype=np.int64)
+
+    def compiled():
+        return fast.run(fedac, state, [hp], coef_of, idx, y[idx])
+
+    out = {}
+    for name, fn in (("generic", generic), ("fast", compiled)):
+        fn()
+        best = math.inf
+        for _ in range(3):
+            t0 = time.perf_counter()
+            fn()
+            best = min(best, time.perf_counter() - t0)
+        out[f"{name}_ns"] = best / (g * k) * 1e9
+    a = np.ones(64 << 20)  # 512 MiB
+    b = np.empty_like(a)
+    best = math.inf
+    for _ in range(3):
+        t0 = time.perf_counter()
+        np.copyto(b, a)
+        best = min(best, time.perf_counter() - t0)
+    out["copy_gb_s"] = 2 * a.nbytes / best / 1e9
+    nnz = 14
+    # bytes per client-step of the fast path: the row (indptr 16 B + nnz × (4 B index + 8 B value)),
+    # its row id and label (16 B), and the state (w, w^ag: 2 × 123 × 8 B) read and written once
+    # per round of K steps
+    out["bytes_per_step"] = 16 + nnz * 12 + 16 + 2 * 2 * 123 * 8 / k
+    out.update(m=m, k=k, cells=cells)
+    return out
+
+
 def subprocess_json(args: list[str]) -> dict:
     proc = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True)
     if proc.returncode != 0:
@@ -189,6 +257,8 @@ def main(argv=None) -> None:
     ap.add_argument("--threads", type=int, default=1, help="torch threads of a fedbench job")
     ap.add_argument("--generic", action="store_true", help="fedbench without the fast path (for comparison)")
     ap.add_argument("--estimate", action="store_true", help="estimate the whole a9a λ = 1e-3 figure set")
+    ap.add_argument("--probe", action="store_true", help="first: the local steps alone (generic vs fast, "
+                    "ns per client-step) and the memory bandwidth")
     ap.add_argument("--quick", action="store_true", help="fedac, M = 256, K = 16, T = 512: a smoke run")
     ap.add_argument("--json", help="also write the rows to this file")
     ap.add_argument("--_job", help=argparse.SUPPRESS)
@@ -196,7 +266,8 @@ def main(argv=None) -> None:
     if args._job:
         kind, payload = args._job.split(":", 1)
         spec = json.loads(payload)
-        out = fedbench_job(**spec) if kind == "fedbench" else authors_run(**spec)
+        fn = {"fedbench": fedbench_job, "authors": authors_run, "probe": local_steps_probe}[kind]
+        out = fn(**spec)
         print(json.dumps(out))
         return
     if args.quick:
@@ -218,6 +289,14 @@ def main(argv=None) -> None:
     print(f"- authors' checkout: {authors or 'none: ' + HOW_TO_GET}")
     print(f"- T = {T_TOTAL} steps per worker; fedbench timed on {args.T_fedbench}, the authors on "
           f"{args.T_authors} (scaled to {T_TOTAL}); η of the authors' run: {ETAS[6]}\n")
+    if args.probe:
+        p = subprocess_json(["--_job", "probe:" + json.dumps({"data_dir": data_dir})])
+        print(f"Local steps alone, FedAc-I, {p['cells']} × {p['m']} clients, K = {p['k']}, B = 1, float64, 1 thread: "
+              f"generic path (vmapped client_step) {p['generic_ns']:.0f} ns per client-step, fast path "
+              f"{p['fast_ns']:.0f} ns ({p['generic_ns'] / p['fast_ns']:.1f}×); the fast path moves ~"
+              f"{p['bytes_per_step']:.0f} B per client-step; memory bandwidth (numpy copy, read + write) "
+              f"{p['copy_gb_s']:.1f} GB/s, i.e. {p['bytes_per_step'] / p['copy_gb_s']:.0f} ns per client-step "
+              "if it were bandwidth-bound.\n")
     print("| algorithm | M | K | rounds | fedbench job (39 runs) | fedbench per run | authors per run | ratio | "
           "fedbench ns per client-step | peak RSS of the job (MB) |")
     print("|---|---|---|---|---|---|---|---|---|---|")

@@ -77,6 +77,17 @@ How a round is run
     kernels and is keyed by them, and feeding per-client tensors as graph inputs is not done
     (untested without a GPU); correctness first, the speed of graphs for mixed chunks is left.
 
+12. **Linear logistic regression on CPU** (``binary_logreg``, ``logreg``; FedAc's regime of many
+    workers with batch size 1): a chunk whose algorithm step is affine in its state and gradient
+    (FedAvg, FedAc, Mb-SGD, Mb-Ac-SGD, FedProx, SCAFFOLD, ... without clipping), with no padded
+    steps or rows, no augmentation and no held-out pass, runs all its steps in one compiled loop
+    (:mod:`fedbench.engine.linear_steps`: the update rule read off the algorithm's own
+    ``client_step``, the gradient written out) instead of S vmapped steps; :attr:`VectorizedClients.fast_steps`
+    False turns it off. Rows drawn with replacement are drawn for all clients of a round at once
+    (:func:`fedbench.engine.batches.replacement_batches`, the same rows bit for bit), and a
+    round's messages stay stacked (:class:`StackedMessages`; per-client dicts only for algorithms
+    that read them one by one).
+
 Equivalence: in float64 the parameters match the reference to ~1e-14 relative after several
 rounds (tests require 1e-10); bitwise equality is not promised, since batched kernels may sum in
 a different order than unbatched ones. The same cell run twice is bitwise identical (the grouping
