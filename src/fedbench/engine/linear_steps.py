@@ -59,6 +59,11 @@ SPARSE_DENSITY = 0.5
 #: A chunk is split over torch's threads only with at least this many clients per thread.
 MIN_CLIENTS_PER_THREAD = 64
 
+#: LLVM may reassociate sums (so a dot product over d inputs vectorizes instead of adding one term
+#: at a time) and fuse multiply-adds: float rounding only. No "nnan"/"ninf": a diverging run's
+#: NaN and inf propagate as in the generic path.
+_FLAGS = {"reassoc", "contract"}
+
 #: Relative tolerance of the affine-form check (float64 probes).
 _CHECK_RTOL = 1e-12
 
@@ -186,7 +191,7 @@ def sparse_rows(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | No
 # the compiled loop
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True, inline="always", fastmath=_FLAGS)
 def _loss_and_logit_grads(z, lab, binary, n_lin, inv_b, dz_row):
     """Cross-entropy of the logits (binary: [0, z[0]]; else z[:n_lin]) for class ``lab``; writes
     (softmax − one-hot) / B into dz_row; returns the loss."""
@@ -213,7 +218,7 @@ def _loss_and_logit_grads(z, lab, binary, n_lin, inv_b, dz_row):
     return lse - z[lab]
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True, inline="always", fastmath=_FLAGS)
 def _point(s, qg, n, k):
     """p_k = Σ_j q_j s_jk (unrolled for n ≤ 3)."""
     if n == 1:
@@ -228,7 +233,7 @@ def _point(s, qg, n, k):
     return acc
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True, inline="always", fastmath=_FLAGS)
 def _linear_map(s, ag, n, p_total, tmp):
     """s ← A s for every coordinate (unrolled for n ≤ 3, so the loop over coordinates vectorizes)."""
     if n == 1:
@@ -258,7 +263,7 @@ def _linear_map(s, ag, n, p_total, tmp):
                 s[i, k] = acc
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True, inline="always", fastmath=_FLAGS)
 def _scatter(s, cg, n, k, gv):
     """s_ik += c_i · gv for every sequence i (unrolled for n ≤ 3)."""
     if n == 1:
@@ -276,18 +281,18 @@ def _scatter(s, cg, n, k, gv):
 _GATHER_ROWS = 256
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, fastmath=_FLAGS)
 def _run_sparse(state, indptr, indices, values, max_nnz, idx, lab, coef_of, q, a, c, binary, n_lin, d, has_bias,
                 loss_sum, last_loss, lo, hi):
     """The S steps of clients lo..hi−1 (module docstring), inputs as CSR rows (at most ``max_nnz``
-    non-zeros a row). ``state`` [G, n, P] is updated in place; ``loss_sum`` [G] += each step's
-    loss; ``last_loss`` [G] = the last one.
+    non-zeros a row); ``idx`` and ``lab`` [G, S, B]. ``state`` [G, n, P] is updated in place;
+    ``loss_sum`` [G] += each step's loss; ``last_loss`` [G] = the last one.
 
     Clients are taken in blocks: first every row of the block's steps is copied into a buffer
     (independent loads, so their latencies overlap), then the block's clients run their steps
     one client at a time, each keeping its state in cache for all its S steps."""
     n, p_total = state.shape[1], state.shape[2]
-    s_steps, _, b_size = idx.shape
+    _, s_steps, b_size = idx.shape
     inv_b = 1.0 / b_size
     bias_at = n_lin * d
     per_client = s_steps * b_size
@@ -305,7 +310,7 @@ def _run_sparse(state, indptr, indices, values, max_nnz, idx, lab, coef_of, q, a
         for g in range(g0, g1):  # gather the block's rows
             for t in range(s_steps):
                 for b in range(b_size):
-                    r = idx[t, g, b]
+                    r = idx[g, t, b]
                     start = indptr[r]
                     m = indptr[r + 1] - start
                     cnt[j] = m
@@ -333,7 +338,7 @@ def _run_sparse(state, indptr, indices, values, max_nnz, idx, lab, coef_of, q, a
                         if has_bias:
                             acc += _point(s, qg, n, bias_at + cl)
                         z[cl] = acc
-                    step_loss += _loss_and_logit_grads(z, lab[t, g, b], binary, n_lin, inv_b, dz[b])
+                    step_loss += _loss_and_logit_grads(z, lab[g, t, b], binary, n_lin, inv_b, dz[b])
                 step_loss *= inv_b
                 total += step_loss
                 _linear_map(s, ag, n, p_total, tmp)  # s ← A s, every coordinate
@@ -352,7 +357,7 @@ def _run_sparse(state, indptr, indices, values, max_nnz, idx, lab, coef_of, q, a
         g0 = g1
 
 
-@numba.njit(cache=True, parallel=True)
+@numba.njit(cache=True, parallel=True, fastmath=_FLAGS)
 def _run_sparse_threads(state, indptr, indices, values, max_nnz, idx, lab, coef_of, q, a, c, binary, n_lin, d,
                         has_bias, loss_sum, last_loss, bounds):
     """:func:`_run_sparse` over the client ranges ``bounds[i]..bounds[i+1]``, one per thread."""
@@ -361,7 +366,7 @@ def _run_sparse_threads(state, indptr, indices, values, max_nnz, idx, lab, coef_
                     loss_sum, last_loss, bounds[i], bounds[i + 1])
 
 
-@numba.njit(cache=True, parallel=True)
+@numba.njit(cache=True, parallel=True, fastmath=_FLAGS)
 def _run_dense_threads(state, x, idx, lab, coef_of, q, a, c, binary, n_lin, d, has_bias, loss_sum, last_loss,
                        bounds):
     """:func:`_run_dense` over the client ranges ``bounds[i]..bounds[i+1]``, one per thread."""
@@ -370,11 +375,11 @@ def _run_dense_threads(state, x, idx, lab, coef_of, q, a, c, binary, n_lin, d, h
                    bounds[i + 1])
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, fastmath=_FLAGS)
 def _run_dense(state, x, idx, lab, coef_of, q, a, c, binary, n_lin, d, has_bias, loss_sum, last_loss, lo, hi):
     """:func:`_run_sparse` with dense input rows ``x`` [N, D]."""
     n, p_total = state.shape[1], state.shape[2]
-    s_steps, _, b_size = idx.shape
+    _, s_steps, b_size = idx.shape
     inv_b = 1.0 / b_size
     bias_at = n_lin * d
     pt = np.empty(p_total)
@@ -392,7 +397,7 @@ def _run_dense(state, x, idx, lab, coef_of, q, a, c, binary, n_lin, d, has_bias,
                 pt[k] = _point(s, qg, n, k)
             step_loss = 0.0
             for b in range(b_size):
-                xr = x[idx[t, g, b]]
+                xr = x[idx[g, t, b]]
                 for cl in range(n_lin):
                     off = cl * d
                     acc = 0.0
@@ -401,12 +406,12 @@ def _run_dense(state, x, idx, lab, coef_of, q, a, c, binary, n_lin, d, has_bias,
                     if has_bias:
                         acc += pt[bias_at + cl]
                     z[cl] = acc
-                step_loss += _loss_and_logit_grads(z, lab[t, g, b], binary, n_lin, inv_b, dz[b])
+                step_loss += _loss_and_logit_grads(z, lab[g, t, b], binary, n_lin, inv_b, dz[b])
             step_loss *= inv_b
             total += step_loss
             _linear_map(s, ag, n, p_total, tmp)  # s ← A s + c ∇f, every coordinate
             for b in range(b_size):
-                xr = x[idx[t, g, b]]
+                xr = x[idx[g, t, b]]
                 for cl in range(n_lin):
                     off = cl * d
                     gz = dz[b, cl]
@@ -503,8 +508,8 @@ class LinearSteps:
                 flat[:, i, n_lin * d:] = state[k]["bias"]
         loss_sum = np.zeros(g)
         last = np.zeros(g)
-        idx_np = np.ascontiguousarray(idx.numpy())
-        lab = np.ascontiguousarray(y.numpy())
+        idx_np = np.ascontiguousarray(idx.numpy().transpose(1, 0, 2))  # [G, S, B]: a client's rows together
+        lab = np.ascontiguousarray(y.numpy().transpose(1, 0, 2))
         coef_of = np.ascontiguousarray(coef_of, dtype=np.int64)
         binary, has_bias = self.kind == "binary", self.kind != "binary"
         rows = self.rows()

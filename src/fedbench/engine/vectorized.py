@@ -390,6 +390,9 @@ class StackedMessages(Sequence):
         pos = np.concatenate([p for p, _ in self.parts])
         order = None if np.all(pos[1:] > pos[:-1]) else torch.as_tensor(np.argsort(pos))
         trees = [m[entry] for _, m in self.parts]
+        if all(isinstance(t, dict) and all(torch.is_tensor(v) for v in t.values()) for t in trees):  # the usual
+            out = {k: torch.cat([t[k] for t in trees]) if len(trees) > 1 else trees[0][k] for k in trees[0]}
+            return out if order is None else {k: v[order.to(v.device)] for k, v in out.items()}
         out = pytree.tree_map(lambda *leaves: torch.cat(leaves) if len(leaves) > 1 else leaves[0], *trees)
         return out if order is None else pytree.tree_map(lambda v: v[order.to(v.device)], out)
 
@@ -893,8 +896,10 @@ class VectorizedClients:
                     msg, cs = _batched(final_for(server_of[c], hp_of[c]), g, self.device)(state)
                     at = positions
                 else:
-                    msg, cs = _batched(final_for(server_of[c], hp_of[c]), len(pos), self.device)(
-                        _take(state, torch.as_tensor(pos, device=self.device)))
+                    contiguous = pos[-1] - pos[0] + 1 == len(pos)  # a slice (views) instead of a gather
+                    mine = (slice(int(pos[0]), int(pos[-1]) + 1) if contiguous
+                            else torch.as_tensor(pos, device=self.device))
+                    msg, cs = _batched(final_for(server_of[c], hp_of[c]), len(pos), self.device)(_take(state, mine))
                     at = positions[pos]
                 self._save_states(sampled[at], cs)
                 counted[c].append(msg)
