@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fedbench.engine.batches import local_batches, replacement_batches
-from fedbench.engine.keyed_integers import supported, uniform_rows
+from fedbench.engine.batches import local_batches, stacked_batches
+from fedbench.engine.keyed_integers import permutations, supported, uniform_rows
 from fedbench.rng import PURPOSES, generator
 
 
@@ -39,15 +39,34 @@ def test_rejection_path_is_exercised_and_exact():
     np.testing.assert_array_equal(got, want)
 
 
-@pytest.mark.parametrize("steps,batch_size", [(1, 1), (16, 1), (5, 3), (0, 2)])
-def test_replacement_batches_are_local_batches(steps, batch_size):
+@pytest.mark.parametrize("n", [1, 2, 3, 32, 33, 1000, 32_561])
+def test_permutations_equal_numpy(n):
+    clients = np.arange(-1, 40)
+    got = permutations(5, 3, clients, n, 3)
+    want = np.stack([np.stack([g.permutation(n) for _ in range(3)])
+                     for g in (generator(5, 3, int(c), "batches") for c in clients)])
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("n,steps,epochs,batch_size,replacement", [
+    (32_561, 1, None, 1, True), (32_561, 16, None, 1, True), (32_561, 5, None, 3, True), (10, 0, None, 2, True),
+    (32, 64, None, 1, False), (32, 7, None, 5, False), (3, 4, None, 8, False), (40, None, 2, 10, False),
+    (40, None, 0, 4, False), (1, 3, None, 1, False)])
+def test_stacked_batches_are_local_batches(n, steps, epochs, batch_size, replacement):
     seeds = np.array([0, 0, 1, 2, 2**40])  # the last key is beyond 32 bits: drawn one by one
     clients = np.array([0, 5, 3, 8191, 2])
-    got = replacement_batches(seeds, 9, clients, 32_561, steps, batch_size)
-    assert got.shape == (5, steps, batch_size)
-    for i, (s, k) in enumerate(zip(seeds, clients)):
-        np.testing.assert_array_equal(got[i], local_batches(int(s), 9, int(k), 32_561, batch_size, steps=steps,
-                                                            replacement=True))
+    for keys in (slice(0, 4), slice(0, 5)):
+        got = stacked_batches(seeds[keys], 9, clients[keys], n, batch_size, epochs=epochs, steps=steps,
+                              replacement=replacement)
+        for i, (s, k) in enumerate(zip(seeds[keys], clients[keys])):
+            want = local_batches(int(s), 9, int(k), n, batch_size, epochs=epochs, steps=steps, replacement=replacement)
+            assert got[i].shape == want.shape
+            np.testing.assert_array_equal(got[i], want)
+
+
+def test_stacked_batches_refuses_unequal_batches():
+    with pytest.raises(ValueError, match="unequal"):
+        stacked_batches([0], 1, [0], 10, 3, epochs=1)
 
 
 def test_supported_keys():

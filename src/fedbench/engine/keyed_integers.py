@@ -94,6 +94,37 @@ def _mix(x, y):
 
 
 @numba.njit(cache=True)
+def _seeded(entropy, i, pool, words):
+    """The PCG64 state (hi, lo, inc_hi, inc_lo) seeded from SeedSequence(entropy[i]) (4 words)."""
+    hash_const = _INIT_A
+    for w in range(4):
+        pool[w], hash_const = _hashmix(np.uint64(entropy[i, w]), hash_const)
+    for src in range(4):
+        for dst in range(4):
+            if src != dst:
+                h, hash_const = _hashmix(pool[src], hash_const)
+                pool[dst] = _mix(pool[dst], h)
+    hash_b = _INIT_B
+    for w in range(8):
+        v = (pool[w % 4] ^ hash_b) & _M32
+        hash_b = (hash_b * _MULT_B) & _M32
+        v = (v * hash_b) & _M32
+        v ^= v >> _S16
+        words[w] = v
+    seed_hi = words[0] | (words[1] << _S32)
+    seed_lo = words[2] | (words[3] << _S32)
+    seq_hi = words[4] | (words[5] << _S32)
+    seq_lo = words[6] | (words[7] << _S32)
+    inc_hi = (seq_hi << _ONE) | (seq_lo >> np.uint64(63))
+    inc_lo = (seq_lo << _ONE) | _ONE
+    hi, lo = _step(_ZERO, _ZERO, inc_hi, inc_lo)
+    lo2 = lo + seed_lo
+    carry = _ONE if lo2 < seed_lo else _ZERO
+    hi, lo = _step(hi + seed_hi + carry, lo2, inc_hi, inc_lo)
+    return hi, lo, inc_hi, inc_lo
+
+
+@numba.njit(cache=True)
 def _fill(entropy, n, out):
     """out[i] = integers(0, n, size=out.shape[1:]) of the generator keyed by entropy[i] (4 words)."""
     keys = entropy.shape[0]
@@ -103,31 +134,7 @@ def _fill(entropy, n, out):
     pool = np.empty(4, dtype=np.uint64)
     words = np.empty(8, dtype=np.uint64)
     for i in range(keys):
-        hash_const = _INIT_A
-        for w in range(4):
-            pool[w], hash_const = _hashmix(np.uint64(entropy[i, w]), hash_const)
-        for src in range(4):
-            for dst in range(4):
-                if src != dst:
-                    h, hash_const = _hashmix(pool[src], hash_const)
-                    pool[dst] = _mix(pool[dst], h)
-        hash_b = _INIT_B
-        for w in range(8):
-            v = (pool[w % 4] ^ hash_b) & _M32
-            hash_b = (hash_b * _MULT_B) & _M32
-            v = (v * hash_b) & _M32
-            v ^= v >> _S16
-            words[w] = v
-        seed_hi = words[0] | (words[1] << _S32)
-        seed_lo = words[2] | (words[3] << _S32)
-        seq_hi = words[4] | (words[5] << _S32)
-        seq_lo = words[6] | (words[7] << _S32)
-        inc_hi = (seq_hi << _ONE) | (seq_lo >> np.uint64(63))
-        inc_lo = (seq_lo << _ONE) | _ONE
-        hi, lo = _step(_ZERO, _ZERO, inc_hi, inc_lo)
-        lo2 = lo + seed_lo
-        carry = _ONE if lo2 < seed_lo else _ZERO
-        hi, lo = _step(hi + seed_hi + carry, lo2, inc_hi, inc_lo)
+        hi, lo, inc_hi, inc_lo = _seeded(entropy, i, pool, words)
         if n == 1:
             for j in range(per_key):
                 out[i, j] = 0
@@ -151,11 +158,79 @@ def _fill(entropy, n, out):
             out[i, j] = np.int64(m >> _S32)
 
 
+@numba.njit(cache=True)
+def _fill_permutations(entropy, n, out):
+    """out[i, c] = the c-th ``permutation(n)`` drawn in a row from the generator keyed by
+    entropy[i]: numpy's Fisher–Yates shuffle of arange(n), from the last position down, each
+    position's partner drawn by ``random_interval`` (masked 32-bit draws, rejected above the bound)."""
+    keys, count = out.shape[0], out.shape[1]
+    pool = np.empty(4, dtype=np.uint64)
+    words = np.empty(8, dtype=np.uint64)
+    for i in range(keys):
+        hi, lo, inc_hi, inc_lo = _seeded(entropy, i, pool, words)
+        have_half = False
+        half = _ZERO
+        for c in range(count):
+            perm = out[i, c]
+            for v in range(n):
+                perm[v] = v
+            for pos in range(n - 1, 0, -1):
+                bound = np.uint64(pos)
+                mask = bound
+                mask |= mask >> np.uint64(1)
+                mask |= mask >> np.uint64(2)
+                mask |= mask >> np.uint64(4)
+                mask |= mask >> np.uint64(8)
+                mask |= mask >> np.uint64(16)
+                while True:
+                    if have_half:
+                        r = half
+                        have_half = False
+                    else:
+                        hi, lo = _step(hi, lo, inc_hi, inc_lo)
+                        x = _output(hi, lo)
+                        r = x & _M32
+                        half = x >> _S32
+                        have_half = True
+                    value = r & mask
+                    if value <= bound:
+                        break
+                other = np.int64(value)
+                tmp = perm[other]
+                perm[other] = perm[pos]
+                perm[pos] = tmp
+
+
 def supported(seeds, round: int, clients, num_samples: int) -> bool:
     """Whether :func:`uniform_rows` handles these keys (every entropy word < 2³², 1 ≤ n ≤ 2³²)."""
     seeds, clients = np.asarray(seeds), np.asarray(clients)
     return (1 <= num_samples <= 1 << 32 and 0 <= round < 1 << 32 and bool(np.all(seeds >= 0))
             and bool(np.all(seeds < 1 << 32)) and bool(np.all(clients >= -1)) and bool(np.all(clients + 1 < 1 << 32)))
+
+
+def _entropy(seeds, round: int, clients, purpose: str) -> np.ndarray:
+    entropy = np.empty((len(clients), 4), dtype=np.uint64)
+    entropy[:, 0] = seeds
+    entropy[:, 1] = round
+    entropy[:, 2] = clients + 1
+    entropy[:, 3] = _purpose_id(purpose)
+    return entropy
+
+
+def permutations(seeds, round: int, clients, num_samples: int, count: int, purpose: str = "batches") -> np.ndarray:
+    """``[[g.permutation(num_samples) for _ in range(count)] for g = generator(seeds[i], round,
+    clients[i], purpose)]``: an int64 array ``[len(clients), count, num_samples]``, bit for bit.
+
+    Raises:
+        ValueError: keys or ``num_samples`` outside :func:`supported`.
+    """
+    seeds = np.broadcast_to(np.asarray(seeds, dtype=np.int64), np.shape(clients))
+    clients = np.asarray(clients, dtype=np.int64)
+    if not supported(seeds, round, clients, num_samples):
+        raise ValueError("permutations: keys need seed, round, client + 1 < 2^32 and 1 <= num_samples <= 2^32")
+    out = np.empty((len(clients), int(count), int(num_samples)), dtype=np.int64)
+    _fill_permutations(_entropy(seeds, round, clients, purpose), int(num_samples), out)
+    return out
 
 
 def uniform_rows(seeds, round: int, clients, num_samples: int, shape: tuple, purpose: str = "batches") -> np.ndarray:
@@ -169,11 +244,6 @@ def uniform_rows(seeds, round: int, clients, num_samples: int, shape: tuple, pur
     clients = np.asarray(clients, dtype=np.int64)
     if not supported(seeds, round, clients, num_samples):
         raise ValueError("uniform_rows: keys need seed, round, client + 1 < 2^32 and 1 <= num_samples <= 2^32")
-    entropy = np.empty((len(clients), 4), dtype=np.uint64)
-    entropy[:, 0] = seeds
-    entropy[:, 1] = round
-    entropy[:, 2] = clients + 1
-    entropy[:, 3] = _purpose_id(purpose)
     out = np.empty((len(clients), int(np.prod(shape))), dtype=np.int64)
-    _fill(entropy, int(num_samples), out)
+    _fill(_entropy(seeds, round, clients, purpose), int(num_samples), out)
     return out.reshape(len(clients), *shape)

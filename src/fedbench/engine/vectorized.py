@@ -133,7 +133,7 @@ from torch.utils import _pytree as pytree
 
 from fedbench.engine import augment as augmentation
 from fedbench.engine import graphs
-from fedbench.engine.batches import local_batches, replacement_batches
+from fedbench.engine.batches import local_batches, stacked_batches, uniform_shape
 from fedbench.engine.holdout import holdout_batches
 from fedbench.engine.interface import RoundResult
 from fedbench.engine.linear_steps import LinearSteps
@@ -544,19 +544,26 @@ class VectorizedClients:
 
     # -- batches ---------------------------------------------------------------------------------
     def _round_batches(self, t: int, sampled: np.ndarray) -> Mapping[int, np.ndarray | list]:
-        """``{k: self._client_batches(t, k)}`` for the round's clients; with ``local.replacement``
-        the clients of equal n_k draw together (:func:`fedbench.engine.batches.replacement_batches`:
-        the same rows, without a generator object per client)."""
+        """``{k: self._client_batches(t, k)}`` for the round's clients. Where every client's batches
+        are one [K, B] array of the same shape (``local.steps``; epochs whose batch size divides
+        n_k) the clients of equal n_k draw together (:func:`fedbench.engine.batches.stacked_batches`:
+        the same rows, without a generator object per client), held as one array."""
         local = self.local
-        if not (local.get("replacement") and local.get("steps") is not None and len(sampled)):
-            return {int(k): self._client_batches(t, int(k)) for k in sampled}
         ids = np.unique(np.asarray(sampled, dtype=np.int64))
         sizes = self._sizes[ids]
-        rows = np.empty((len(ids), int(local["steps"]), int(local["batch_size"])), dtype=np.int64)
-        for n in np.unique(sizes):
-            at = sizes == n
-            rows[at] = replacement_batches(self.key_seed[ids[at]], t, self.key_id[ids[at]], int(n),
-                                           int(local["steps"]), int(local["batch_size"]))
+        distinct = np.unique(sizes)
+        bs, epochs, steps = int(local["batch_size"]), local.get("epochs"), local.get("steps")
+        replacement = bool(local.get("replacement", False))
+        parts = [] if len(ids) and all(n >= 1 and uniform_shape(int(n), bs, epochs, steps) for n in distinct) else None
+        for n in distinct if parts is not None else ():
+            at = np.flatnonzero(sizes == n)
+            parts.append((at, stacked_batches(self.key_seed[ids[at]], t, self.key_id[ids[at]], int(n), bs,
+                                              epochs=epochs, steps=steps, replacement=replacement)))
+        if parts is None or len({p.shape[1:] for _, p in parts}) != 1:  # unequal steps or batch sizes
+            return {int(k): self._client_batches(t, int(k)) for k in sampled}
+        rows = np.empty((len(ids), *parts[0][1].shape[1:]), dtype=np.int64)
+        for at, p in parts:
+            rows[at] = p
         return _StackedRows(ids, rows)
 
     def _client_batches(self, t: int, k: int) -> list[np.ndarray]:
