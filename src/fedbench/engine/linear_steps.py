@@ -264,6 +264,31 @@ def _linear_map(s, ag, n, p_total, tmp):
 
 
 @numba.njit(cache=True, inline="always", fastmath=_FLAGS)
+def _affine_axpy(s, ag, cg, n, off, length, gz, xr, tmp):
+    """s_i,off+k ← Σ_j A_ij s_j,off+k + c_i · gz · xr[k] for k < length (one pass; unrolled for n ≤ 2)."""
+    if n == 1:
+        a00, c0 = ag[0, 0], cg[0] * gz
+        for k in range(length):
+            s[0, off + k] = a00 * s[0, off + k] + c0 * xr[k]
+    elif n == 2:
+        a00, a01, a10, a11 = ag[0, 0], ag[0, 1], ag[1, 0], ag[1, 1]
+        c0, c1 = cg[0] * gz, cg[1] * gz
+        for k in range(length):
+            v0, v1 = s[0, off + k], s[1, off + k]
+            s[0, off + k] = a00 * v0 + a01 * v1 + c0 * xr[k]
+            s[1, off + k] = a10 * v0 + a11 * v1 + c1 * xr[k]
+    else:
+        for k in range(length):
+            for j in range(n):
+                tmp[j] = s[j, off + k]
+            for i in range(n):
+                acc = 0.0
+                for j in range(n):
+                    acc += ag[i, j] * tmp[j]
+                s[i, off + k] = acc + cg[i] * gz * xr[k]
+
+
+@numba.njit(cache=True, inline="always", fastmath=_FLAGS)
 def _scatter(s, cg, n, k, gv):
     """s_ik += c_i · gv for every sequence i (unrolled for n ≤ 3)."""
     if n == 1:
@@ -279,6 +304,8 @@ def _scatter(s, cg, n, k, gv):
 #: Rows gathered ahead per block of clients (sparse path): their loads are independent, so the
 #: memory latency of a random row overlaps instead of stalling every step.
 _GATHER_ROWS = 256
+#: The dense path copies about this many bytes of rows ahead per block of clients.
+_GATHER_BYTES = 256 << 10
 
 
 @numba.njit(cache=True, fastmath=_FLAGS)
@@ -377,53 +404,73 @@ def _run_dense_threads(state, x, idx, lab, coef_of, q, a, c, binary, n_lin, d, h
 
 @numba.njit(cache=True, fastmath=_FLAGS)
 def _run_dense(state, x, idx, lab, coef_of, q, a, c, binary, n_lin, d, has_bias, loss_sum, last_loss, lo, hi):
-    """:func:`_run_sparse` with dense input rows ``x`` [N, D]."""
+    """:func:`_run_sparse` with dense input rows ``x`` [N, D]: a block's rows are copied ahead
+    (about 256 KiB of them) so that their loads overlap."""
     n, p_total = state.shape[1], state.shape[2]
     _, s_steps, b_size = idx.shape
     inv_b = 1.0 / b_size
     bias_at = n_lin * d
-    pt = np.empty(p_total)
+    per_client = s_steps * b_size
+    block = max(1, (_GATHER_BYTES // max(1, d * x.itemsize)) // max(1, per_client))
+    buf = np.empty((block * per_client, d), dtype=x.dtype)
     tmp = np.empty(n)
+    one = np.ones(1, dtype=x.dtype)
     z = np.empty(n_lin)
     dz = np.empty((b_size, n_lin))
-    for g in range(lo, hi):
-        s = state[g]
-        e = coef_of[g]
-        qg, ag, cg = q[e], a[e], c[e]
-        total = 0.0
-        step_loss = 0.0
-        for t in range(s_steps):
-            for k in range(p_total):
-                pt[k] = _point(s, qg, n, k)
+    g0 = lo
+    while g0 < hi:
+        g1 = min(hi, g0 + block)
+        j = 0
+        for g in range(g0, g1):  # gather the block's rows
+            for t in range(s_steps):
+                for b in range(b_size):
+                    buf[j] = x[idx[g, t, b]]
+                    j += 1
+        for g in range(g0, g1):
+            s = state[g]
+            e = coef_of[g]
+            qg, ag, cg = q[e], a[e], c[e]
+            total = 0.0
             step_loss = 0.0
-            for b in range(b_size):
-                xr = x[idx[g, t, b]]
-                for cl in range(n_lin):
-                    off = cl * d
-                    acc = 0.0
-                    for k in range(d):
-                        acc += xr[k] * pt[off + k]
-                    if has_bias:
-                        acc += pt[bias_at + cl]
-                    z[cl] = acc
-                step_loss += _loss_and_logit_grads(z, lab[g, t, b], binary, n_lin, inv_b, dz[b])
-            step_loss *= inv_b
-            total += step_loss
-            _linear_map(s, ag, n, p_total, tmp)  # s ← A s + c ∇f, every coordinate
-            for b in range(b_size):
-                xr = x[idx[g, t, b]]
-                for cl in range(n_lin):
-                    off = cl * d
-                    gz = dz[b, cl]
-                    for i in range(n):
-                        ci = cg[i] * gz
+            row0 = (g - g0) * per_client
+            for t in range(s_steps):
+                step_loss = 0.0
+                for b in range(b_size):
+                    xr = buf[row0 + t * b_size + b]
+                    for cl in range(n_lin):
+                        off = cl * d
+                        acc = 0.0
                         for k in range(d):
-                            s[i, off + k] += ci * xr[k]
-                    if has_bias:
+                            acc += xr[k] * _point(s, qg, n, off + k)
+                        if has_bias:
+                            acc += _point(s, qg, n, bias_at + cl)
+                        z[cl] = acc
+                    step_loss += _loss_and_logit_grads(z, lab[g, t, b], binary, n_lin, inv_b, dz[b])
+                step_loss *= inv_b
+                total += step_loss
+                if b_size == 1:  # s ← A s + c ∇f in one pass over the coordinates
+                    xr = buf[row0 + t]
+                    for cl in range(n_lin):
+                        _affine_axpy(s, ag, cg, n, cl * d, d, dz[0, cl], xr, tmp)
+                        if has_bias:
+                            _affine_axpy(s, ag, cg, n, bias_at + cl, 1, dz[0, cl], one, tmp)
+                    continue
+                _linear_map(s, ag, n, p_total, tmp)  # s ← A s, then + c ∇f
+                for b in range(b_size):
+                    xr = buf[row0 + t * b_size + b]
+                    for cl in range(n_lin):
+                        off = cl * d
+                        gz = dz[b, cl]
                         for i in range(n):
-                            s[i, bias_at + cl] += cg[i] * gz
-        loss_sum[g] += total
-        last_loss[g] = step_loss
+                            ci = cg[i] * gz
+                            for k in range(d):
+                                s[i, off + k] += ci * xr[k]
+                        if has_bias:
+                            for i in range(n):
+                                s[i, bias_at + cl] += cg[i] * gz
+            loss_sum[g] += total
+            last_loss[g] = step_loss
+        g0 = g1
 
 
 # ----------------------------------------------------------------------------------------------
