@@ -47,6 +47,7 @@ def _specs(algorithm: str, model: str, lrs=(0.05, 0.3), seeds=(0, 1), steps=5, b
 
 def _run(specs, ds, fast: bool, monkeypatch, chunk_size=None):
     monkeypatch.setattr(VectorizedClients, "fast_steps", fast)
+    monkeypatch.setattr(VectorizedClients, "compiled_min_work", 0)  # these jobs are small
     used = []
     real = VectorizedClients._fast_chunk
 
@@ -177,3 +178,17 @@ def test_threads_give_the_same_bits(monkeypatch):
     for (_, a), (_, b) in zip(one, two):
         for k, v in a["params"].items():
             assert torch.equal(v, b["params"][k])
+
+
+def test_small_jobs_keep_the_per_client_path(monkeypatch):
+    """Below ``compiled_min_work`` client-rounds the engine neither draws with the compiled code nor
+    runs the fast steps (their start-up would not be repaid)."""
+    ds = _dataset(True)
+    specs = _specs("fedac", "binary_logreg")
+    monkeypatch.setattr(VectorizedClients, "fast_steps", True)
+    used = []
+    real = VectorizedClients._fast_chunk
+    monkeypatch.setattr(VectorizedClients, "_fast_chunk", lambda self, *a, **k: used.append(real(self, *a, **k)))
+    parts = [make_partition(ds, {"scheme": "shared", "num_clients": 5}, seed=s["seed"]) for s in specs]
+    train_seeds(specs, ds, parts, device="cpu", engine="vectorized")
+    assert used and all(u is None for u in used)

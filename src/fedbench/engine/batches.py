@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from fedbench.engine import keyed_integers
 from fedbench.rng import generator
 
 
@@ -112,6 +111,8 @@ def stacked_batches(seeds, round: int, clients, num_samples: int, batch_size: in
         ValueError: the settings give unequal batches (``not uniform_shape(...)``), or as
             :func:`local_batches`.
     """
+    from fedbench.engine import keyed_integers  # numba: imported (and initialised, ~2 s) only when used
+
     seeds = np.broadcast_to(np.asarray(seeds, dtype=np.int64), np.shape(clients))
     clients = np.asarray(clients, dtype=np.int64)
     if not uniform_shape(num_samples, batch_size, epochs, steps):

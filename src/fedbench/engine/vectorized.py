@@ -136,7 +136,6 @@ from fedbench.engine import graphs
 from fedbench.engine.batches import local_batches, stacked_batches, uniform_shape
 from fedbench.engine.holdout import holdout_batches
 from fedbench.engine.interface import RoundResult
-from fedbench.engine.linear_steps import LinearSteps
 from fedbench.tree import tree_numel
 
 #: The label of a padded row: cross-entropy's default ``ignore_index``.
@@ -461,6 +460,14 @@ class VectorizedClients:
     #: run the generic path.
     fast_steps = True
 
+    #: The compiled paths (keyed draws for many clients at once, :func:`fedbench.engine.batches.stacked_batches`;
+    #: the fast local steps) are used only when the job's client-rounds (clients per round ×
+    #: :attr:`planned_rounds`) reach this: their first call in a process costs ~2 s (numba and LLVM
+    #: start-up, compiled code loaded from its cache), which 100,000 client-rounds repay (a client's
+    #: keyed draw alone saves ~20 µs). Small jobs (the default suite, one cell of a sweep) keep the
+    #: per-client numpy path and never import numba.
+    compiled_min_work = 100_000
+
     def __init__(self, algorithm: ModuleType, model, grad_fn, x_all: torch.Tensor, y_all: torch.Tensor,
                  clients: Sequence[np.ndarray], local: dict, seed: int, chunk_size=None,
                  step_overhead: float | None = None, augmentation: dict | None = None,
@@ -499,8 +506,11 @@ class VectorizedClients:
         #: CUDA graphs of the step loop (:mod:`fedbench.engine.graphs`); None on CPU.
         self.graphs = graphs.StepGraphs(self.device) if self.device.type == "cuda" else None
         #: The compiled local steps of linear logistic regression (:mod:`fedbench.engine.linear_steps`),
-        #: None where the model or device does not qualify; :attr:`fast_steps` False turns it off.
-        self.linear = LinearSteps.build(model, grad_fn, x_all)
+        #: built on first use; None where the model or device does not qualify.
+        self._linear = False
+        #: The rounds the caller will train (:func:`fedbench.engine.loop.train_seeds` sets it); with
+        #: the clients per round it decides whether the compiled paths pay (:meth:`_compiled_pays`).
+        self.planned_rounds: int | None = None
 
     @classmethod
     def stacked(cls, algorithm: ModuleType, model, grad_fn, x_all: torch.Tensor, y_all: torch.Tensor,
@@ -549,6 +559,8 @@ class VectorizedClients:
         n_k) the clients of equal n_k draw together (:func:`fedbench.engine.batches.stacked_batches`:
         the same rows, without a generator object per client), held as one array."""
         local = self.local
+        if not self._compiled_pays(len(sampled)):
+            return {int(k): self._client_batches(t, int(k)) for k in sampled}
         ids = np.unique(np.asarray(sampled, dtype=np.int64))
         sizes = self._sizes[ids]
         distinct = np.unique(sizes)
@@ -825,6 +837,7 @@ class VectorizedClients:
         any_server = next(iter(server_of.values()))
         hp_any = hp_of[next(iter(server_of))]
         dtype = next(iter(any_server["params"].values())).dtype
+        self._round_clients = len(sampled)
         batches = self._round_batches(t, sampled)
         draws = None
         if self.aug is not None:
@@ -917,13 +930,32 @@ class VectorizedClients:
             self.real_steps += int(ks.sum())
         return parts, losses.tolist(), counted
 
+    def _compiled_pays(self, clients_per_round: int) -> bool:
+        """Whether this job is large enough for the compiled paths (:attr:`compiled_min_work`)."""
+        return clients_per_round * (self.planned_rounds or 1) >= self.compiled_min_work
+
+    @property
+    def linear(self):
+        """The fast path's :class:`fedbench.engine.linear_steps.LinearSteps`, or None (model,
+        device); built (and numba imported) on first use."""
+        if self._linear is False:
+            from fedbench.engine.linear_steps import LINEAR_MODELS, LinearSteps
+
+            apply = getattr(self.grad_fn, "model_apply", None)
+            self._linear = (LinearSteps.build(self.model, self.grad_fn, self.x_all)
+                            if apply in LINEAR_MODELS else None)
+        return self._linear
+
     def _fast_chunk(self, state, members: np.ndarray, hp_of: dict[int, dict], idx: torch.Tensor, y: torch.Tensor,
                     mask_np: np.ndarray, extra: bool):
         """The chunk's S steps by :meth:`fedbench.engine.linear_steps.LinearSteps.run`, or None where
         the chunk does not qualify: the fast path is off (:attr:`fast_steps`) or unavailable (model,
-        device), the chunk has a held-out pass or augmentation (``extra``), padded steps or rows, or
+        device), the job is too small to repay the compiled code's start-up (:meth:`_compiled_pays`),
+        the chunk has a held-out pass or augmentation (``extra``), padded steps or rows, or
         its algorithm's step is not affine (:func:`fedbench.engine.linear_steps.affine_form`)."""
-        if self.linear is None or not self.fast_steps or extra or not mask_np.all() or idx.shape[0] == 0:
+        if not self.fast_steps or extra or not mask_np.all() or idx.shape[0] == 0 or self.device.type != "cpu":
+            return None
+        if not self._compiled_pays(self._round_clients) or self.linear is None:
             return None
         if bool((y == IGNORE_INDEX).any()):
             return None
