@@ -265,6 +265,10 @@ def main(argv=None) -> None:
     ap.add_argument("--K", default="1,16,256")
     ap.add_argument("--T-fedbench", type=int, default=T_TOTAL, help="steps per worker timed (scaled to 4,096)")
     ap.add_argument("--T-authors", type=int, default=T_TOTAL, help="the authors' steps per worker (scaled)")
+    ap.add_argument("--max-client-rounds", type=int, default=None,
+                    help="time fewer rounds where a fedbench job exceeds this many client-rounds (M × 39 × rounds)")
+    ap.add_argument("--max-worker-steps", type=int, default=None,
+                    help="time fewer steps where an authors' run would exceed this many worker-steps (M × T)")
     ap.add_argument("--threads", type=int, default=1, help="torch threads of a fedbench job")
     ap.add_argument("--generic", action="store_true", help="fedbench without the fast path (for comparison)")
     ap.add_argument("--estimate", action="store_true", help="estimate the whole a9a λ = 1e-3 figure set")
@@ -272,6 +276,7 @@ def main(argv=None) -> None:
                     "ns per client-step) and the memory bandwidth")
     ap.add_argument("--quick", action="store_true", help="fedac, M = 256, K = 16, T = 512: a smoke run")
     ap.add_argument("--json", help="also write the rows to this file")
+    ap.add_argument("--estimate-from", help="comma-separated --json files of earlier runs: print the estimate only")
     ap.add_argument("--_job", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args._job:
@@ -280,6 +285,10 @@ def main(argv=None) -> None:
         fn = {"fedbench": fedbench_job, "authors": authors_run, "probe": local_steps_probe}[kind]
         out = fn(**spec)
         print(json.dumps(out))
+        return
+    if args.estimate_from:
+        rows = [r for f in args.estimate_from.split(",") for r in json.loads(Path(f).read_text())]
+        print_estimate(rows)
         return
     if args.quick:
         args.algorithms, args.M, args.K, args.T_fedbench, args.T_authors = "fedac", "256", "16", 512, 512
@@ -315,7 +324,10 @@ def main(argv=None) -> None:
     for algorithm in algorithms:
         for m in ms:
             for k in ks:
-                steps = max(k, args.T_fedbench // k * k)
+                rounds = max(1, args.T_fedbench // k)
+                if args.max_client_rounds:
+                    rounds = max(1, min(rounds, args.max_client_rounds // (m * 39)))
+                steps = rounds * k
                 job = subprocess_json(["--_job", "fedbench:" + json.dumps(
                     {"algorithm": algorithm, "m": m, "k": k, "steps": steps, "data_dir": data_dir,
                      "threads": args.threads, "generic": args.generic})])
@@ -329,30 +341,37 @@ def main(argv=None) -> None:
                 ratio = "-"
                 if authors:
                     a_steps = max(k, args.T_authors // k * k)
+                    if args.max_worker_steps:
+                        a_steps = max(k, min(a_steps, args.max_worker_steps // m // k * k))
                     res = subprocess_json(["--_job", "authors:" + json.dumps(
                         {"algorithm": algorithm, "m": m, "k": k, "steps": a_steps, "eta": ETAS[6],
                          "authors": authors, "data_dir": str(root)})])
                     a_run = res["seconds"] * T_TOTAL / a_steps
                     row["authors_per_run_s"] = a_run
-                    authors_cell = f"{a_run:.3f} s"
+                    authors_cell = f"{a_run:.3f} s" + ("" if a_steps == T_TOTAL else f" ({a_steps} steps timed)")
                     ratio = f"**{a_run / per_run:.1f}×**"
                 rows.append(row)
                 ns = job_s / (job["cells"] * m * T_TOTAL) * 1e9
                 row["setup_s"] = job["setup_seconds"]
-                print(f"| {algorithm} | {m} | {k} | {T_TOTAL // k} | {job_s:.2f} s"
-                      f"{'' if scale == 1 else f' (×{scale:g})'} | {per_run:.4f} s | {authors_cell} | {ratio} | "
-                      f"{ns:.0f} | {job['peak_rss_mb']:.0f} |", flush=True)
+                timed = "" if scale == 1 else f" ({steps // k} timed)"
+                print(f"| {algorithm} | {m} | {k} | {T_TOTAL // k} | {job_s:.2f} s{timed} | {per_run:.4f} s | "
+                      f"{authors_cell} | {ratio} | {ns:.0f} | {job['peak_rss_mb']:.0f} |", flush=True)
     if args.estimate and len(rows) >= 3:
-        est = fit_and_estimate(rows)
-        print(f"\nFit over the {len(rows)} jobs: job seconds ≈ {est['setup_s']:.1f} s set-up + "
-              f"{est['per_round_s'] * 1e3:.2f} ms per round + "
-              f"{est['per_client_round_us']:.2f} µs per client-round + {est['per_client_step_ns']:.1f} ns per "
-              f"client-step. Whole a9a figure set ({est['jobs']} jobs, {est['runs']} runs): "
-              f"{est['total_s'] / 3600:.1f} h of job time (one job per core: half that on 2 cores).")
+        print_estimate(rows)
     end = os.getloadavg()
     print(f"\n- load average at end: {end[0]:.2f} {end[1]:.2f} {end[2]:.2f}")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
+
+
+def print_estimate(rows: list[dict]) -> None:
+    """The fit of :func:`fit_and_estimate` and the figure set's time."""
+    est = fit_and_estimate(rows)
+    print(f"\nFit over the {len(rows)} jobs: job seconds ≈ {est['setup_s']:.1f} s set-up + "
+          f"{est['per_round_s'] * 1e3:.2f} ms per round + "
+          f"{est['per_client_round_us']:.2f} µs per client-round + {est['per_client_step_ns']:.1f} ns per "
+          f"client-step. Whole a9a figure set ({est['jobs']} jobs, {est['runs']} runs): "
+          f"{est['total_s'] / 3600:.1f} h of job time (one job per core: half that on 2 cores).")
 
 
 if __name__ == "__main__":
