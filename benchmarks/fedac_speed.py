@@ -118,6 +118,7 @@ def fedbench_job(algorithm: str, m: int, k: int, steps: int, data_dir: str, thre
     def timed(self, *a, **kw):
         if not first:
             first.append(time.perf_counter())
+            self.planned_rounds = T_TOTAL // k  # the whole run's rounds, even when fewer are timed
         return real(self, *a, **kw)
 
     VectorizedClients.train_cells = timed

@@ -47,7 +47,7 @@ def _specs(algorithm: str, model: str, lrs=(0.05, 0.3), seeds=(0, 1), steps=5, b
 
 def _run(specs, ds, fast: bool, monkeypatch, chunk_size=None):
     monkeypatch.setattr(VectorizedClients, "fast_steps", fast)
-    monkeypatch.setattr(VectorizedClients, "compiled_min_work", 0)  # these jobs are small
+    monkeypatch.setattr(VectorizedClients, "compiled_min_seconds", 0)  # these jobs are small
     used = []
     real = VectorizedClients._fast_chunk
 
@@ -181,7 +181,7 @@ def test_threads_give_the_same_bits(monkeypatch):
 
 
 def test_small_jobs_keep_the_per_client_path(monkeypatch):
-    """Below ``compiled_min_work`` client-rounds the engine neither draws with the compiled code nor
+    """Below ``compiled_min_seconds`` of estimated saving the engine neither draws with the compiled code nor
     runs the fast steps (their start-up would not be repaid)."""
     ds = _dataset(True)
     specs = _specs("fedac", "binary_logreg")

@@ -48,7 +48,7 @@ def test_engines_agree_on_shared_with_replacement(toy, algorithm, batch_size, co
     from fedbench.engine.loop import train
 
     if compiled:
-        monkeypatch.setattr(VectorizedClients, "compiled_min_work", 0)
+        monkeypatch.setattr(VectorizedClients, "compiled_min_seconds", 0)
     ds, part = toy
     engines = []
     stacked = VectorizedClients.stacked.__func__

@@ -461,12 +461,13 @@ class VectorizedClients:
     fast_steps = True
 
     #: The compiled paths (keyed draws for many clients at once, :func:`fedbench.engine.batches.stacked_batches`;
-    #: the fast local steps) are used only when the job's client-rounds (clients per round ×
-    #: :attr:`planned_rounds`) reach this: their first call in a process costs ~2 s (numba and LLVM
-    #: start-up, compiled code loaded from its cache), which 100,000 client-rounds repay (a client's
-    #: keyed draw alone saves ~20 µs). Small jobs (the default suite, one cell of a sweep) keep the
-    #: per-client numpy path and never import numba.
-    compiled_min_work = 100_000
+    #: the fast local steps) are used only where they save more than this many seconds in the job:
+    #: their first call in a process costs ~2 s (numba and LLVM start-up, the compiled code loaded
+    #: from its cache). :meth:`_compiled_pays` estimates the saving as client-rounds × (20 µs, a
+    #: client's keyed draw in numpy, + K × 2 µs, a vmapped client-step against a compiled one;
+    #: ``benchmarks/fedac_speed.py --probe``). Small jobs (the default suite, one cell of a sweep)
+    #: keep the per-client path and never import numba. Tests set it to 0.
+    compiled_min_seconds = 2.0
 
     def __init__(self, algorithm: ModuleType, model, grad_fn, x_all: torch.Tensor, y_all: torch.Tensor,
                  clients: Sequence[np.ndarray], local: dict, seed: int, chunk_size=None,
@@ -931,8 +932,10 @@ class VectorizedClients:
         return parts, losses.tolist(), counted
 
     def _compiled_pays(self, clients_per_round: int) -> bool:
-        """Whether this job is large enough for the compiled paths (:attr:`compiled_min_work`)."""
-        return clients_per_round * (self.planned_rounds or 1) >= self.compiled_min_work
+        """Whether the compiled paths save more than :attr:`compiled_min_seconds` in this job."""
+        k = int(self.local.get("steps") or 1)
+        saved = clients_per_round * (self.planned_rounds or 1) * (20e-6 + k * 2e-6)
+        return saved >= self.compiled_min_seconds
 
     @property
     def linear(self):
