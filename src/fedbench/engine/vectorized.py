@@ -463,10 +463,11 @@ class VectorizedClients:
     #: The compiled paths (keyed draws for many clients at once, :func:`fedbench.engine.batches.stacked_batches`;
     #: the fast local steps) are used only where they save more than this many seconds in the job:
     #: their first call in a process costs ~2 s (numba and LLVM start-up, the compiled code loaded
-    #: from its cache). :meth:`_compiled_pays` estimates the saving as client-rounds × (20 µs, a
-    #: client's keyed draw in numpy, + K × 2 µs, a vmapped client-step against a compiled one;
-    #: ``benchmarks/fedac_speed.py --probe``). Small jobs (the default suite, one cell of a sweep)
-    #: keep the per-client path and never import numba. Tests set it to 0.
+    #: from its cache). :meth:`_compiled_pays` estimates the saving per round as clients × 20 µs (a
+    #: client's keyed draw in numpy) + K × (0.5 ms, a vmapped step's fixed cost, + clients × 2 µs, a
+    #: vmapped client-step against a compiled one; ``benchmarks/fedac_speed.py --probe``), times the
+    #: rounds. Small jobs (the default suite, one cell of a sweep) keep the per-client path and never
+    #: import numba. Tests set it to 0.
     compiled_min_seconds = 2.0
 
     def __init__(self, algorithm: ModuleType, model, grad_fn, x_all: torch.Tensor, y_all: torch.Tensor,
@@ -934,8 +935,8 @@ class VectorizedClients:
     def _compiled_pays(self, clients_per_round: int) -> bool:
         """Whether the compiled paths save more than :attr:`compiled_min_seconds` in this job."""
         k = int(self.local.get("steps") or 1)
-        saved = clients_per_round * (self.planned_rounds or 1) * (20e-6 + k * 2e-6)
-        return saved >= self.compiled_min_seconds
+        per_round = clients_per_round * 20e-6 + k * (5e-4 + clients_per_round * 2e-6)
+        return (self.planned_rounds or 1) * per_round >= self.compiled_min_seconds
 
     @property
     def linear(self):
