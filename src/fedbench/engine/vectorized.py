@@ -83,10 +83,11 @@ How a round is run
     steps or rows, no augmentation and no held-out pass, runs all its steps in one compiled loop
     (:mod:`fedbench.engine.linear_steps`: the update rule read off the algorithm's own
     ``client_step``, the gradient written out) instead of S vmapped steps; :attr:`VectorizedClients.fast_steps`
-    False turns it off. Rows drawn with replacement are drawn for all clients of a round at once
-    (:func:`fedbench.engine.batches.replacement_batches`, the same rows bit for bit), and a
-    round's messages stay stacked (:class:`StackedMessages`; per-client dicts only for algorithms
-    that read them one by one).
+    False turns it off. Where every client's batches form one [K, B] array, a round's rows are
+    drawn for all its clients at once (:func:`fedbench.engine.batches.stacked_batches`, the same
+    rows bit for bit). Both compiled paths (numba) run only in jobs large enough to repay their
+    ~2 s start-up (:attr:`VectorizedClients.compiled_min_seconds`). A round's messages stay
+    stacked (:class:`StackedMessages`; per-client dicts only for algorithms that read them one by one).
 
 Equivalence: in float64 the parameters match the reference to ~1e-14 relative after several
 rounds (tests require 1e-10); bitwise equality is not promised, since batched kernels may sum in
