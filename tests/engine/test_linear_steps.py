@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from fedbench.algorithms import fedac, get_algorithm
+from fedbench.algorithms import ALGORITHMS, fedac, get_algorithm
 from fedbench.data.partition import make_partition
 from fedbench.data.store import Dataset
 from fedbench.engine.linear_steps import affine_form, sparse_rows
@@ -191,3 +191,17 @@ def test_small_jobs_keep_the_per_client_path(monkeypatch):
     parts = [make_partition(ds, {"scheme": "shared", "num_clients": 5}, seed=s["seed"]) for s in specs]
     train_seeds(specs, ds, parts, device="cpu", engine="vectorized")
     assert used and all(u is None for u in used)
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_every_algorithm_equals_the_generic_path(algorithm, monkeypatch):
+    """Whatever the affine-form check decides for an algorithm (fast path or not), the results
+    equal the generic path's (``logreg``, stacked cells differing in lr and seed)."""
+    ds = _dataset(False, classes=3)
+    specs = _specs(algorithm, "logreg", lrs=(0.05, 0.2), seeds=(0, 1), steps=3, batch_size=2)
+    fast, used = _run(specs, ds, True, monkeypatch)
+    used = list(used)  # (the next run's spy wraps this one's)
+    generic, _ = _run(specs, ds, False, monkeypatch)
+    _assert_close(fast, generic)
+    if algorithm in FAST_ALGORITHMS:
+        assert used and all(used)

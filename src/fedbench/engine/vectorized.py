@@ -79,7 +79,7 @@ How a round is run
 
 12. **Linear logistic regression on CPU** (``binary_logreg``, ``logreg``; FedAc's regime of many
     workers with batch size 1): a chunk whose algorithm step is affine in its state and gradient
-    (FedAvg, FedAc, Mb-SGD, Mb-Ac-SGD, FedProx, SCAFFOLD, ... without clipping), with no padded
+    (FedAvg, FedAc, Mb-SGD, Mb-Ac-SGD, FedProx, SCAFFOLD, FedDyn, ... without clipping), with no padded
     steps or rows, no augmentation and no held-out pass, runs all its steps in one compiled loop
     (:mod:`fedbench.engine.linear_steps`: the update rule read off the algorithm's own
     ``client_step``, the gradient written out) instead of S vmapped steps; :attr:`VectorizedClients.fast_steps`
