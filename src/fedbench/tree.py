@@ -80,12 +80,32 @@ def tree_weighted_mean(trees: Sequence[Tree], weights: torch.Tensor | Iterable[f
     if total <= 0:
         raise ValueError(f"tree_weighted_mean: weights sum to {total}; need a positive total")
     out = {}
-    for k in trees[0]:
-        acc = torch.zeros_like(trees[0][k])
-        for t, wi in zip(trees, w.tolist()):
-            acc = acc + t[k] * (wi / total)
-        out[k] = acc
+    for k in trees[0]:  # one stacked contraction per leaf (not a Python loop over the P trees)
+        stacked = torch.stack([t[k] for t in trees])
+        out[k] = torch.tensordot((w / total).to(device=stacked.device, dtype=stacked.dtype), stacked, dims=1)
     return out
+
+
+def messages_weighted_mean(messages: Sequence[dict], entry: str, weights) -> Tree:
+    """Σ_k w_k · messages[k][entry] / Σ_k w_k: :func:`tree_weighted_mean` of one entry of a
+    round's messages. Messages the vectorized engine hands over stacked
+    (:class:`fedbench.engine.vectorized.StackedMessages`) are averaged as they are, without a
+    tensor per client; the result is the same either way (the same stacked contraction).
+
+    Raises:
+        ValueError: as :func:`tree_weighted_mean`.
+    """
+    stacked = getattr(messages, "stacked", None)
+    if stacked is None:
+        return tree_weighted_mean([m[entry] for m in messages], weights)
+    if len(messages) == 0:
+        raise ValueError("tree_weighted_mean needs at least one tree")
+    w = torch.as_tensor(list(weights) if not torch.is_tensor(weights) else weights, dtype=torch.float64)
+    total = float(w.sum())
+    if total <= 0:
+        raise ValueError(f"tree_weighted_mean: weights sum to {total}; need a positive total")
+    return {k: torch.tensordot((w / total).to(device=v.device, dtype=v.dtype), v, dims=1)
+            for k, v in stacked(entry).items()}
 
 
 def tree_mean(trees: Sequence[Tree]) -> Tree:

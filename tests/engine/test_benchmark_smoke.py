@@ -57,3 +57,16 @@ def test_benchmark_target_rows_say_by_how_much_a_target_is_missed():
                    ("W3", 0.1): (10.0, 20.0, "met")}
     # on CUDA the W1 target is 50x at every participation
     assert run.target_rows(results[:2], "cuda") == [("W1", 1.0, 50.0, 1.5, "missed by 33.3×")]
+
+
+def test_fedac_speed_runs_and_says_how_to_get_the_authors_code(tmp_path):
+    """benchmarks/fedac_speed.py at a tiny size without the authors' checkout: the fedbench job runs
+    and the authors' column says how to get their code (it is never copied here)."""
+    env = {k: v for k, v in __import__("os").environ.items() if k != "FEDAC_AUTHORS"}
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "fedac_speed.py"), "--algorithms", "fedac",
+                        "--M", "4", "--K", "4", "--T-fedbench", "8", "--json", str(tmp_path / "rows.json")],
+                       capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 0, r.stderr
+    rows = [line for line in r.stdout.splitlines() if line.startswith("| fedac |")]
+    assert len(rows) == 1 and "git clone https://github.com/hongliny/FedAc-NeurIPS20" in rows[0]
+    assert (tmp_path / "rows.json").exists()

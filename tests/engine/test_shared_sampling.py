@@ -43,9 +43,12 @@ def _spec(algorithm: str, batch_size: int) -> dict:
 
 @pytest.mark.parametrize("algorithm", ["fedavg", "fedac"])
 @pytest.mark.parametrize("batch_size", [1, 3])
-def test_engines_agree_on_shared_with_replacement(toy, algorithm, batch_size, monkeypatch):
+@pytest.mark.parametrize("compiled", [False, True])  # per-client draws and generic steps, or the compiled paths
+def test_engines_agree_on_shared_with_replacement(toy, algorithm, batch_size, compiled, monkeypatch):
     from fedbench.engine.loop import train
 
+    if compiled:
+        monkeypatch.setattr(VectorizedClients, "compiled_min_seconds", 0)
     ds, part = toy
     engines = []
     stacked = VectorizedClients.stacked.__func__

@@ -62,7 +62,7 @@ import torch
 
 from fedbench.algorithms.hparams import hparam, number
 from fedbench.algorithms.local import init_step_state
-from fedbench.tree import Tree, tree_add, tree_sub, tree_weighted_mean
+from fedbench.tree import Tree, messages_weighted_mean, tree_add, tree_sub
 
 #: ``variant`` (str, selects the formulas for α, β, γ: structural) and ``beta_formula`` (str, FedAc-II's β)
 #: are non-numeric; ``mu`` is None (use ``weight_decay``) or a number > 0.
@@ -264,5 +264,5 @@ def server_update(server_state: dict, messages: list[dict], weights, hparams: di
     """w̄^ag ← w̄^ag + Σ n_k Δ^ag_k / Σ n_k (= Σ n_k w_k^ag / Σ n_k, the new ``params``) and
     w̄ ← w̄ + Σ n_k Δ^w_k / Σ n_k (Algorithm 1, line 10)."""
     return {**server_state,
-            "params": tree_add(server_state["params"], tree_weighted_mean([m["delta"] for m in messages], weights)),
-            "w": tree_add(server_state["w"], tree_weighted_mean([m["delta_w"] for m in messages], weights))}
+            "params": tree_add(server_state["params"], messages_weighted_mean(messages, "delta", weights)),
+            "w": tree_add(server_state["w"], messages_weighted_mean(messages, "delta_w", weights))}

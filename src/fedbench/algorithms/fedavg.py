@@ -23,7 +23,7 @@ Departures and choices:
 from __future__ import annotations
 
 from fedbench.algorithms.local import advance, init_step_state, sgd_step
-from fedbench.tree import Tree, tree_add, tree_sub, tree_weighted_mean
+from fedbench.tree import Tree, messages_weighted_mean, tree_add, tree_sub
 
 HPARAMS: dict[str, float] = {}
 BOUNDS: dict[str, str] = {}
@@ -58,7 +58,7 @@ def client_final(server_state: dict, step_state: dict, hparams: dict) -> tuple[d
 
 def weighted_delta(messages: list[dict], weights) -> Tree:
     """Δ̄ = Σ_k n_k Δ_k / Σ_k n_k over the round's messages (``"delta"`` entries)."""
-    return tree_weighted_mean([m["delta"] for m in messages], weights)
+    return messages_weighted_mean(messages, "delta", weights)
 
 
 def server_update(server_state: dict, messages: list[dict], weights, hparams: dict) -> dict:

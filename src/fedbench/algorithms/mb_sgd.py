@@ -28,7 +28,7 @@ Departures and choices:
 from __future__ import annotations
 
 from fedbench.algorithms.local import advance, init_step_state
-from fedbench.tree import Tree, tree_add, tree_weighted_mean, tree_zeros_like
+from fedbench.tree import Tree, messages_weighted_mean, tree_add, tree_zeros_like
 
 HPARAMS: dict = {}
 BOUNDS: dict[str, str] = {}
@@ -61,7 +61,7 @@ def gradient_state(point: Tree) -> dict:
 
 def mean_gradient(messages: list[dict], weights) -> Tree:
     """ḡ = Σ_k n_k ḡ_k / Σ_k n_k over the round's messages (``"grad"`` entries)."""
-    return tree_weighted_mean([m["grad"] for m in messages], weights)
+    return messages_weighted_mean(messages, "grad", weights)
 
 
 def server_init(params: Tree, hparams: dict, num_clients: int) -> dict:

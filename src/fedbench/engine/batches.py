@@ -145,3 +145,50 @@ def _rows(perms: list[np.ndarray], length: int, steps: int, b: int) -> np.ndarra
     if not perms:
         return np.empty((0, b), dtype=np.int64)
     return np.concatenate(perms).reshape(len(perms) * length // b, b)[:steps]
+
+
+def uniform_shape(num_samples: int, batch_size: int, epochs: int | None = None, steps: int | None = None) -> bool:
+    """Whether :func:`local_batches` returns one ``[K, B']`` array for these settings (``steps``;
+    ``epochs`` when B divides n_k), so that :func:`stacked_batches` can draw many clients at once."""
+    return steps is not None or (epochs is not None and num_samples % batch_size == 0)
+
+
+def stacked_batches(seeds, round: int, clients, num_samples: int, batch_size: int, epochs: int | None = None,
+                    steps: int | None = None, replacement: bool = False) -> np.ndarray:
+    """``local_batches(seeds[i], round, clients[i], num_samples, batch_size, epochs, steps,
+    replacement)`` for many clients with the same n_k at once: an int64 array [G, K, B'], bit for
+    bit the same rows (:mod:`fedbench.engine.keyed_integers`: the keyed generators' draws for all
+    clients in one compiled loop, ~0.2 µs a client instead of ~17–35 µs; keys it does not handle
+    are drawn one by one). Only where :func:`uniform_shape` holds.
+
+    Raises:
+        ValueError: the settings give unequal batches (``not uniform_shape(...)``), or as
+            :func:`local_batches`.
+    """
+    from fedbench.engine import keyed_integers  # numba: imported (and initialised, ~2 s) only when used
+
+    seeds = np.broadcast_to(np.asarray(seeds, dtype=np.int64), np.shape(clients))
+    clients = np.asarray(clients, dtype=np.int64)
+    if not uniform_shape(num_samples, batch_size, epochs, steps):
+        raise ValueError(f"stacked_batches: {num_samples} rows in batches of {batch_size} per epoch are unequal")
+    if not keyed_integers.supported(seeds, round, clients, num_samples) or len(clients) == 0:
+        per_client = [local_batches(int(s), round, int(k), num_samples, batch_size, epochs=epochs, steps=steps,
+                                    replacement=replacement) for s, k in zip(seeds, clients)]
+        if not per_client:
+            b = batch_size if replacement or epochs is not None else min(batch_size, num_samples)
+            k = steps if steps is not None else epochs * (num_samples // batch_size)
+            return np.empty((0, k, b), dtype=np.int64)
+        return np.stack(per_client)
+    local_batches(int(seeds[0]), round, int(clients[0]), num_samples, batch_size, epochs=epochs, steps=steps,
+                  replacement=replacement)  # the same argument checks (one client's draw)
+    g = len(clients)
+    if replacement:
+        return keyed_integers.uniform_rows(seeds, round, clients, num_samples, (steps, batch_size))
+    if epochs is not None:  # E permutations, each cut into n_k / B batches
+        perms = keyed_integers.permutations(seeds, round, clients, num_samples, epochs)
+        return perms.reshape(g, epochs * (num_samples // batch_size), batch_size)
+    b = min(batch_size, num_samples)
+    per = num_samples // b
+    count = -(-steps // per)
+    perms = keyed_integers.permutations(seeds, round, clients, num_samples, count)[:, :, : per * b]
+    return perms.reshape(g, count * per, b)[:, :steps]

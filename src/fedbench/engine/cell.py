@@ -328,9 +328,13 @@ class Cell:
             h_t = entropy_bits(flatten(result.counted))
             up_entropy += h_t
             # The Δ convention: differs only for messages holding a model θ_k (FedDyn).
-            if any("params" in msg for msg in messages) or self.hist is not None:
+            # (the keys every message has; the vectorized engine's StackedMessages know them without
+            # building a dict per client)
+            entries = getattr(messages, "entries", None)
+            with_params = "params" in (entries if entries is not None else {e for msg in messages for e in msg})
+            if with_params or self.hist is not None:
                 delta_msgs = [as_delta(msg, theta_prev) for msg in messages]
-                if any("params" in msg for msg in messages):
+                if with_params:
                     h_t = entropy_bits(flatten(delta_msgs))
                 if self.hist is not None:
                     self.hist.add_round(t, delta_msgs, flatten)

@@ -248,6 +248,8 @@ def train_seeds(
                           [c.clients for c in cells], local, chunk_size=chunk_size, augmentation=aug,
                           holdout=[c.held for c in cells] if held_fraction > 0 else None,
                           output_grad_fn=output_grad_fn)
+    if hasattr(clients, "planned_rounds"):  # the vectorized engine: whether its compiled paths pay
+        clients.planned_rounds = int(spec["rounds"])
     for i, (cell, path) in enumerate(zip(cells, checkpoint_paths)):
         states = cell.resume(path)
         if states is not None:

@@ -77,6 +77,18 @@ How a round is run
     kernels and is keyed by them, and feeding per-client tensors as graph inputs is not done
     (untested without a GPU); correctness first, the speed of graphs for mixed chunks is left.
 
+12. **Linear logistic regression on CPU** (``binary_logreg``, ``logreg``; FedAc's regime of many
+    workers with batch size 1): a chunk whose algorithm step is affine in its state and gradient
+    (FedAvg, FedAc, Mb-SGD, Mb-Ac-SGD, FedProx, SCAFFOLD, FedDyn, ... without clipping), with no padded
+    steps or rows, no augmentation and no held-out pass, runs all its steps in one compiled loop
+    (:mod:`fedbench.engine.linear_steps`: the update rule read off the algorithm's own
+    ``client_step``, the gradient written out) instead of S vmapped steps; :attr:`VectorizedClients.fast_steps`
+    False turns it off. Where every client's batches form one [K, B] array, a round's rows are
+    drawn for all its clients at once (:func:`fedbench.engine.batches.stacked_batches`, the same
+    rows bit for bit). Both compiled paths (numba) run only in jobs large enough to repay their
+    ~2 s start-up (:attr:`VectorizedClients.compiled_min_seconds`). A round's messages stay
+    stacked (:class:`StackedMessages`; per-client dicts only for algorithms that read them one by one).
+
 Equivalence: in float64 the parameters match the reference to ~1e-14 relative after several
 rounds (tests require 1e-10); bitwise equality is not promised, since batched kernels may sum in
 a different order than unbatched ones. The same cell run twice is bitwise identical (the grouping
@@ -112,7 +124,7 @@ calling .item() on a Tensor"), and ``engine: sequential`` always remains availab
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from types import ModuleType
 
 import numpy as np
@@ -122,7 +134,7 @@ from torch.utils import _pytree as pytree
 
 from fedbench.engine import augment as augmentation
 from fedbench.engine import graphs
-from fedbench.engine.batches import local_batches
+from fedbench.engine.batches import local_batches, stacked_batches, uniform_shape
 from fedbench.engine.holdout import holdout_batches
 from fedbench.engine.interface import RoundResult
 from fedbench.tree import tree_numel
@@ -322,6 +334,80 @@ def _take(tree, j):
     return pytree.tree_map(lambda v: v[j], tree)
 
 
+class _StackedRows(Mapping):
+    """``{client id: its [K, B] rows}`` for a round's clients held as one array ``rows[G, K, B]``
+    (``ids`` ascending): what :meth:`VectorizedClients._round_batches` draws with replacement.
+    :meth:`take` lays out a chunk's rows without a Python loop over its clients."""
+
+    def __init__(self, ids: np.ndarray, rows: np.ndarray):
+        self.ids, self.rows = ids, rows
+
+    def __getitem__(self, k):
+        i = int(np.searchsorted(self.ids, k))
+        if i >= len(self.ids) or self.ids[i] != k:
+            raise KeyError(k)
+        return self.rows[i]
+
+    def __iter__(self):
+        return iter(self.ids.tolist())
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def take(self, members) -> np.ndarray:
+        """The members' rows, ``[G, K, B]``."""
+        return self.rows[np.searchsorted(self.ids, np.asarray(members, dtype=np.int64))]
+
+
+class StackedMessages(Sequence):
+    """One cell's messages of a round, in ascending client order, held as the chunks' stacked
+    messages: ``parts`` is a list of (positions of the chunk's clients among the cell's, the
+    chunk's message tree with leaves ``[G, ...]``).
+
+    A list of per-client message dicts for code that reads them one by one (built on first
+    access); :meth:`stacked` gives an entry for all clients at once, ``[P, ...]`` per leaf, which
+    :func:`fedbench.tree.messages_weighted_mean` uses (no per-client tensors: a round of thousands
+    of clients costs a few tensor operations); :attr:`entries` the keys every message has."""
+
+    def __init__(self, parts: list, n: int):
+        self.parts, self.n, self._list = parts, n, None
+        self.entries = frozenset(parts[0][1]) if parts else frozenset()
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i):
+        if self._list is None:
+            out: list = [None] * self.n
+            for pos, msg in self.parts:
+                for p, one in zip(pos.tolist(), _unstack(msg, len(pos))):
+                    out[p] = one
+            self._list = out
+        return self._list[i]
+
+    def stacked(self, entry: str):
+        """Entry ``entry`` of every message, stacked in client order (a tree of ``[P, ...]``)."""
+        pos = np.concatenate([p for p, _ in self.parts])
+        order = None if np.all(pos[1:] > pos[:-1]) else torch.as_tensor(np.argsort(pos))
+        trees = [m[entry] for _, m in self.parts]
+        if all(isinstance(t, dict) and all(torch.is_tensor(v) for v in t.values()) for t in trees):  # the usual
+            out = {k: torch.cat([t[k] for t in trees]) if len(trees) > 1 else trees[0][k] for k in trees[0]}
+            return out if order is None else {k: v[order.to(v.device)] for k, v in out.items()}
+        out = pytree.tree_map(lambda *leaves: torch.cat(leaves) if len(leaves) > 1 else leaves[0], *trees)
+        return out if order is None else pytree.tree_map(lambda v: v[order.to(v.device)], out)
+
+
+def _unstack(tree, g: int) -> list:
+    """``[_take(tree, j) for j in range(g)]`` (views, no copies), one ``unbind`` per leaf: a
+    round's messages of thousands of clients cost microseconds each, not a tree walk each."""
+    if isinstance(tree, dict):
+        keys, parts = list(tree), [_unstack(v, g) for v in tree.values()]
+        return [dict(zip(keys, vals)) for vals in zip(*parts)] if keys else [{} for _ in range(g)]
+    if torch.is_tensor(tree):
+        return list(tree.unbind(0))
+    return [_take(tree, j) for j in range(g)]
+
+
 def _bcast(mask: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     return mask.view(mask.shape[0], *([1] * (v.dim() - 1)))
 
@@ -370,6 +456,21 @@ class VectorizedClients:
             (:func:`fedbench.engine.holdout.make_output_grad_fn`); required with ``holdout``.
     """
 
+    #: Use the fast path of :mod:`fedbench.engine.linear_steps` where a chunk qualifies (a
+    #: runtime choice: the same results to float rounding). Tests and benchmarks set it False to
+    #: run the generic path.
+    fast_steps = True
+
+    #: The compiled paths (keyed draws for many clients at once, :func:`fedbench.engine.batches.stacked_batches`;
+    #: the fast local steps) are used only where they save more than this many seconds in the job:
+    #: their first call in a process costs ~2 s (numba and LLVM start-up, the compiled code loaded
+    #: from its cache). :meth:`_compiled_pays` estimates the saving per round as clients × 20 µs (a
+    #: client's keyed draw in numpy) + K × (0.5 ms, a vmapped step's fixed cost, + clients × 2 µs, a
+    #: vmapped client-step against a compiled one; ``benchmarks/fedac_speed.py --probe``), times the
+    #: rounds. Small jobs (the default suite, one cell of a sweep) keep the per-client path and never
+    #: import numba. Tests set it to 0.
+    compiled_min_seconds = 2.0
+
     def __init__(self, algorithm: ModuleType, model, grad_fn, x_all: torch.Tensor, y_all: torch.Tensor,
                  clients: Sequence[np.ndarray], local: dict, seed: int, chunk_size=None,
                  step_overhead: float | None = None, augmentation: dict | None = None,
@@ -386,6 +487,7 @@ class VectorizedClients:
         self.device = x_all.device
         self.clients, self._slot, self._distinct = _as_rows(clients)
         self.m = len(self.clients)
+        self._sizes = np.array([len(r) for r in self._distinct], dtype=np.int64)[self._slot]  # n_k
         self.local = local
         self.seed = int(seed)
         # Seed stacking (:meth:`stacked`): client g belongs to cell cell_of[g] and draws its
@@ -406,6 +508,12 @@ class VectorizedClients:
         self.real_steps = 0
         #: CUDA graphs of the step loop (:mod:`fedbench.engine.graphs`); None on CPU.
         self.graphs = graphs.StepGraphs(self.device) if self.device.type == "cuda" else None
+        #: The compiled local steps of linear logistic regression (:mod:`fedbench.engine.linear_steps`),
+        #: built on first use; None where the model or device does not qualify.
+        self._linear = False
+        #: The rounds the caller will train (:func:`fedbench.engine.loop.train_seeds` sets it); with
+        #: the clients per round it decides whether the compiled paths pay (:meth:`_compiled_pays`).
+        self.planned_rounds: int | None = None
 
     @classmethod
     def stacked(cls, algorithm: ModuleType, model, grad_fn, x_all: torch.Tensor, y_all: torch.Tensor,
@@ -448,6 +556,31 @@ class VectorizedClients:
         return eng
 
     # -- batches ---------------------------------------------------------------------------------
+    def _round_batches(self, t: int, sampled: np.ndarray) -> Mapping[int, np.ndarray | list]:
+        """``{k: self._client_batches(t, k)}`` for the round's clients. Where every client's batches
+        are one [K, B] array of the same shape (``local.steps``; epochs whose batch size divides
+        n_k) the clients of equal n_k draw together (:func:`fedbench.engine.batches.stacked_batches`:
+        the same rows, without a generator object per client), held as one array."""
+        local = self.local
+        if not self._compiled_pays(len(sampled)):
+            return {int(k): self._client_batches(t, int(k)) for k in sampled}
+        ids = np.unique(np.asarray(sampled, dtype=np.int64))
+        sizes = self._sizes[ids]
+        distinct = np.unique(sizes)
+        bs, epochs, steps = int(local["batch_size"]), local.get("epochs"), local.get("steps")
+        replacement = bool(local.get("replacement", False))
+        parts = [] if len(ids) and all(n >= 1 and uniform_shape(int(n), bs, epochs, steps) for n in distinct) else None
+        for n in distinct if parts is not None else ():
+            at = np.flatnonzero(sizes == n)
+            parts.append((at, stacked_batches(self.key_seed[ids[at]], t, self.key_id[ids[at]], int(n), bs,
+                                              epochs=epochs, steps=steps, replacement=replacement)))
+        if parts is None or len({p.shape[1:] for _, p in parts}) != 1:  # unequal steps or batch sizes
+            return {int(k): self._client_batches(t, int(k)) for k in sampled}
+        rows = np.empty((len(ids), *parts[0][1].shape[1:]), dtype=np.int64)
+        for at, p in parts:
+            rows[at] = p
+        return _StackedRows(ids, rows)
+
     def _client_batches(self, t: int, k: int) -> list[np.ndarray]:
         return local_batches(int(self.key_seed[k]), t, int(self.key_id[k]), len(self.clients[k]),
                              self.local["batch_size"], epochs=self.local.get("epochs"), steps=self.local.get("steps"),
@@ -461,12 +594,17 @@ class VectorizedClients:
         (one per cell for the ``shared`` partition, so no [m, n] table)."""
         if draws is not None:
             return None
-        first = batches[members[0]]
-        if not (isinstance(first, np.ndarray) and first.ndim == 2 and len(first) > 0):
-            return None
-        if not all(isinstance(batches[k], np.ndarray) and batches[k].shape == first.shape for k in members):
-            return None
-        local = np.stack([batches[k] for k in members])  # [G, S, B] indices into each client's rows
+        if isinstance(batches, _StackedRows):
+            if batches.rows.shape[1] == 0:
+                return None
+            first, local = batches.rows[0], batches.take(members)
+        else:
+            first = batches[members[0]]
+            if not (isinstance(first, np.ndarray) and first.ndim == 2 and len(first) > 0):
+                return None
+            if not all(isinstance(batches[k], np.ndarray) and batches[k].shape == first.shape for k in members):
+                return None
+            local = np.stack([batches[k] for k in members])  # [G, S, B] indices into each client's rows
         if self._row_table is None:  # [u, max n] over the u distinct row arrays (padded with 0; only
             # real rows are indexed): u = m for a disjoint partition, 1 per cell for ``shared``
             table = np.zeros((len(self._distinct), max(len(r) for r in self._distinct)), dtype=np.int64)
@@ -684,26 +822,35 @@ class VectorizedClients:
             with torch.cuda.stream(self.graphs.stream):
                 result = self._train_round(server_of, flat, hp_of, t)
             caller.wait_stream(self.graphs.stream)
-        messages, losses, counted = result
+        parts, losses, counted = result
         bounds = np.concatenate([[0], np.cumsum(sizes)]).tolist()
-        return [RoundResult(messages[a:b], losses[a:b], counted[c], self.executed_steps, self.real_steps)
-                for c, a, b in zip(cells, bounds[:-1], bounds[1:])]
+        out = []
+        for c, a, b in zip(cells, bounds[:-1], bounds[1:]):
+            mine = [(pos - a, msg) for pos, msg in parts if len(pos) and a <= pos[0] < b]
+            out.append(RoundResult(StackedMessages(mine, b - a), losses[a:b], counted[c], self.executed_steps,
+                                   self.real_steps))
+        return out
 
     def _train_round(self, server_of: dict[int, dict], sampled: np.ndarray, hp_of: dict[int, dict], t: int):
         """Train ``sampled`` (engine-wide client ids; ascending within each cell) with each cell's
-        hyperparameters ``hp_of[c]``; returns (messages and losses in the order of ``sampled``,
+        hyperparameters ``hp_of[c]``; returns (the messages as (positions in ``sampled``, the stacked
+        message of those clients) per chunk and cell, the losses in the order of ``sampled``,
         {cell: messages to count})."""
         algo = self.algo
         any_server = next(iter(server_of.values()))
         hp_any = hp_of[next(iter(server_of))]
         dtype = next(iter(any_server["params"].values())).dtype
-        batches = {int(k): self._client_batches(t, int(k)) for k in sampled}
+        self._round_clients = len(sampled)
+        batches = self._round_batches(t, sampled)
         draws = None
         if self.aug is not None:
             draws = {k: augmentation.draw(self.aug, int(self.key_seed[k]), t, int(self.key_id[k]), [len(b) for b in bl])
                      for k, bl in batches.items()}
-        steps = [len(batches[int(k)]) for k in sampled]
-        chunk = self.chunk_size or self._auto_chunk(any_server, hp_any, max(steps, default=0))
+        if isinstance(batches, _StackedRows):
+            steps = np.full(len(sampled), batches.rows.shape[1], dtype=np.int64)
+        else:
+            steps = [len(batches[int(k)]) for k in sampled]
+        chunk = self.chunk_size or self._auto_chunk(any_server, hp_any, int(max(steps, default=0)))
         plan = plan_groups(steps, chunk, self.step_overhead)
 
         def final_for(server, hp):
@@ -718,7 +865,7 @@ class VectorizedClients:
             held = {int(k): holdout_batches(int(self.key_seed[k]), t, int(self.key_id[k]),
                                             len(self.holdout[int(k)]), bs)
                     for k in sampled}
-        messages: list = [None] * len(sampled)
+        parts: list = []  # (positions in sampled, the chunk's stacked message)
         losses = np.full(len(sampled), np.nan)
         counted: dict[int, list] = {c: [] for c in server_of}
         for positions in plan:
@@ -732,7 +879,12 @@ class VectorizedClients:
                 state = self._holdout_pass(state, members, held, holdout_v)
             loss_sum = torch.zeros(g, dtype=torch.float64, device=self.device)
             mask_t = torch.from_numpy(mask_np).to(self.device)  # one host-to-device copy per group
-            if self.graphs is not None and varying is None and idx.shape[0] >= graphs.MIN_STEPS:
+            fast = self._fast_chunk(state, members, hp_of, idx, y, mask_np, held is not None or aug is not None)
+            if fast is not None:  # every step of the chunk in one compiled loop
+                state, loss_np = fast
+                loss_sum = torch.from_numpy(loss_np)
+                eager_steps = 0
+            elif self.graphs is not None and varying is None and idx.shape[0] >= graphs.MIN_STEPS:
 
                 def graphed_body(st, ls, idx_s, y_s, m_s, *aug_s, step_g=step_g):
                     new = step_g(st, self._gather(idx_s, aug_s), y_s)
@@ -767,18 +919,55 @@ class VectorizedClients:
                     msg, cs = _batched(final_for(server_of[c], hp_of[c]), g, self.device)(state)
                     at = positions
                 else:
-                    msg, cs = _batched(final_for(server_of[c], hp_of[c]), len(pos), self.device)(
-                        _take(state, torch.as_tensor(pos, device=self.device)))
+                    contiguous = pos[-1] - pos[0] + 1 == len(pos)  # a slice (views) instead of a gather
+                    mine = (slice(int(pos[0]), int(pos[-1]) + 1) if contiguous
+                            else torch.as_tensor(pos, device=self.device))
+                    msg, cs = _batched(final_for(server_of[c], hp_of[c]), len(pos), self.device)(_take(state, mine))
                     at = positions[pos]
                 self._save_states(sampled[at], cs)
                 counted[c].append(msg)
-                for j, p in enumerate(at.tolist()):
-                    messages[p] = _take(msg, j)
+                parts.append((np.asarray(at, dtype=np.int64), msg))
             with np.errstate(invalid="ignore", divide="ignore"):
                 losses[positions] = loss_sum.cpu().numpy() / ks
             self.executed_steps += int(idx.shape[0]) * g
             self.real_steps += int(ks.sum())
-        return messages, losses.tolist(), counted
+        return parts, losses.tolist(), counted
+
+    def _compiled_pays(self, clients_per_round: int) -> bool:
+        """Whether the compiled paths save more than :attr:`compiled_min_seconds` in this job."""
+        k = int(self.local.get("steps") or 1)
+        per_round = clients_per_round * 20e-6 + k * (5e-4 + clients_per_round * 2e-6)
+        return (self.planned_rounds or 1) * per_round >= self.compiled_min_seconds
+
+    @property
+    def linear(self):
+        """The fast path's :class:`fedbench.engine.linear_steps.LinearSteps`, or None (model,
+        device); built (and numba imported) on first use."""
+        if self._linear is False:
+            from fedbench.engine.linear_steps import LINEAR_MODELS, LinearSteps
+
+            apply = getattr(self.grad_fn, "model_apply", None)
+            self._linear = (LinearSteps.build(self.model, self.grad_fn, self.x_all)
+                            if apply in LINEAR_MODELS else None)
+        return self._linear
+
+    def _fast_chunk(self, state, members: np.ndarray, hp_of: dict[int, dict], idx: torch.Tensor, y: torch.Tensor,
+                    mask_np: np.ndarray, extra: bool):
+        """The chunk's S steps by :meth:`fedbench.engine.linear_steps.LinearSteps.run`, or None where
+        the chunk does not qualify: the fast path is off (:attr:`fast_steps`) or unavailable (model,
+        device), the job is too small to repay the compiled code's start-up (:meth:`_compiled_pays`),
+        the chunk has a held-out pass or augmentation (``extra``), padded steps or rows, or
+        its algorithm's step is not affine (:func:`fedbench.engine.linear_steps.affine_form`)."""
+        if not self.fast_steps or extra or not mask_np.all() or idx.shape[0] == 0 or self.device.type != "cpu":
+            return None
+        if not self._compiled_pays(self._round_clients) or self.linear is None:
+            return None
+        if bool((y == IGNORE_INDEX).any()):
+            return None
+        cells = self.cell_of[members]
+        order = np.unique(cells)
+        return self.linear.run(self.algo, state, [hp_of[int(c)] for c in order], np.searchsorted(order, cells),
+                               idx, y)
 
     def _step_fns(self, hp: dict, varying: dict | None, g: int):
         """(step_one, step_v, holdout_v, step_g) of a chunk of g clients: one client's

@@ -238,6 +238,8 @@ def make_grad_fn(model: Model) -> Callable[[Tree, torch.Tensor, torch.Tensor], t
       falls back to a slow composite path.
 
     Grads of parameters the loss does not touch are zeros, as ``grad_and_value`` gives them.
+    The function carries ``model_apply`` (``model.apply``): the vectorized engine's fast path for
+    linear models (:mod:`fedbench.engine.linear_steps`) writes this gradient out for the models it knows.
     """
     loss_fn = make_loss_fn(model)
     transformed = torch.func.grad_and_value(loss_fn)
@@ -251,6 +253,7 @@ def make_grad_fn(model: Model) -> Callable[[Tree, torch.Tensor, torch.Tensor], t
             grads = torch.autograd.grad(loss, list(leaves.values()), allow_unused=True, materialize_grads=True)
         return dict(zip(leaves, grads)), loss.detach()
 
+    grad_fn.model_apply = model.apply  # what it differentiates (the engine's fast path reads it)
     return grad_fn
 
 

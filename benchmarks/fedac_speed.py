@@ -1,0 +1,398 @@
+"""FedAc's experiments, fedbench against the authors' numpy code, run for run.
+
+    python benchmarks/fedac_speed.py --authors /path/to/FedAc-NeurIPS20             # default grid
+    python benchmarks/fedac_speed.py --authors ... --algorithms fedac --M 256 --K 1,16,256
+    FEDAC_AUTHORS=/path/to/FedAc-NeurIPS20 python benchmarks/fedac_speed.py --quick
+
+A *run* is one point of Yuan & Ma, "Federated Accelerated Stochastic Gradient Descent", NeurIPS
+2020, §5 (a9a, ℓ2-regularized logistic regression, λ = 1e-3): one algorithm, M workers, K local
+steps per round, T = 4,096 steps per worker in all (T/K rounds), batch size 1 drawn with
+replacement from the whole training set, one η, one seed, the population loss recorded every 512
+steps. Side by side, in this one script:
+
+- fedbench: the 13-value η grid × 3 seeds of one (algorithm, M, K) trained as the workflow trains
+  them, stacked in one job (:func:`fedbench.engine.loop.train_seeds`, the ``shared`` partition,
+  ``local.replacement``, ``binary_logreg``, float64, vectorized engine on CPU); each job in its own
+  subprocess (its peak RSS is its own). Per-run time = the job's training time / 39.
+- the authors' code (github.com/hongliny/FedAc-NeurIPS20, ``logistic.py``): the same run (same M,
+  K, T, η, λ) through its ``LogiBinaryLibSVM.fedavg / fedac / mbsgd / mbasgd``, one η (the grid's
+  middle), in its own subprocess. That repository has no license: fedbench never copies it. Give a
+  checkout with ``--authors`` or ``FEDAC_AUTHORS`` (``git clone
+  https://github.com/hongliny/FedAc-NeurIPS20``); without one its column says how to get it.
+
+Both read the same a9a-shaped file, written here in the LIBSVM format (no download): 32,561 rows ×
+123 binary features with 14 ones per row (a9a's shape and density), labels from a planted logistic
+model; a 16,281-row test file beside it.
+
+Large jobs (M·T/K·39 client-rounds) can be timed on fewer steps (``--T-fedbench``): the per-run
+time is then scaled to T = 4,096 (training time is linear in the rounds; the scale is printed).
+``--estimate`` adds the time of the whole figure set (4 algorithms × M ∈ {4, ..., 8192} × K ∈ {1,
+..., 256} × 13 η × 3 seeds) from a fit of the measured jobs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import scipy.optimize
+
+REPO = Path(__file__).resolve().parents[1]
+LAMBDA = 1e-3
+T_TOTAL = 4096
+RECORD = 512
+#: The paper's η grid (the authors' scripts): 13 values from 0.001 to 10.
+ETAS = [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0]
+SEEDS = [0, 1, 2]
+ALGORITHMS = {  # fedbench algorithm, its hparams -> the authors' method
+    "fedavg": ("fedavg", {}),
+    "fedac": ("fedac", {"variant": "I"}),
+    "mb_sgd": ("mb_sgd", {}),
+    "mb_ac_sgd": ("mb_ac_sgd", {"variant": "vanilla"}),
+}
+HOW_TO_GET = "git clone https://github.com/hongliny/FedAc-NeurIPS20 and pass --authors <dir> (or FEDAC_AUTHORS)"
+
+
+# ----------------------------------------------------------------------------------------------
+# data
+
+
+def write_a9a_like(directory: Path, seed: int = 0) -> tuple[Path, Path]:
+    """``directory/a9a`` (32,561 rows) and ``a9a.t`` (16,281): 123 binary features, 14 ones per
+    row, labels ±1 from a planted logistic model. Returns the two paths."""
+    rng = np.random.default_rng(seed)
+    w = rng.normal(0.0, 1.0, 123)
+    paths = []
+    for name, rows in (("a9a", 32_561), ("a9a.t", 16_281)):
+        cols = np.sort(np.argsort(rng.random((rows, 123)), axis=1)[:, :14], axis=1)
+        y = np.where(rng.random(rows) < 1.0 / (1.0 + np.exp(-w[cols].sum(axis=1))), "+1", "-1")
+        lines = [lab + " " + " ".join(f"{c + 1}:1" for c in row) for lab, row in zip(y, cols)]
+        path = directory / name
+        path.write_text("\n".join(lines) + "\n")
+        paths.append(path)
+    return paths[0], paths[1]
+
+
+# ----------------------------------------------------------------------------------------------
+# one fedbench job (in a subprocess)
+
+
+def fedbench_job(algorithm: str, m: int, k: int, steps: int, data_dir: str, threads: int, generic: bool) -> dict:
+    """Train the η grid × seeds of (algorithm, M, K) stacked, for ``steps`` steps per worker."""
+    sys.path.insert(0, str(REPO / "src"))
+    import torch
+
+    from fedbench.data.libsvm import load_a9a
+    from fedbench.data.partition import make_partition
+    from fedbench.engine.loop import train_seeds
+    from fedbench.engine.vectorized import VectorizedClients
+
+    torch.set_num_threads(threads)
+    VectorizedClients.fast_steps = not generic
+    ds = load_a9a({"train": Path(data_dir) / "a9a", "test": Path(data_dir) / "a9a.t"})
+    name, hparams = ALGORITHMS[algorithm]
+    specs, parts = [], {}
+    for eta in ETAS:
+        for s in SEEDS:
+            specs.append({
+                "experiment": "fedac_speed", "dataset": "a9a", "partition": "shared", "algorithm": f"{name},eta={eta}",
+                "seed": s, "algorithm_name": name, "hparams": dict(hparams), "model": {"name": "binary_logreg"},
+                "local": {"epochs": None, "steps": k, "batch_size": 1, "lr": eta, "lr_decay": 1.0,
+                          "weight_decay": LAMBDA, "clip_norm": None, "replacement": True},
+                "sampling": {"scheme": "uniform", "participation": 1.0}, "rounds": steps // k,
+                "eval_every": max(1, RECORD // k), "dtype": "float64"})
+            if s not in parts:
+                parts[s] = make_partition(ds, {"scheme": "shared", "num_clients": m}, seed=s)
+    first = []  # when the first round starts: what comes before it is the job's set-up
+    real = VectorizedClients.train_cells
+
+    def timed(self, *a, **kw):
+        if not first:
+            first.append(time.perf_counter())
+            self.planned_rounds = T_TOTAL // k  # the whole run's rounds, even when fewer are timed
+        return real(self, *a, **kw)
+
+    VectorizedClients.train_cells = timed
+    warm = 0.0 if generic else warm_compiled()  # once per job: counted in its set-up, never scaled
+    t0 = time.perf_counter()
+    out = train_seeds(specs, ds, [parts[s["seed"]] for s in specs], device="cpu", engine="vectorized")
+    seconds = time.perf_counter() - t0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return {"seconds": seconds + warm, "setup_seconds": first[0] - t0 + warm, "warm_seconds": warm,
+            "cells": len(specs), "peak_rss_mb": peak,
+            "ok": sum(info["status"] == "ok" for _, info in out),
+            "final_loss_mid_eta": out[len(out) // 2][0][-1]["train_loss"]}
+
+
+def warm_compiled() -> float:
+    """Seconds of the compiled code's start-up in this process (numba import, LLVM, the kernels
+    loaded from numba's cache), which a job pays once, in its first round: paid here, before the
+    timed rounds, so that scaling the rounds does not scale it."""
+    t0 = time.perf_counter()
+    from fedbench.engine import keyed_integers, linear_steps
+
+    keyed_integers.uniform_rows([0], 1, [0], 10, (1, 1))
+    keyed_integers.permutations([0], 1, [0], 10, 1)
+    state = np.zeros((1, 2, 3))
+    csr = linear_steps.sparse_rows(np.eye(3))
+    linear_steps._run_sparse(state, *csr, 1, np.zeros((1, 1, 1), dtype=np.int64), np.zeros((1, 1, 1), dtype=np.int64),
+                             np.zeros(1, dtype=np.int64), np.ones((1, 2)), np.ones((1, 2, 2)), np.ones((1, 2)), True, 1,
+                             3, False, np.zeros(1), np.zeros(1), 0, 1)
+    return time.perf_counter() - t0
+
+
+# ----------------------------------------------------------------------------------------------
+# one authors' run (in a subprocess)
+
+
+def authors_run(algorithm: str, m: int, k: int, steps: int, eta: float, authors: str, data_dir: str) -> dict:
+    """The authors' ``logistic.py`` on the same run; α, β, γ from fedbench's formulas (the same
+    values their ``train`` computes: FedAc-I eq. 3.1, the vanilla parameters for Mb-Ac-SGD)."""
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    sys.path.insert(0, str(REPO / "src"))
+    sys.path.insert(0, authors)
+    os.chdir(data_dir)  # their loader reads ./libsvm_datasets/<name>
+    import logistic  # the authors' module, from their checkout
+
+    from fedbench.algorithms import fedac
+
+    model = logistic.LogiBinaryLibSVM("a9a", LAMBDA)
+    t0 = time.perf_counter()
+    if algorithm == "fedavg":
+        seq = model.fedavg(eta, m, k, steps, 1, record_intvl=RECORD, SEED=1)
+    elif algorithm == "mb_sgd":
+        seq = model.mbsgd(eta, m, k, steps, 1, record_intvl=RECORD, SEED=1)
+    else:
+        variant = ALGORITHMS[algorithm][1]["variant"]
+        a_inv, b_inv, gamma = fedac.coefficients(eta, LAMBDA, 1 if algorithm == "mb_ac_sgd" else k, variant)
+        run = model.fedac if algorithm == "fedac" else model.mbasgd
+        seq = run(eta, gamma, 1.0 / a_inv, 1.0 / b_inv, m, k, steps, 1, record_intvl=RECORD, SEED=1)
+    seconds = time.perf_counter() - t0
+    return {"seconds": seconds, "final_loss": float(seq.iloc[-1])}
+
+
+def local_steps_probe(data_dir: str, m: int = 256, k: int = 16, cells: int = 39) -> dict:
+    """What bounds the local steps: one chunk of ``cells`` × ``m`` FedAc-I clients (float64, B = 1),
+    its K steps by the generic path (K vmapped steps, as the engine runs them) and by the fast
+    path's compiled loop, ns per client-step; the bytes a client-step moves; and the memory
+    bandwidth of this machine (numpy copy of 512 MiB, read + write)."""
+    sys.path.insert(0, str(REPO / "src"))
+    import torch
+    from torch.func import vmap
+
+    from fedbench.algorithms import fedac
+    from fedbench.data.libsvm import load_a9a
+    from fedbench.engine.linear_steps import LinearSteps
+    from fedbench.models import build_model, make_grad_fn
+
+    torch.set_num_threads(1)
+    ds = load_a9a({"train": Path(data_dir) / "a9a", "test": Path(data_dir) / "a9a.t"})
+    x = torch.as_tensor(np.array(ds.x_train), dtype=torch.float64)
+    y = torch.as_tensor(np.array(ds.y_train))
+    model = build_model({"name": "binary_logreg"}, (123,), 2)
+    grad_fn = make_grad_fn(model)
+    g = m * cells
+    rng = np.random.default_rng(0)
+    idx = torch.as_tensor(rng.integers(0, len(x), size=(k, g, 1)))
+    hp = {**fedac.HPARAMS, "lr": 0.1, "weight_decay": LAMBDA, "clip_norm": None, "local_steps": k}
+    w0 = torch.as_tensor(rng.normal(size=(g, 123)))
+    state = {"params": {"weight": w0.clone()}, "w": {"weight": w0.clone()},
+             "steps": torch.zeros(g, dtype=torch.int64), "loss": torch.zeros(g, dtype=torch.float64)}
+    step = vmap(lambda st, xb, yb: fedac.client_step(st, (xb, yb), hp, grad_fn))
+
+    def generic():
+        st = state
+        for t in range(k):
+            st = step(st, x[idx[t]], y[idx[t]])
+        return st
+
+    fast = LinearSteps.build(model, grad_fn, x)
+    coef_of = np.zeros(g, dtype=np.int64)
+
+    def compiled():
+        return fast.run(fedac, state, [hp], coef_of, idx, y[idx])
+
+    out = {}
+    for name, fn in (("generic", generic), ("fast", compiled)):
+        fn()
+        best = math.inf
+        for _ in range(3):
+            t0 = time.perf_counter()
+            fn()
+            best = min(best, time.perf_counter() - t0)
+        out[f"{name}_ns"] = best / (g * k) * 1e9
+    a = np.ones(64 << 20)  # 512 MiB
+    b = np.empty_like(a)
+    best = math.inf
+    for _ in range(3):
+        t0 = time.perf_counter()
+        np.copyto(b, a)
+        best = min(best, time.perf_counter() - t0)
+    out["copy_gb_s"] = 2 * a.nbytes / best / 1e9
+    nnz = 14
+    # bytes per client-step of the fast path: the row (indptr 16 B + nnz × (4 B index + 8 B value)),
+    # its row id and label (16 B), and the state (w, w^ag: 2 × 123 × 8 B) read and written once
+    # per round of K steps
+    out["bytes_per_step"] = 16 + nnz * 12 + 16 + 2 * 2 * 123 * 8 / k
+    out.update(m=m, k=k, cells=cells)
+    return out
+
+
+def subprocess_json(args: list[str]) -> dict:
+    proc = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(args)} failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+# ----------------------------------------------------------------------------------------------
+# the figure set
+
+
+def fit_and_estimate(rows: list[dict]) -> dict:
+    """Least-squares fit of job seconds (scaled to T) = a·rounds + b·client-rounds + c·client-steps
+    over the measured fedbench jobs, then the sum over the whole a9a figure set."""
+    x = np.array([[r["rounds"], r["rounds"] * r["M"] * 39, r["M"] * T_TOTAL * 39] for r in rows], dtype=float)
+    y = np.array([r["job_s_T"] - r["setup_s"] for r in rows])
+    coef, *_ = scipy.optimize.nnls(x / y[:, None], np.ones(len(y)))  # relative errors, non-negative terms
+    setup = float(np.mean([r["setup_s"] for r in rows]))
+    ms = [2**i for i in range(2, 14)]
+    ks = [2**i for i in range(0, 9)]
+    total = 0.0
+    for m in ms:
+        for k in ks:
+            rounds = T_TOTAL // k
+            total += 4 * (setup + float(coef @ [rounds, rounds * m * 39, m * T_TOTAL * 39]))
+    return {"setup_s": setup, "per_round_s": coef[0], "per_client_round_us": coef[1] * 1e6,
+            "per_client_step_ns": coef[2] * 1e9, "jobs": 4 * len(ms) * len(ks), "runs": 4 * len(ms) * len(ks) * 39,
+            "total_s": total}
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--authors", default=os.environ.get("FEDAC_AUTHORS"), help="a checkout of FedAc-NeurIPS20")
+    ap.add_argument("--algorithms", default="fedavg,fedac,mb_sgd,mb_ac_sgd")
+    ap.add_argument("--M", default="256,1024")
+    ap.add_argument("--K", default="1,16,256")
+    ap.add_argument("--T-fedbench", type=int, default=T_TOTAL, help="steps per worker timed (scaled to 4,096)")
+    ap.add_argument("--T-authors", type=int, default=T_TOTAL, help="the authors' steps per worker (scaled)")
+    ap.add_argument("--max-client-rounds", type=int, default=None,
+                    help="time fewer rounds where a fedbench job exceeds this many client-rounds (M × 39 × rounds)")
+    ap.add_argument("--max-worker-steps", type=int, default=None,
+                    help="time fewer steps where an authors' run would exceed this many worker-steps (M × T)")
+    ap.add_argument("--threads", type=int, default=1, help="torch threads of a fedbench job")
+    ap.add_argument("--generic", action="store_true", help="fedbench without the fast path (for comparison)")
+    ap.add_argument("--estimate", action="store_true", help="estimate the whole a9a λ = 1e-3 figure set")
+    ap.add_argument("--probe", action="store_true", help="first: the local steps alone (generic vs fast, "
+                    "ns per client-step) and the memory bandwidth")
+    ap.add_argument("--quick", action="store_true", help="fedac, M = 256, K = 16, T = 512: a smoke run")
+    ap.add_argument("--json", help="also write the rows to this file")
+    ap.add_argument("--estimate-from", help="comma-separated --json files of earlier runs: print the estimate only")
+    ap.add_argument("--_job", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args._job:
+        kind, payload = args._job.split(":", 1)
+        spec = json.loads(payload)
+        fn = {"fedbench": fedbench_job, "authors": authors_run, "probe": local_steps_probe}[kind]
+        out = fn(**spec)
+        print(json.dumps(out))
+        return
+    if args.estimate_from:
+        rows = [r for f in args.estimate_from.split(",") for r in json.loads(Path(f).read_text())]
+        print_estimate(rows)
+        return
+    if args.quick:
+        args.algorithms, args.M, args.K, args.T_fedbench, args.T_authors = "fedac", "256", "16", 512, 512
+    algorithms = args.algorithms.split(",")
+    ms = [int(v) for v in args.M.split(",")]
+    ks = [int(v) for v in args.K.split(",")]
+    authors = None
+    if args.authors and (Path(args.authors) / "logistic.py").is_file():
+        authors = str(Path(args.authors).resolve())
+    root = Path(tempfile.mkdtemp(prefix="fedbench-fedac-speed-"))
+    (root / "libsvm_datasets").mkdir()
+    write_a9a_like(root / "libsvm_datasets")
+    data_dir = str(root / "libsvm_datasets")
+    load = os.getloadavg()
+    print("# FedAc runs: fedbench (13 η × 3 seeds stacked per job) vs the authors' numpy code")
+    print(f"- load average at start: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; {os.cpu_count()} logical CPUs; "
+          f"fedbench torch threads {args.threads}{' (generic path)' if args.generic else ''}")
+    print(f"- authors' checkout: {authors or 'none: ' + HOW_TO_GET}")
+    print(f"- T = {T_TOTAL} steps per worker; fedbench timed on {args.T_fedbench}, the authors on "
+          f"{args.T_authors} (scaled to {T_TOTAL}); η of the authors' run: {ETAS[6]}\n")
+    if args.probe:
+        p = subprocess_json(["--_job", "probe:" + json.dumps({"data_dir": data_dir})])
+        print(f"Local steps alone, FedAc-I, {p['cells']} × {p['m']} clients, K = {p['k']}, B = 1, float64, 1 thread: "
+              f"generic path (vmapped client_step) {p['generic_ns']:.0f} ns per client-step, fast path "
+              f"{p['fast_ns']:.0f} ns ({p['generic_ns'] / p['fast_ns']:.1f}×); the fast path moves ~"
+              f"{p['bytes_per_step']:.0f} B per client-step; memory bandwidth (numpy copy, read + write) "
+              f"{p['copy_gb_s']:.1f} GB/s, i.e. {p['bytes_per_step'] / p['copy_gb_s']:.0f} ns per client-step "
+              "if it were bandwidth-bound.\n")
+    print("| algorithm | M | K | rounds | fedbench job (39 runs) | fedbench per run | authors per run | ratio | "
+          "fedbench ns per client-step | peak RSS of the job (MB) |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    rows = []
+    for algorithm in algorithms:
+        for m in ms:
+            for k in ks:
+                rounds = max(1, args.T_fedbench // k)
+                if args.max_client_rounds:
+                    rounds = max(1, min(rounds, args.max_client_rounds // (m * 39)))
+                steps = rounds * k
+                job = subprocess_json(["--_job", "fedbench:" + json.dumps(
+                    {"algorithm": algorithm, "m": m, "k": k, "steps": steps, "data_dir": data_dir,
+                     "threads": args.threads, "generic": args.generic})])
+                scale = T_TOTAL / steps  # the rounds scale; the set-up (cells, partitions, compiled code) does not
+                job_s = job["setup_seconds"] + (job["seconds"] - job["setup_seconds"]) * scale
+                per_run = job_s / job["cells"]
+                row = {"algorithm": algorithm, "M": m, "K": k, "rounds": T_TOTAL // k, "job_s_T": job_s,
+                       "per_run_s": per_run, "timed_steps": steps, "peak_rss_mb": job["peak_rss_mb"],
+                       "ok_cells": job["ok"]}
+                authors_cell = "skipped: " + HOW_TO_GET
+                ratio = "-"
+                if authors:
+                    a_steps = max(k, args.T_authors // k * k)
+                    if args.max_worker_steps:
+                        a_steps = max(k, min(a_steps, args.max_worker_steps // m // k * k))
+                    res = subprocess_json(["--_job", "authors:" + json.dumps(
+                        {"algorithm": algorithm, "m": m, "k": k, "steps": a_steps, "eta": ETAS[6],
+                         "authors": authors, "data_dir": str(root)})])
+                    a_run = res["seconds"] * T_TOTAL / a_steps
+                    row["authors_per_run_s"] = a_run
+                    authors_cell = f"{a_run:.3f} s" + ("" if a_steps == T_TOTAL else f" ({a_steps} steps timed)")
+                    ratio = f"**{a_run / per_run:.1f}×**"
+                rows.append(row)
+                ns = job_s / (job["cells"] * m * T_TOTAL) * 1e9
+                row["setup_s"] = job["setup_seconds"]
+                timed = "" if scale == 1 else f" ({steps // k} timed)"
+                print(f"| {algorithm} | {m} | {k} | {T_TOTAL // k} | {job_s:.2f} s{timed} | {per_run:.4f} s | "
+                      f"{authors_cell} | {ratio} | {ns:.0f} | {job['peak_rss_mb']:.0f} |", flush=True)
+    if args.estimate and len(rows) >= 3:
+        print_estimate(rows)
+    end = os.getloadavg()
+    print(f"\n- load average at end: {end[0]:.2f} {end[1]:.2f} {end[2]:.2f}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1))
+
+
+def print_estimate(rows: list[dict]) -> None:
+    """The fit of :func:`fit_and_estimate` and the figure set's time."""
+    est = fit_and_estimate(rows)
+    print(f"\nFit over the {len(rows)} jobs: job seconds ≈ {est['setup_s']:.1f} s set-up + "
+          f"{est['per_round_s'] * 1e3:.2f} ms per round + "
+          f"{est['per_client_round_us']:.2f} µs per client-round + {est['per_client_step_ns']:.1f} ns per "
+          f"client-step. Whole a9a figure set ({est['jobs']} jobs, {est['runs']} runs): "
+          f"{est['total_s'] / 3600:.1f} h of job time (one job per core: half that on 2 cores).")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,588 @@
+"""The vectorized engine's fast path: a round's local steps of linear logistic regression in one
+compiled loop (CPU).
+
+For the FedAc regime (Yuan & Ma, "Federated Accelerated Stochastic Gradient Descent", NeurIPS 2020,
+§5: thousands of workers, batch size 1, a 123-feature linear model) a vmapped step of the generic
+path is a dozen tiny tensor operations over the stacked [G, d] state, each a pass through memory
+plus dispatch overhead: ~4.8 µs per client-step (benchmarks/RESULTS.md). This module runs the same
+steps as one compiled (numba) loop, client by client: a client's state is loaded once per round and
+its K steps run in cache, with the gradient of the model written out (no autograd, no vmap).
+
+Where the update rules come from (no second copy)
+=================================================
+
+The algorithm's own ``client_step`` stays the single source of its rule. Every algorithm whose
+local step is *affine in its state and the minibatch gradient, coordinate by coordinate* (FedAvg's
+SGD step with weight decay, FedAc's coupling and two sequences, Mb-SGD's and Mb-Ac-SGD's gradient
+sums, ...) has the form, for its n parameter-shaped sequences s_1..s_n (``params``, ``w``,
+``grad_sum``, ...):
+
+    p   = Σ_j q_j s_j                        (the point where the gradient is taken)
+    s_i ← Σ_j A_ij s_j + c_i ∇f(p; b)         (every coordinate alike)
+
+:func:`affine_form` reads (q, A, c) off ``client_step`` itself: it calls it once on probe states
+whose coordinates are the basis vectors (s = e_j, gradient 0; s = 0, gradient 1) and a few random
+coordinates that check the form holds (and again at another step count, to check the step does not
+depend on it). A step that is not of this form (clipping, a sign, per-leaf rules, extra state, a
+second gradient call) fails the check and the engine runs the generic path. FedAc's α, β, γ thus
+come from :func:`fedbench.algorithms.fedac.coefficients` through ``client_step``, nowhere else.
+
+The model: ``binary_logreg`` (logits [0, xᵀw], no bias) and ``logreg`` (logits Wx + b), both with
+the mean softmax cross-entropy of :func:`fedbench.models.make_loss_fn`; the gradient in the logits is
+softmax − one-hot, over the rows of the batch. Inputs are read as sparse rows (a9a: 14 of 123
+features are non-zero) when at most half the entries are non-zero, else dense.
+
+Equality: the same values as the generic path to float rounding (another summation order);
+``tests/engine/test_linear_steps.py``: float64, 1e-10 relative, every algorithm above, stacked cells
+differing in lr and seed, the ``shared`` partition with ``local.replacement``. The rows drawn are
+the engine's, unchanged. Which path runs is decided by the engine per chunk
+(:meth:`fedbench.engine.vectorized.VectorizedClients._fast_chunk`; docs/engines.md).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+import torch
+
+from fedbench.models import binary_logreg, logreg
+
+#: The models this path knows: their ``apply`` → kind. "binary": logits [0, xᵀw] (``weight`` (D,));
+#: "softmax": logits Wx + b (``weight`` (C, D), ``bias`` (C,)).
+LINEAR_MODELS = {binary_logreg.apply: "binary", logreg.apply: "softmax"}
+
+#: Inputs are read as sparse rows when at most this fraction of their entries is non-zero.
+SPARSE_DENSITY = 0.5
+
+#: A chunk is split over torch's threads only with at least this many clients per thread.
+MIN_CLIENTS_PER_THREAD = 64
+
+#: LLVM may reassociate sums (so a dot product over d inputs vectorizes instead of adding one term
+#: at a time) and fuse multiply-adds: float rounding only. No "nnan"/"ninf": a diverging run's
+#: NaN and inf propagate as in the generic path.
+_FLAGS = {"reassoc", "contract"}
+
+#: Relative tolerance of the affine-form check (float64 probes).
+_CHECK_RTOL = 1e-12
+
+
+# ----------------------------------------------------------------------------------------------
+# the algorithm's step as an affine map
+
+
+def sequence_keys(state: dict) -> list[str] | None:
+    """The step state's parameter-shaped sequences (``params`` first, then the other entries that
+    are dicts with the same keys), or None when the state holds anything else besides ``steps``
+    and ``loss`` (the fast path cannot carry it)."""
+    params = state.get("params")
+    if not isinstance(params, dict):
+        return None
+    keys = ["params"]
+    for k, v in state.items():
+        if k in ("params", "steps", "loss"):
+            continue
+        if not (isinstance(v, dict) and set(v) == set(params)):
+            return None
+        keys.append(k)
+    return keys
+
+
+def affine_form(algo, state_keys: list[str], leaf_names: list[str], hp: dict,
+                local_steps: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(q [n], A [n, n], c [n]) of ``algo.client_step`` with hyperparameters ``hp`` (module
+    docstring), read off the step itself in float64; None when the step is not of that form
+    (also when ``hp`` asks for gradient clipping, a norm over all coordinates).
+
+    Args:
+        algo: the algorithm module.
+        state_keys: the step state's sequences (:func:`sequence_keys`), n of them.
+        leaf_names: the model's parameter names (every leaf is probed; all must agree).
+        hp: the cell's round hyperparameters (Python numbers).
+        local_steps: K; the step counts probed are 0 and max(1, K − 1) (both must give the same form).
+    """
+    n = len(state_keys)
+    rng = np.random.default_rng(12345)
+    n_check = 3
+    width = n + 1 + n_check
+    s_in = np.zeros((n, width))
+    g_in = np.zeros(width)
+    s_in[:, :n] = np.eye(n)
+    g_in[n] = 1.0
+    s_in[:, n + 1:] = rng.uniform(-2.0, 2.0, size=(n, n_check))
+    g_in[n + 1:] = rng.uniform(-2.0, 2.0, size=n_check)
+    if hp.get("clip_norm") is not None:  # a global norm: not coordinate by coordinate
+        return None
+    forms = []
+    last = max(1, int(local_steps or 1) - 1)
+    # Two probes: at step 0, then at another step count with the random columns 1000× larger (a
+    # rule that reads the step count, or a norm over all coordinates, gives another form).
+    for steps, scale in ((0, 1.0), (last, 1e3)):
+        s_in[:, n + 1:] *= scale
+        g_in[n + 1:] *= scale
+        state = {k: {name: torch.tensor(s_in[i]) for name in leaf_names} for i, k in enumerate(state_keys)}
+        state["steps"] = steps
+        state["loss"] = torch.tensor(float("nan"), dtype=torch.float64)
+        calls = []
+        probe_loss = torch.tensor(0.625, dtype=torch.float64)
+
+        def grad_fn(p, x, y, calls=calls, probe_loss=probe_loss):
+            calls.append(p)
+            return {name: torch.tensor(g_in) for name in leaf_names}, probe_loss
+
+        try:
+            new = algo.client_step(state, (None, None), hp, grad_fn)
+        except Exception:  # a step that needs a real batch or tensor shapes: not this path's
+            return None
+        if len(calls) != 1 or set(new) != set(state) or not torch.is_tensor(new["loss"]):
+            return None
+        if float(new["loss"]) != 0.625 or int(new["steps"]) != steps + 1:
+            return None
+        p_leaves = [calls[0].get(name) for name in leaf_names]
+        out = []
+        for k in state_keys:
+            leaves = [new[k].get(name) for name in leaf_names]
+            if any(not torch.is_tensor(v) or v.shape != (width,) for v in leaves):
+                return None
+            out.append([v.double().numpy() for v in leaves])
+        if any(not torch.is_tensor(v) or v.shape != (width,) for v in p_leaves):
+            return None
+        p_leaves = [v.double().numpy() for v in p_leaves]
+        q, a, c = p_leaves[0][:n].copy(), np.array([o[0][:n] for o in out]), np.array([o[0][n] for o in out])
+        for li in range(len(leaf_names)):  # every leaf: the same form, and it holds on the random columns
+            if not (np.array_equal(p_leaves[li][:n], q) and np.all(p_leaves[li][n] == 0.0)):
+                return None
+            want_p = q @ s_in[:, n + 1:]
+            if not np.allclose(p_leaves[li][n + 1:], want_p, rtol=_CHECK_RTOL, atol=_CHECK_RTOL * scale):
+                return None
+            for i in range(n):
+                if not (np.array_equal(out[i][li][:n], a[i]) and out[i][li][n] == c[i]):
+                    return None
+                want = a[i] @ s_in[:, n + 1:] + c[i] * g_in[n + 1:]
+                if not np.allclose(out[i][li][n + 1:], want, rtol=_CHECK_RTOL, atol=_CHECK_RTOL * scale):
+                    return None
+        forms.append((q, a, c))
+    q0, a0, c0 = forms[0]
+    if any(not (np.array_equal(q, q0) and np.array_equal(a, a0) and np.array_equal(c, c0)) for q, a, c in forms):
+        return None
+    return q0, a0, c0
+
+
+# ----------------------------------------------------------------------------------------------
+# inputs as rows
+
+
+def sparse_rows(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(indptr [N+1] int64, indices [nnz] int32, values [nnz]) of the rows of ``x`` [N, D] (CSR),
+    or None when more than :data:`SPARSE_DENSITY` of the entries are non-zero."""
+    x = x.reshape(len(x), -1)
+    nz = x != 0
+    if nz.mean() > SPARSE_DENSITY if x.size else True:
+        return None
+    counts = nz.sum(axis=1)
+    indptr = np.zeros(len(x) + 1, dtype=np.int64)
+    np.cumsum(counts, out=indptr[1:])
+    rows, cols = np.nonzero(nz)
+    return indptr, cols.astype(np.int32), np.ascontiguousarray(x[rows, cols])
+
+
+# ----------------------------------------------------------------------------------------------
+# the compiled loop
+
+
+@numba.njit(cache=True, inline="always", fastmath=_FLAGS)
+def _loss_and_logit_grads(z, lab, binary, n_lin, inv_b, dz_row):
+    """Cross-entropy of the logits (binary: [0, z[0]]; else z[:n_lin]) for class ``lab``; writes
+    (softmax − one-hot) / B into dz_row; returns the loss."""
+    if binary:
+        zz = z[0]
+        # log(1 + e^z) − [y = 1] z, and σ(z) − [y = 1], from one e^{−|z|}
+        ez = math.exp(-abs(zz))
+        sp = max(zz, 0.0) + math.log1p(ez)
+        sig = 1.0 / (1.0 + ez) if zz >= 0 else ez / (1.0 + ez)
+        if lab == 1:
+            dz_row[0] = (sig - 1.0) * inv_b
+            return sp - zz
+        dz_row[0] = sig * inv_b
+        return sp
+    m = z[0]
+    for c in range(1, n_lin):
+        m = max(m, z[c])
+    tot = 0.0
+    for c in range(n_lin):
+        tot += math.exp(z[c] - m)
+    lse = m + math.log(tot)
+    for c in range(n_lin):
+        dz_row[c] = (math.exp(z[c] - lse) - (1.0 if c == lab else 0.0)) * inv_b
+    return lse - z[lab]
+
+
+@numba.njit(cache=True, inline="always", fastmath=_FLAGS)
+def _point(s, qg, n, k):
+    """p_k = Σ_j q_j s_jk (unrolled for n ≤ 3)."""
+    if n == 1:
+        return qg[0] * s[0, k]
+    if n == 2:
+        return qg[0] * s[0, k] + qg[1] * s[1, k]
+    if n == 3:
+        return qg[0] * s[0, k] + qg[1] * s[1, k] + qg[2] * s[2, k]
+    acc = 0.0
+    for j in range(n):
+        acc += qg[j] * s[j, k]
+    return acc
+
+
+@numba.njit(cache=True, inline="always", fastmath=_FLAGS)
+def _linear_map(s, ag, n, p_total, tmp):
+    """s ← A s for every coordinate (unrolled for n ≤ 3, so the loop over coordinates vectorizes)."""
+    if n == 1:
+        a00 = ag[0, 0]
+        for k in range(p_total):
+            s[0, k] = a00 * s[0, k]
+    elif n == 2:
+        a00, a01, a10, a11 = ag[0, 0], ag[0, 1], ag[1, 0], ag[1, 1]
+        for k in range(p_total):
+            v0, v1 = s[0, k], s[1, k]
+            s[0, k] = a00 * v0 + a01 * v1
+            s[1, k] = a10 * v0 + a11 * v1
+    elif n == 3:
+        for k in range(p_total):
+            v0, v1, v2 = s[0, k], s[1, k], s[2, k]
+            s[0, k] = ag[0, 0] * v0 + ag[0, 1] * v1 + ag[0, 2] * v2
+            s[1, k] = ag[1, 0] * v0 + ag[1, 1] * v1 + ag[1, 2] * v2
+            s[2, k] = ag[2, 0] * v0 + ag[2, 1] * v1 + ag[2, 2] * v2
+    else:
+        for k in range(p_total):
+            for j in range(n):
+                tmp[j] = s[j, k]
+            for i in range(n):
+                acc = 0.0
+                for j in range(n):
+                    acc += ag[i, j] * tmp[j]
+                s[i, k] = acc
+
+
+@numba.njit(cache=True, inline="always", fastmath=_FLAGS)
+def _affine_axpy(s, ag, cg, n, off, length, gz, xr, tmp):
+    """s_i,off+k ← Σ_j A_ij s_j,off+k + c_i · gz · xr[k] for k < length (one pass; unrolled for n ≤ 2)."""
+    if n == 1:
+        a00, c0 = ag[0, 0], cg[0] * gz
+        for k in range(length):
+            s[0, off + k] = a00 * s[0, off + k] + c0 * xr[k]
+    elif n == 2:
+        a00, a01, a10, a11 = ag[0, 0], ag[0, 1], ag[1, 0], ag[1, 1]
+        c0, c1 = cg[0] * gz, cg[1] * gz
+        for k in range(length):
+            v0, v1 = s[0, off + k], s[1, off + k]
+            s[0, off + k] = a00 * v0 + a01 * v1 + c0 * xr[k]
+            s[1, off + k] = a10 * v0 + a11 * v1 + c1 * xr[k]
+    else:
+        for k in range(length):
+            for j in range(n):
+                tmp[j] = s[j, off + k]
+            for i in range(n):
+                acc = 0.0
+                for j in range(n):
+                    acc += ag[i, j] * tmp[j]
+                s[i, off + k] = acc + cg[i] * gz * xr[k]
+
+
+@numba.njit(cache=True, inline="always", fastmath=_FLAGS)
+def _scatter(s, cg, n, k, gv):
+    """s_ik += c_i · gv for every sequence i (unrolled for n ≤ 3)."""
+    if n == 1:
+        s[0, k] += cg[0] * gv
+    elif n == 2:
+        s[0, k] += cg[0] * gv
+        s[1, k] += cg[1] * gv
+    else:
+        for i in range(n):
+            s[i, k] += cg[i] * gv
+
+
+#: Rows gathered ahead per block of clients (sparse path): their loads are independent, so the
+#: memory latency of a random row overlaps instead of stalling every step.
+_GATHER_ROWS = 256
+#: The dense path copies about this many bytes of rows ahead per block of clients.
+_GATHER_BYTES = 256 << 10
+
+
+@numba.njit(cache=True, fastmath=_FLAGS)
+def _run_sparse(state, indptr, indices, values, max_nnz, idx, lab, coef_of, q, a, c, binary, n_lin, d, has_bias,
+                loss_sum, last_loss, lo, hi):
+    """The S steps of clients lo..hi−1 (module docstring), inputs as CSR rows (at most ``max_nnz``
+    non-zeros a row); ``idx`` and ``lab`` [G, S, B]. ``state`` [G, n, P] is updated in place;
+    ``loss_sum`` [G] += each step's loss; ``last_loss`` [G] = the last one.
+
+    Clients are taken in blocks: first every row of the block's steps is copied into a buffer
+    (independent loads, so their latencies overlap), then the block's clients run their steps
+    one client at a time, each keeping its state in cache for all its S steps."""
+    n, p_total = state.shape[1], state.shape[2]
+    _, s_steps, b_size = idx.shape
+    inv_b = 1.0 / b_size
+    bias_at = n_lin * d
+    per_client = s_steps * b_size
+    block = max(1, _GATHER_ROWS // max(1, per_client))
+    buf_i = np.empty((block * per_client, max(1, max_nnz)), dtype=indices.dtype)
+    buf_v = np.empty((block * per_client, max(1, max_nnz)), dtype=values.dtype)
+    cnt = np.empty(block * per_client, dtype=np.int64)
+    tmp = np.empty(n)
+    z = np.empty(n_lin)
+    dz = np.empty((b_size, n_lin))
+    g0 = lo
+    while g0 < hi:
+        g1 = min(hi, g0 + block)
+        j = 0
+        for g in range(g0, g1):  # gather the block's rows
+            for t in range(s_steps):
+                for b in range(b_size):
+                    r = idx[g, t, b]
+                    start = indptr[r]
+                    m = indptr[r + 1] - start
+                    cnt[j] = m
+                    for u in range(m):
+                        buf_i[j, u] = indices[start + u]
+                        buf_v[j, u] = values[start + u]
+                    j += 1
+        for g in range(g0, g1):
+            s = state[g]
+            e = coef_of[g]
+            qg, ag, cg = q[e], a[e], c[e]
+            total = 0.0
+            step_loss = 0.0
+            row0 = (g - g0) * per_client
+            for t in range(s_steps):
+                step_loss = 0.0
+                for b in range(b_size):
+                    j = row0 + t * b_size + b
+                    m = cnt[j]
+                    for cl in range(n_lin):
+                        acc = 0.0
+                        off = cl * d
+                        for u in range(m):
+                            acc += buf_v[j, u] * _point(s, qg, n, off + buf_i[j, u])
+                        if has_bias:
+                            acc += _point(s, qg, n, bias_at + cl)
+                        z[cl] = acc
+                    step_loss += _loss_and_logit_grads(z, lab[g, t, b], binary, n_lin, inv_b, dz[b])
+                step_loss *= inv_b
+                total += step_loss
+                _linear_map(s, ag, n, p_total, tmp)  # s ← A s, every coordinate
+                for b in range(b_size):  # s ← s + c ∇f: the gradient's non-zero coordinates only
+                    j = row0 + t * b_size + b
+                    m = cnt[j]
+                    for cl in range(n_lin):
+                        off = cl * d
+                        gz = dz[b, cl]
+                        for u in range(m):
+                            _scatter(s, cg, n, off + buf_i[j, u], gz * buf_v[j, u])
+                        if has_bias:
+                            _scatter(s, cg, n, bias_at + cl, gz)
+            loss_sum[g] += total
+            last_loss[g] = step_loss
+        g0 = g1
+
+
+@numba.njit(cache=True, parallel=True, fastmath=_FLAGS)
+def _run_sparse_threads(state, indptr, indices, values, max_nnz, idx, lab, coef_of, q, a, c, binary, n_lin, d,
+                        has_bias, loss_sum, last_loss, bounds):
+    """:func:`_run_sparse` over the client ranges ``bounds[i]..bounds[i+1]``, one per thread."""
+    for i in numba.prange(len(bounds) - 1):
+        _run_sparse(state, indptr, indices, values, max_nnz, idx, lab, coef_of, q, a, c, binary, n_lin, d, has_bias,
+                    loss_sum, last_loss, bounds[i], bounds[i + 1])
+
+
+@numba.njit(cache=True, parallel=True, fastmath=_FLAGS)
+def _run_dense_threads(state, x, idx, lab, coef_of, q, a, c, binary, n_lin, d, has_bias, loss_sum, last_loss,
+                       bounds):
+    """:func:`_run_dense` over the client ranges ``bounds[i]..bounds[i+1]``, one per thread."""
+    for i in numba.prange(len(bounds) - 1):
+        _run_dense(state, x, idx, lab, coef_of, q, a, c, binary, n_lin, d, has_bias, loss_sum, last_loss, bounds[i],
+                   bounds[i + 1])
+
+
+@numba.njit(cache=True, fastmath=_FLAGS)
+def _run_dense(state, x, idx, lab, coef_of, q, a, c, binary, n_lin, d, has_bias, loss_sum, last_loss, lo, hi):
+    """:func:`_run_sparse` with dense input rows ``x`` [N, D]: a block's rows are copied ahead
+    (about 256 KiB of them) so that their loads overlap."""
+    n, p_total = state.shape[1], state.shape[2]
+    _, s_steps, b_size = idx.shape
+    inv_b = 1.0 / b_size
+    bias_at = n_lin * d
+    per_client = s_steps * b_size
+    block = max(1, (_GATHER_BYTES // max(1, d * x.itemsize)) // max(1, per_client))
+    buf = np.empty((block * per_client, d), dtype=x.dtype)
+    tmp = np.empty(n)
+    one = np.ones(1, dtype=x.dtype)
+    z = np.empty(n_lin)
+    dz = np.empty((b_size, n_lin))
+    g0 = lo
+    while g0 < hi:
+        g1 = min(hi, g0 + block)
+        j = 0
+        for g in range(g0, g1):  # gather the block's rows
+            for t in range(s_steps):
+                for b in range(b_size):
+                    buf[j] = x[idx[g, t, b]]
+                    j += 1
+        for g in range(g0, g1):
+            s = state[g]
+            e = coef_of[g]
+            qg, ag, cg = q[e], a[e], c[e]
+            total = 0.0
+            step_loss = 0.0
+            row0 = (g - g0) * per_client
+            for t in range(s_steps):
+                step_loss = 0.0
+                for b in range(b_size):
+                    xr = buf[row0 + t * b_size + b]
+                    for cl in range(n_lin):
+                        off = cl * d
+                        acc = 0.0
+                        for k in range(d):
+                            acc += xr[k] * _point(s, qg, n, off + k)
+                        if has_bias:
+                            acc += _point(s, qg, n, bias_at + cl)
+                        z[cl] = acc
+                    step_loss += _loss_and_logit_grads(z, lab[g, t, b], binary, n_lin, inv_b, dz[b])
+                step_loss *= inv_b
+                total += step_loss
+                if b_size == 1:  # s ← A s + c ∇f in one pass over the coordinates
+                    xr = buf[row0 + t]
+                    for cl in range(n_lin):
+                        _affine_axpy(s, ag, cg, n, cl * d, d, dz[0, cl], xr, tmp)
+                        if has_bias:
+                            _affine_axpy(s, ag, cg, n, bias_at + cl, 1, dz[0, cl], one, tmp)
+                    continue
+                _linear_map(s, ag, n, p_total, tmp)  # s ← A s, then + c ∇f
+                for b in range(b_size):
+                    xr = buf[row0 + t * b_size + b]
+                    for cl in range(n_lin):
+                        off = cl * d
+                        gz = dz[b, cl]
+                        for i in range(n):
+                            ci = cg[i] * gz
+                            for k in range(d):
+                                s[i, off + k] += ci * xr[k]
+                        if has_bias:
+                            for i in range(n):
+                                s[i, bias_at + cl] += cg[i] * gz
+            loss_sum[g] += total
+            last_loss[g] = step_loss
+        g0 = g1
+
+
+# ----------------------------------------------------------------------------------------------
+# the engine's side
+
+
+class LinearSteps:
+    """The fast path of one vectorized engine: the model's kind and the training inputs as rows.
+
+    Build it with :meth:`build` (None when the model or device does not qualify); :meth:`run`
+    trains a chunk of clients for all the steps of its round, or returns None when the chunk does
+    not qualify (its algorithm's step is not affine, the state holds more than sequences), and the
+    engine then runs the generic path.
+    """
+
+    def __init__(self, kind: str, x_all: torch.Tensor):
+        self.kind = kind
+        self._x_all = x_all
+        self._rows = None  # ("sparse", indptr, indices, values) or ("dense", x), on first use
+        self._forms: dict = {}
+
+    @classmethod
+    def build(cls, model, grad_fn, x_all: torch.Tensor) -> LinearSteps | None:
+        """The fast path for ``model`` trained with ``grad_fn`` on ``x_all``, or None: the model is
+        not one of :data:`LINEAR_MODELS`, ``grad_fn`` is not its cross-entropy gradient
+        (:func:`fedbench.models.make_grad_fn` marks it), or the inputs are not floating-point CPU tensors."""
+        apply = getattr(grad_fn, "model_apply", None)
+        kind = LINEAR_MODELS.get(apply)
+        if kind is None or model.apply is not apply or x_all.device.type != "cpu" or not x_all.is_floating_point():
+            return None
+        return cls(kind, x_all)
+
+    def rows(self):
+        if self._rows is None:
+            x = self._x_all.detach().reshape(len(self._x_all), -1).numpy()
+            csr = sparse_rows(x)
+            self._rows = (("dense", np.ascontiguousarray(x)) if csr is None
+                          else ("sparse", *csr, int(np.diff(csr[0]).max(initial=0))))
+        return self._rows
+
+    def form(self, algo, keys: list[str], names: list[str], hp: dict):
+        """:func:`affine_form`, cached per hyperparameter values."""
+        key = (tuple(keys), tuple(sorted((k, repr(v)) for k, v in hp.items())))
+        if key not in self._forms:
+            self._forms[key] = affine_form(algo, keys, names, hp, hp.get("local_steps"))
+        return self._forms[key]
+
+    def run(self, algo, state: dict, hps: list[dict], coef_of: np.ndarray, idx: torch.Tensor,
+            y: torch.Tensor) -> tuple[dict, np.ndarray] | None:
+        """All S steps of a chunk of G clients, or None when the chunk does not qualify.
+
+        Args:
+            algo: the algorithm module.
+            state: the chunk's stacked step state ``[G, ...]`` after ``client_init``.
+            hps: the hyperparameters of the chunk's cells (Python numbers).
+            coef_of: [G] int, member j's cell's position in ``hps``.
+            idx: [S, G, B] rows of the training inputs; y: [S, G, B] their labels (no padding).
+
+        Returns:
+            (the step state after the S steps, [G] float64 sum of the S steps' losses).
+        """
+        keys = sequence_keys(state)
+        if keys is None:
+            return None
+        params = state["params"]
+        names = ["weight"] if self.kind == "binary" else ["weight", "bias"]
+        if set(params) != set(names):
+            return None
+        weight = params["weight"]
+        g, dtype = weight.shape[0], weight.dtype
+        d = weight.shape[-1]
+        n_lin = 1 if self.kind == "binary" else weight.shape[1]
+        forms = [self.form(algo, keys, names, hp) for hp in hps]
+        if any(f is None for f in forms):
+            return None
+        q, a, c = (np.ascontiguousarray(np.stack([f[i] for f in forms])) for i in range(3))
+        n, width = len(keys), n_lin * d + (0 if self.kind == "binary" else n_lin)
+        flat = torch.empty((g, n, width), dtype=dtype)
+        for i, k in enumerate(keys):
+            flat[:, i, : n_lin * d] = state[k]["weight"].reshape(g, n_lin * d)
+            if self.kind != "binary":
+                flat[:, i, n_lin * d:] = state[k]["bias"]
+        loss_sum = np.zeros(g)
+        last = np.zeros(g)
+        idx_np = np.ascontiguousarray(idx.numpy().transpose(1, 0, 2))  # [G, S, B]: a client's rows together
+        lab = np.ascontiguousarray(y.numpy().transpose(1, 0, 2))
+        coef_of = np.ascontiguousarray(coef_of, dtype=np.int64)
+        binary, has_bias = self.kind == "binary", self.kind != "binary"
+        rows = self.rows()
+        threads = max(1, min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS, g // MIN_CLIENTS_PER_THREAD))
+        state_np = flat.numpy()
+        if threads > 1:  # the clients split into one contiguous range per thread (torch's thread count)
+            numba.set_num_threads(threads)
+            bounds = np.linspace(0, g, threads + 1).astype(np.int64)
+            if rows[0] == "sparse":
+                _run_sparse_threads(state_np, *rows[1:], idx_np, lab, coef_of, q, a, c, binary, n_lin, d, has_bias,
+                                    loss_sum, last, bounds)
+            else:
+                _run_dense_threads(state_np, rows[1], idx_np, lab, coef_of, q, a, c, binary, n_lin, d, has_bias,
+                                   loss_sum, last, bounds)
+        elif rows[0] == "sparse":
+            _run_sparse(state_np, *rows[1:], idx_np, lab, coef_of, q, a, c, binary, n_lin, d, has_bias, loss_sum,
+                        last, 0, g)
+        else:
+            _run_dense(state_np, rows[1], idx_np, lab, coef_of, q, a, c, binary, n_lin, d, has_bias, loss_sum, last,
+                       0, g)
+        new = dict(state)
+        for i, k in enumerate(keys):
+            leaf = {"weight": flat[:, i, : n_lin * d].reshape(weight.shape)}
+            if self.kind != "binary":
+                leaf["bias"] = flat[:, i, n_lin * d:]
+            new[k] = leaf
+        new["steps"] = state["steps"] + idx.shape[0]
+        new["loss"] = torch.from_numpy(last).to(dtype)
+        return new, loss_sum

@@ -1,0 +1,207 @@
+"""The vectorized engine's fast path for linear logistic regression (:mod:`fedbench.engine.linear_steps`):
+the same results as the generic (vmapped autograd) path to float rounding, for every algorithm it
+serves, with stacked cells that differ in lr and seed, on FedAc's oracle (the ``shared`` partition
+with ``local.replacement``); and the affine form it reads off each algorithm's ``client_step``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from fedbench.algorithms import ALGORITHMS, fedac, get_algorithm
+from fedbench.data.partition import make_partition
+from fedbench.data.store import Dataset
+from fedbench.engine.linear_steps import affine_form, sparse_rows
+from fedbench.engine.loop import train_seeds
+from fedbench.engine.vectorized import VectorizedClients
+
+RTOL = 1e-10
+FAST_ALGORITHMS = ["fedavg", "fedac", "mb_sgd", "mb_ac_sgd"]
+
+
+def _dataset(sparse: bool, classes: int = 2, n: int = 120, d: int = 9, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    if sparse:  # binary features, 3 of d on per row (a9a-like)
+        x = np.zeros((n + 30, d), dtype=np.float32)
+        for i in range(len(x)):
+            x[i, rng.choice(d, 3, replace=False)] = 1.0
+    else:
+        x = rng.normal(size=(n + 30, d)).astype(np.float32)
+    y = (x @ rng.normal(size=(d, classes)) + rng.gumbel(size=(len(x), classes))).argmax(1)
+    return Dataset("toy", x[:n], y[:n], x[n:], y[n:], num_classes=classes)
+
+
+def _specs(algorithm: str, model: str, lrs=(0.05, 0.3), seeds=(0, 1), steps=5, batch_size=1, variant=None):
+    hparams = dict(get_algorithm(algorithm).HPARAMS)
+    if variant is not None:
+        hparams["variant"] = variant
+    return [{
+        "experiment": "t", "dataset": "toy", "partition": "shared", "algorithm": f"{algorithm},lr={lr}",
+        "seed": s, "algorithm_name": algorithm, "hparams": hparams, "model": {"name": model},
+        "local": {"epochs": None, "steps": steps, "batch_size": batch_size, "lr": lr, "lr_decay": 1.0,
+                  "weight_decay": 0.01, "clip_norm": None, "replacement": True},
+        "sampling": {"scheme": "uniform", "participation": 1.0}, "rounds": 3, "eval_every": 1,
+        "target_accuracy": 0.8, "dtype": "float64"} for lr in lrs for s in seeds]
+
+
+def _run(specs, ds, fast: bool, monkeypatch, chunk_size=None):
+    monkeypatch.setattr(VectorizedClients, "fast_steps", fast)
+    monkeypatch.setattr(VectorizedClients, "compiled_min_seconds", 0)  # these jobs are small
+    used = []
+    real = VectorizedClients._fast_chunk
+
+    def spy(self, *a, **k):
+        out = real(self, *a, **k)
+        used.append(out is not None)
+        return out
+
+    monkeypatch.setattr(VectorizedClients, "_fast_chunk", spy)
+    parts = [make_partition(ds, {"scheme": "shared", "num_clients": 5}, seed=s["seed"]) for s in specs]
+    out = train_seeds(specs, ds, parts, device="cpu", engine="vectorized", chunk_size=chunk_size)
+    return out, used
+
+
+def _assert_close(a, b):
+    for (rows_a, info_a), (rows_b, info_b) in zip(a, b):
+        assert info_a["status"] == info_b["status"] == "ok"
+        for k, v in info_b["params"].items():
+            assert float((info_a["params"][k] - v).abs().max()) <= RTOL * float(v.abs().max())
+        if "w" in info_b["server_state"]:  # FedAc's and Mb-Ac-SGD's second sequence
+            for k, v in info_b["server_state"]["w"].items():
+                assert float((info_a["server_state"]["w"][k] - v).abs().max()) <= RTOL * float(v.abs().max())
+        for ra, rb in zip(rows_a, rows_b):
+            for col in ("train_loss", "test_loss"):
+                assert abs(ra[col] - rb[col]) <= RTOL * abs(rb[col])
+
+
+@pytest.mark.parametrize("algorithm,variant", [("fedavg", None), ("fedac", "I"), ("fedac", "II"),
+                                               ("fedac", "vanilla"), ("mb_sgd", None), ("mb_ac_sgd", None)])
+@pytest.mark.parametrize("sparse", [True, False])
+def test_fast_path_equals_generic_binary_logreg(algorithm, variant, sparse, monkeypatch):
+    ds = _dataset(sparse)
+    specs = _specs(algorithm, "binary_logreg", variant=variant)
+    fast, used = _run(specs, ds, True, monkeypatch)
+    assert used and all(used)  # every chunk ran the fast path
+    generic, used = _run(specs, ds, False, monkeypatch)
+    assert not any(used)
+    _assert_close(fast, generic)
+
+
+@pytest.mark.parametrize("algorithm", FAST_ALGORITHMS)
+def test_fast_path_equals_generic_softmax_logreg(algorithm, monkeypatch):
+    ds = _dataset(True, classes=3)
+    specs = _specs(algorithm, "logreg", batch_size=3, steps=4)
+    fast, used = _run(specs, ds, True, monkeypatch, chunk_size=7)  # chunks mixing cells
+    assert used and all(used)
+    generic, _ = _run(specs, ds, False, monkeypatch, chunk_size=7)
+    _assert_close(fast, generic)
+
+
+def test_stacked_cell_equals_lone_cell_bitwise_on_the_fast_path(monkeypatch):
+    ds = _dataset(True)
+    specs = _specs("fedac", "binary_logreg")
+    stacked, _ = _run(specs, ds, True, monkeypatch)
+    alone, _ = _run(specs[3:], ds, True, monkeypatch)
+    for k, v in alone[0][1]["params"].items():
+        assert torch.equal(stacked[3][1]["params"][k], v)
+
+
+def test_affine_form_of_fedac_is_its_coefficients():
+    """FedAc-I's step read off client_step: p = β⁻¹ w + (1 − β⁻¹) w^ag, and the rows of A and c
+    are Algorithm 1's lines 7–8 with g + λ p (the coefficients of :func:`fedac.coefficients`)."""
+    eta, lam, k = 0.2, 0.01, 4
+    hp = {**fedac.HPARAMS, "lr": eta, "weight_decay": lam, "clip_norm": None, "local_steps": k}
+    q, a, c = affine_form(fedac, ["params", "w"], ["weight"], hp, k)
+    alpha_inv, beta_inv, gamma = fedac.coefficients(eta, lam, k)
+    np.testing.assert_allclose(q, [1 - beta_inv, beta_inv], rtol=1e-15)
+    np.testing.assert_allclose(a[0], (1 - eta * lam) * q, rtol=1e-14)
+    np.testing.assert_allclose(a[1], [alpha_inv * (1 - beta_inv) - gamma * lam * (1 - beta_inv),
+                                      1 - alpha_inv + alpha_inv * beta_inv - gamma * lam * beta_inv], rtol=1e-13)
+    np.testing.assert_allclose(c, [-eta, -gamma], rtol=1e-15)
+
+
+@pytest.mark.parametrize("algorithm", ["fedprox", "scaffold", "fedelasticnet_prox", "fedavg"])
+def test_affine_form_refuses_steps_that_are_not_affine(algorithm):
+    """Clipping (a global norm) and FedElasticNet's sign are not affine: no form, the generic path runs."""
+    algo = get_algorithm(algorithm)
+    hp = {**algo.HPARAMS, "lr": 0.1, "weight_decay": 0.0, "clip_norm": 1.0, "local_steps": 3}
+    if algorithm == "fedelasticnet_prox":
+        hp = {**hp, "clip_norm": None, "lambda1": 0.01}
+    server = algo.server_init({"weight": torch.zeros(2)}, dict(algo.HPARAMS), 4)
+    state = algo.client_init(server, None, hp)
+    keys = [k for k in state if k not in ("steps", "loss", "params")]
+    assert affine_form(algo, ["params", *keys], ["weight"], hp, 3) is None
+    if algorithm != "fedelasticnet_prox":  # without clipping the step is affine (FedProx: in θ and θ^{t−1})
+        assert affine_form(algo, ["params", *keys], ["weight"], {**hp, "clip_norm": None}, 3) is not None
+
+
+def test_affine_form_sees_a_global_norm_without_the_clip_setting():
+    """A step that rescales by a norm over all coordinates is caught by the second, larger probe."""
+
+    class Normed:
+        @staticmethod
+        def client_step(state, batch, hp, grad_fn):
+            g, loss = grad_fn(state["params"], *batch)
+            scale = 1.0 / (1.0 + torch.linalg.vector_norm(g["weight"]))
+            return {**state, "params": {"weight": state["params"]["weight"] - 0.1 * scale * g["weight"]},
+                    "steps": state["steps"] + 1, "loss": loss}
+
+    assert affine_form(Normed, ["params"], ["weight"], {"lr": 0.1, "clip_norm": None}, 3) is None
+
+
+def test_sparse_rows_round_trip():
+    rng = np.random.default_rng(1)
+    x = (rng.random((40, 12)) < 0.2) * rng.normal(size=(40, 12))
+    indptr, indices, values = sparse_rows(x)
+    back = np.zeros_like(x)
+    for r in range(len(x)):
+        back[r, indices[indptr[r]:indptr[r + 1]]] = values[indptr[r]:indptr[r + 1]]
+    np.testing.assert_array_equal(back, x)
+    assert sparse_rows(rng.normal(size=(5, 4))) is None  # dense: read as dense rows
+
+
+def test_threads_give_the_same_bits(monkeypatch):
+    """Clients split over threads run the same per-client loop: bitwise the one-thread result."""
+    ds = _dataset(True)
+    specs = _specs("fedac", "binary_logreg", seeds=(0, 1, 2))
+    old = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one, _ = _run(specs, ds, True, monkeypatch)
+        torch.set_num_threads(2)
+        monkeypatch.setattr("fedbench.engine.linear_steps.MIN_CLIENTS_PER_THREAD", 1)
+        two, _ = _run(specs, ds, True, monkeypatch)
+    finally:
+        torch.set_num_threads(old)
+    for (_, a), (_, b) in zip(one, two):
+        for k, v in a["params"].items():
+            assert torch.equal(v, b["params"][k])
+
+
+def test_small_jobs_keep_the_per_client_path(monkeypatch):
+    """Below ``compiled_min_seconds`` of estimated saving the engine neither draws with the compiled code nor
+    runs the fast steps (their start-up would not be repaid)."""
+    ds = _dataset(True)
+    specs = _specs("fedac", "binary_logreg")
+    monkeypatch.setattr(VectorizedClients, "fast_steps", True)
+    used = []
+    real = VectorizedClients._fast_chunk
+    monkeypatch.setattr(VectorizedClients, "_fast_chunk", lambda self, *a, **k: used.append(real(self, *a, **k)))
+    parts = [make_partition(ds, {"scheme": "shared", "num_clients": 5}, seed=s["seed"]) for s in specs]
+    train_seeds(specs, ds, parts, device="cpu", engine="vectorized")
+    assert used and all(u is None for u in used)
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_every_algorithm_equals_the_generic_path(algorithm, monkeypatch):
+    """Whatever the affine-form check decides for an algorithm (fast path or not), the results
+    equal the generic path's (``logreg``, stacked cells differing in lr and seed)."""
+    ds = _dataset(False, classes=3)
+    specs = _specs(algorithm, "logreg", lrs=(0.05, 0.2), seeds=(0, 1), steps=3, batch_size=2)
+    fast, used = _run(specs, ds, True, monkeypatch)
+    used = list(used)  # (the next run's spy wraps this one's)
+    generic, _ = _run(specs, ds, False, monkeypatch)
+    _assert_close(fast, generic)
+    if algorithm in FAST_ALGORITHMS:
+        assert used and all(used)
