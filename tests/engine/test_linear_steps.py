@@ -38,7 +38,8 @@ def _specs(algorithm: str, model: str, lrs=(0.05, 0.3), seeds=(0, 1), steps=5, b
         hparams["variant"] = variant
     return [{
         "experiment": "t", "dataset": "toy", "partition": "shared", "algorithm": f"{algorithm},lr={lr}",
-        "seed": s, "algorithm_name": algorithm, "hparams": hparams, "model": {"name": model},
+        "seed": s, "algorithm_name": algorithm, "hparams": hparams,
+        "model": model if isinstance(model, dict) else {"name": model},
         "local": {"epochs": None, "steps": steps, "batch_size": batch_size, "lr": lr, "lr_decay": 1.0,
                   "weight_decay": 0.01, "clip_norm": None, "replacement": True},
         "sampling": {"scheme": "uniform", "participation": 1.0}, "rounds": 3, "eval_every": 1,
@@ -198,7 +199,10 @@ def test_every_algorithm_equals_the_generic_path(algorithm, monkeypatch):
     """Whatever the affine-form check decides for an algorithm (fast path or not), the results
     equal the generic path's (``logreg``, stacked cells differing in lr and seed)."""
     ds = _dataset(False, classes=3)
-    specs = _specs(algorithm, "logreg", lrs=(0.05, 0.2), seeds=(0, 1), steps=3, batch_size=2)
+    model = "logreg"
+    if "projection" in get_algorithm(algorithm).HPARAMS:  # minimax: the model with its ascent player
+        model = {"name": "logreg", "minimax": {"problem": "fair", "lambda": 0.1}}
+    specs = _specs(algorithm, model, lrs=(0.05, 0.2), seeds=(0, 1), steps=3, batch_size=2)
     fast, used = _run(specs, ds, True, monkeypatch)
     used = list(used)  # (the next run's spy wraps this one's)
     generic, _ = _run(specs, ds, False, monkeypatch)

@@ -934,7 +934,11 @@ class VectorizedClients:
         return parts, losses.tolist(), counted
 
     def _compiled_pays(self, clients_per_round: int) -> bool:
-        """Whether the compiled paths save more than :attr:`compiled_min_seconds` in this job."""
+        """Whether the compiled paths save more than :attr:`compiled_min_seconds` in this job (never
+        with drawn local work, ``local.epochs``/``steps`` a distribution: its clients' step counts
+        differ, which the compiled paths do not take)."""
+        if isinstance(self.local.get("steps"), Mapping) or isinstance(self.local.get("epochs"), Mapping):
+            return False
         k = int(self.local.get("steps") or 1)
         per_round = clients_per_round * 20e-6 + k * (5e-4 + clients_per_round * 2e-6)
         return (self.planned_rounds or 1) * per_round >= self.compiled_min_seconds
