@@ -328,5 +328,6 @@ def test_dry_run_of_the_fed_minimax_file_plans_every_cell_and_the_paper_outputs(
     jobs = planned_jobs(proc.stdout + proc.stderr)
     rules = [r for r, _ in jobs]
     assert rules.count("train") == 87 and rules.count("prepare_dataset") == 1
-    figures = sorted(w["figure"] for r, w in jobs if r == "paper_figure")
-    assert "fed_minimax_curves" in figures and "fed_minimax_toy" in figures
+    assert sorted(w["figure"] for r, w in jobs if r == "paper_figure") == [
+        "fed_minimax_clients", "fed_minimax_curves", "fed_minimax_toy"]  # Fig. 9: the n sweep
+    assert [w["table"] for r, w in jobs if r == "paper_table"] == ["fed_minimax_summary"]
