@@ -331,3 +331,25 @@ def test_dry_run_of_the_fed_minimax_file_plans_every_cell_and_the_paper_outputs(
     assert sorted(w["figure"] for r, w in jobs if r == "paper_figure") == [
         "fed_minimax_clients", "fed_minimax_curves", "fed_minimax_toy"]  # Fig. 9: the n sweep
     assert [w["table"] for r, w in jobs if r == "paper_table"] == ["fed_minimax_summary"]
+
+
+@pytest.mark.slow
+def test_fed_minimax_quick_cut_runs_end_to_end_with_the_summary_and_fig9(tmp_path):
+    """The quick robust experiment cut to 2 rounds, 1 seed, Fed-Norm-SGDA+ over n ∈ {5, 10}: the
+    PGD column for the robust cells, the summary table and Fig. 9's layout written by the workflow."""
+    cfg = load("fed_minimax_quick")
+    cfg["device"] = "cpu"
+    exp = cfg["experiments"]["fed_minimax_robust_quick"]
+    del cfg["experiments"]["fed_minimax_fair_quick"]
+    exp |= {"seeds": [0], "rounds": 2, "local": exp["local"] | {"epochs": 1}}
+    exp["sweep"] = {"grid": {"partition.num_clients": [5, 10]}}
+    exp["algorithms"] = {"fed_norm_sgda_plus": exp["algorithms"]["fed_norm_sgda_plus"]}
+    assert len(expand_cells(cfg)) == 2
+    ok(snakemake(tmp_path, cfg))
+    m = pl.read_parquet(tmp_path / "results" / "metrics.parquet")
+    pgd = m.get_column("test_pgd_accuracy")
+    assert pgd.null_count() == 0 and 0.0 <= pgd.min() and pgd.max() <= 1.0
+    summary = pl.read_csv(tmp_path / "results" / "tables" / "paper" / "fed_minimax_summary.csv")
+    assert summary.height == 2 and summary.get_column("pgd_final_mean").null_count() == 0
+    assert "rounds to 70 %" in (tmp_path / "results" / "tables" / "paper" / "fed_minimax_summary.md").read_text()
+    assert (tmp_path / "results" / "plots" / "paper" / "fed_minimax_clients.png").stat().st_size > 10_000
