@@ -1069,7 +1069,9 @@ def _label_value(v: Any) -> str:
     distribution as ``uniform2-5`` (drawn per round) or ``uniform2-5.client`` (fixed per client); an
     lr schedule as ``step100-200x0.1`` (milestones, factor)."""
     if isinstance(v, dict) and "milestones" in v:
-        return f"step{'-'.join(str(m) for m in v['milestones'])}x{v.get('factor', 0.1)!r}"
+        from fedbench.engine.loop import schedule_label
+
+        return schedule_label(v)
     if isinstance(v, dict) and "distribution" in v:
         from fedbench.engine.batches import work_label
 

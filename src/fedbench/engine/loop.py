@@ -173,6 +173,11 @@ def round_hparams(spec: dict, t: int) -> dict:
             "local_steps": steps if isinstance(steps, int) else None}
 
 
+def schedule_label(schedule: dict) -> str:
+    """An ``lr_schedule`` in cell labels and sweep plots: ``step100-200x0.1`` (milestones, factor)."""
+    return f"step{'-'.join(str(m) for m in schedule['milestones'])}x{schedule.get('factor', 0.1)!r}"
+
+
 def round_lr(local: dict, t: int) -> float:
     """The client learning rate η_l of round ``t`` (1-based) of a cell's ``local`` settings:
     ``lr · lr_decay^(t−1) · factor^m`` with m the number of ``lr_schedule.milestones`` strictly
