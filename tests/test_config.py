@@ -905,6 +905,64 @@ def test_replacement_is_in_the_local_spec_only_when_true():
     assert "replacement" not in cells[("fedprox", 0)]["local"] and cells[("fedavg", 0)]["local"]["replacement"]
 
 
+def test_lr_schedule_is_in_the_local_spec_only_when_set():
+    """local.lr_schedule (Sharma, Panda & Joshi, TMLR 2023, Table 3: lr / 10 after rounds 100 and
+    200): canonical (factor defaults to 0.1), absent from cells without it (their spec_id unchanged)."""
+    from fedbench.engine.cell import spec_id
+
+    plain = expand_cells(tiny())
+    assert all("lr_schedule" not in c["local"] for c in plain)
+    cfg = tiny()
+    cfg["experiments"]["e"]["local"]["lr_schedule"] = None
+    assert [spec_id(c) for c in expand_cells(cfg)] == [spec_id(c) for c in plain]
+    cfg["experiments"]["e"]["local"]["lr_schedule"] = {"milestones": [100, 200]}
+    on = expand_cells(cfg)
+    assert all(c["local"]["lr_schedule"] == {"milestones": [100, 200], "factor": 0.1} for c in on)
+    assert spec_id(on[0]) != spec_id(plain[0])
+    cfg["experiments"]["e"]["algorithms"]["fedprox"]["local"] = {"lr_schedule": {"milestones": [5], "factor": 0.5}}
+    cells = {(c["algorithm"], c["seed"]): c for c in expand_cells(cfg)}
+    assert cells[("fedprox", 0)]["local"]["lr_schedule"] == {"milestones": [5], "factor": 0.5}
+    assert cells[("fedavg", 0)]["local"]["lr_schedule"]["milestones"] == [100, 200]
+
+
+def test_lr_schedule_can_be_swept():
+    cfg = tiny()
+    cfg["experiments"]["e"]["sweep"] = {"grid": {"local.lr_schedule": [None, {"milestones": [2]},
+                                                                       {"milestones": [1, 2], "factor": 0.5}]}}
+    got = sorted((c["algorithm"], repr(c["local"].get("lr_schedule"))) for c in expand_cells(cfg) if c["seed"] == 0)
+    assert [a for a, _ in got if a.startswith("fedavg")] == [
+        "fedavg,lr_schedule=null", "fedavg,lr_schedule=step1-2x0.5", "fedavg,lr_schedule=step2x0.1"]
+    assert dict(got)["fedavg,lr_schedule=step2x0.1"] == repr({"milestones": [2], "factor": 0.1})
+    assert dict(got)["fedavg,lr_schedule=null"] == "None"
+
+
+@pytest.mark.parametrize("schedule, fragments", [
+    ({"milestones": [200, 100]}, ("experiments.e.local.lr_schedule.milestones: must be strictly increasing",)),
+    ({"milestones": [100, 100]}, ("experiments.e.local.lr_schedule.milestones: must be strictly increasing",)),
+    ({"milestones": []}, ("lr_schedule",)),
+    ({"milestones": [0]}, ("lr_schedule",)),
+    ({"milestones": [10], "factor": 0}, ("lr_schedule",)),
+    ({"factor": 0.1}, ("lr_schedule",)),
+    ({"milestones": [10], "gamma": 0.1}, ("lr_schedule",)),
+])
+def test_a_bad_lr_schedule_is_rejected_with_its_key_path(schedule, fragments):
+    cfg = tiny()
+    cfg["experiments"]["e"]["local"]["lr_schedule"] = schedule
+    rejects(cfg, *fragments)
+
+
+def test_lr_schedule_rules_beyond_the_schema_name_the_key_path():
+    from fedbench.config import _lr_schedule
+
+    for bad, key in (([3, 2], "milestones"), ([1.5], "milestones"), ([True], "milestones")):
+        with pytest.raises(ConfigError, match=f"^p.lr_schedule.{key}: "):
+            _lr_schedule({"milestones": bad}, "p.lr_schedule")
+    with pytest.raises(ConfigError, match="^p.lr_schedule.factor: "):
+        _lr_schedule({"milestones": [1], "factor": -1.0}, "p.lr_schedule")
+    with pytest.raises(ConfigError, match="^p.lr_schedule: must be a mapping"):
+        _lr_schedule([100, 200], "p.lr_schedule")
+
+
 def test_replacement_with_epochs_is_rejected_with_its_key_path():
     cfg = tiny()
     cfg["experiments"]["e"]["local"]["replacement"] = True
@@ -1148,7 +1206,7 @@ def test_every_swept_value_is_checked_as_a_single_value_and_named_by_its_sweep_p
 def test_sweep_structure_errors_name_the_key_path():
     rejects(swept(experiment={"grid": {"local.momentum": [0.9]}}),
             "experiments.e.sweep.grid.local.momentum: unknown sweep axis 'local.momentum'; allowed: local.<key> "
-            "(epochs, steps, batch_size, lr, lr_decay, weight_decay, clip_norm, replacement)",
+            "(epochs, steps, batch_size, lr, lr_decay, lr_schedule, weight_decay, clip_norm, replacement)",
             "sampling.participation, rounds, eval_every, partition.<")
     rejects(swept(experiment={"grid": {"sampling.scheme": ["iid"]}}),
             "experiments.e.sweep.grid.sampling.scheme: unknown")

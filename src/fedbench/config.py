@@ -94,10 +94,10 @@ RESOURCE_DEFAULTS = {"runtime": 30, "mem_mb": 2000, "cpus": 1, "gpus": 0, "gres"
 # Defaults of the mappings merged across levels (experiment < dataset < algorithm): the schema
 # cannot state them, since a default would shadow the outer level's value.
 SAMPLING_DEFAULTS = {"scheme": "uniform", "participation": 1.0}
-LOCAL_DEFAULTS = {"lr_decay": 1.0, "weight_decay": 0.0, "clip_norm": None, "replacement": False}
+LOCAL_DEFAULTS = {"lr_decay": 1.0, "weight_decay": 0.0, "clip_norm": None, "replacement": False, "lr_schedule": None}
 #: Local keys a cell's ``local`` holds only when they differ from their default, so that adding
 #: them left every existing cell's spec (and spec_id) unchanged.
-LOCAL_OPTIONAL = {"replacement": False}
+LOCAL_OPTIONAL = {"replacement": False, "lr_schedule": None}
 LOCAL_KEYS = tuple(schema()["$defs"]["local"]["properties"])
 #: Keys of a cell that only the tables, paper outputs and reports read: not part of the training
 #: spec (:func:`training_spec`), so changing them re-aggregates without retraining.
@@ -621,11 +621,12 @@ def _merge_local(base: dict, over: dict | None, path: str) -> dict:
 
 def _finish_local(local: dict, path: str) -> dict:
     """The merged ``local`` in canonical form (fixed key order; counts int, rates float;
-    ``replacement`` only when true).
+    ``replacement`` only when true, ``lr_schedule`` only when set).
 
     Raises:
         ConfigError: not exactly one of epochs/steps, batch_size or lr missing, a non-finite rate,
-            or ``replacement`` not a boolean or given with epochs (key path ``<path>.replacement``).
+            ``replacement`` not a boolean or given with epochs (key path ``<path>.replacement``), or
+            a bad ``lr_schedule`` (:func:`_lr_schedule`).
     """
     local = {**LOCAL_DEFAULTS, **local}
     epochs, steps = local.get("epochs"), local.get("steps")
@@ -653,7 +654,34 @@ def _finish_local(local: dict, path: str) -> dict:
     }
     if replacement:  # only when true: every cell without it keeps its spec and spec_id
         out["replacement"] = True
+    if local["lr_schedule"] is not None:  # only when set, likewise
+        out["lr_schedule"] = _lr_schedule(local["lr_schedule"], f"{path}.lr_schedule")
     return out
+
+
+def _lr_schedule(schedule: Any, path: str) -> dict:
+    """``local.lr_schedule`` in canonical form ``{"milestones": [int, ...], "factor": float}``
+    (factor defaults to 0.1): the step schedule of :func:`fedbench.engine.loop.round_hparams`.
+
+    Raises:
+        ConfigError: not a mapping, milestones missing, not integers >= 1 or not strictly
+            increasing, or a factor that is not a finite number > 0 (key paths
+            ``<path>.milestones``, ``<path>.factor``).
+    """
+    if not isinstance(schedule, dict):
+        raise ConfigError(f"{path}: must be a mapping {{milestones: [...], factor: 0.1}}, got {schedule!r}")
+    milestones = schedule.get("milestones")
+    if (not isinstance(milestones, list) or not milestones
+            or not all(isinstance(m, int) and not isinstance(m, bool) and m >= 1 for m in milestones)):
+        raise ConfigError(f"{path}.milestones: must be a non-empty list of rounds (integers >= 1), got "
+                          f"{milestones!r}; e.g. [100, 200] multiplies the lr by factor after rounds 100 and 200")
+    if any(b <= a for a, b in zip(milestones, milestones[1:])):
+        raise ConfigError(f"{path}.milestones: must be strictly increasing, got {milestones}; sort them and "
+                          "drop repeats")
+    factor = schedule.get("factor", 0.1)
+    if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not factor > 0:
+        raise ConfigError(f"{path}.factor: must be a number > 0, got {factor!r}")
+    return {"milestones": [int(m) for m in milestones], "factor": _finite(factor, f"{path}.factor")}
 
 
 def _local_work(amount: Any, path: str) -> int | dict | None:
@@ -1038,7 +1066,12 @@ def _axis_kind(axis: str) -> str:
 
 def _label_value(v: Any) -> str:
     """A swept value in a cell label: repr of a float, str of an int, null, true/false; a local-work
-    distribution as ``uniform2-5`` (drawn per round) or ``uniform2-5.client`` (fixed per client)."""
+    distribution as ``uniform2-5`` (drawn per round) or ``uniform2-5.client`` (fixed per client); an
+    lr schedule as ``step100-200x0.1`` (milestones, factor)."""
+    if isinstance(v, dict) and "milestones" in v:
+        from fedbench.engine.loop import schedule_label
+
+        return schedule_label(v)
     if isinstance(v, dict) and "distribution" in v:
         from fedbench.engine.batches import work_label
 

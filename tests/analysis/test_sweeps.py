@@ -408,6 +408,14 @@ def test_format_value_of_a_local_work_distribution_is_the_cell_label():
         "uniform2-7.client"
 
 
+def test_format_value_of_an_lr_schedule_is_the_cell_label():
+    from fedbench.config import _label_value
+
+    for v in ({"milestones": [100, 200], "factor": 0.1}, {"milestones": [5], "factor": 0.5}):
+        assert sweeps.format_value(v) == _label_value(v)
+    assert sweeps.format_value({"milestones": [100, 200], "factor": 0.1}) == "step100-200x0.1"
+
+
 def test_sensitivity_plot_of_a_local_work_axis(mr, tmp_path, monkeypatch):
     """local.epochs swept over distributions (unhashable dict values): categorical ticks by label."""
     work = [{"distribution": "uniform", "low": 2, "high": e, "per": "round"} for e in (5, 7)]

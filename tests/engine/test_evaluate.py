@@ -103,3 +103,57 @@ def test_worst_class_accuracy_is_the_minimum_over_present_classes():
         assert (loss, acc) == evaluate(_apply, params, x, y, batch_size=batch_size)
     nan = evaluate(_apply, params, x[:0], y[:0], worst_class=True)
     assert len(nan) == 3 and all(math.isnan(v) for v in nan)
+
+
+# -- the L2 PGD attack of test_pgd_accuracy -----------------------------------------------------
+
+
+def _linear(w: torch.Tensor, b: torch.Tensor):
+    return lambda params, x: x.reshape(x.shape[0], -1) @ params["w"].T + params["b"]
+
+
+def test_pgd_on_a_two_class_linear_model_is_the_closed_form_attack():
+    """Two classes, logits Wx + b: ∇_δ ℓ ∝ w_o − w_y for every δ, so normalized PGD from 0 walks
+    straight to δ* = −r (w_y − w_o)/‖w_y − w_o‖ (reached after 0.4 K steps, then projected back),
+    the exact worst case in the ball; a row stays correct iff its margin exceeds r ‖w_y − w_o‖."""
+    from fedbench.engine.evaluate import pgd_accuracy, pgd_perturbation
+
+    g = torch.Generator().manual_seed(0)
+    w, b = torch.randn(2, 6, generator=g, dtype=torch.float64), torch.randn(2, generator=g, dtype=torch.float64)
+    x = torch.randn(400, 6, generator=g, dtype=torch.float64)
+    y = (x @ w.T + b).argmax(1)  # every row clean-correct
+    y[:40] = 1 - y[:40]  # and some wrong ones
+    apply, params, r = _linear(w, b), {"w": w, "b": b}, 0.7
+    delta, fooled = pgd_perturbation(apply, params, x, y, r)
+    d = w[y] - w[1 - y]
+    want = -r * d / d.norm(dim=1, keepdim=True)
+    assert torch.allclose(delta, want, rtol=0, atol=1e-13)
+    margin = ((x @ w.T + b).gather(1, y[:, None]) - (x @ w.T + b).gather(1, (1 - y)[:, None]))[:, 0]
+    robust = margin > r * d.norm(dim=1)
+    assert torch.equal(~fooled, robust)
+    assert pgd_accuracy(apply, params, x, y, r, batch_size=64) == float(robust.double().mean())
+    assert 0 < pgd_accuracy(apply, params, x, y, r) < evaluate(apply, params, x, y)[1]
+    assert pgd_accuracy(apply, params, x, y, 0.0) == evaluate(apply, params, x, y)[1]  # r = 0: clean accuracy
+    assert math.isnan(pgd_accuracy(apply, params, x[:0], y[:0], r))
+
+
+def test_pgd_raises_the_loss_and_stays_in_the_ball_on_a_nonlinear_model():
+    from fedbench.engine.evaluate import pgd_accuracy, pgd_perturbation
+
+    model = build_model({"name": "mlp", "hidden": [16]}, (8,), 3)
+    params = model.init(np.random.default_rng(0), dtype=torch.float64)
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(200, 8, generator=g, dtype=torch.float64)
+    y = torch.randint(0, 3, (200,), generator=g)
+    for r in (0.1, 1.0, 3.0):
+        delta, fooled = pgd_perturbation(model.apply, params, x, y, r)
+        assert float(delta.norm(dim=1).max()) <= r * (1 + 1e-12)
+        clean = torch.nn.functional.cross_entropy(model.apply(params, x), y, reduction="none")
+        attacked = torch.nn.functional.cross_entropy(model.apply(params, x + delta), y, reduction="none")
+        assert float(attacked.mean()) > float(clean.mean())
+        assert float((attacked >= clean - 1e-12).double().mean()) > 0.95
+        assert fooled.sum() >= int((model.apply(params, x).argmax(1) != y).sum())  # δ⁰ = 0 counts
+        acc = pgd_accuracy(model.apply, params, x, y, r)
+        assert acc == float((~fooled).double().mean()) and acc <= evaluate(model.apply, params, x, y)[1]
+    accs = [pgd_accuracy(model.apply, params, x, y, r) for r in (0.0, 0.5, 2.0, 8.0)]
+    assert accs == sorted(accs, reverse=True) and accs[-1] < accs[0]

@@ -447,3 +447,21 @@ def test_collapse_rule_ignores_the_round_0_row():
     assert collapse_reason([row(0, 1.0, 0.1), *rows], 10, rule, final=False) is None
     # a lone round-0 row never collapses, final or not
     assert collapse_reason([row(0, big, 0.1)], 10, rule, final=True) is None
+
+
+def test_round_hparams_step_schedule_divides_the_lr_after_each_milestone():
+    """Sharma, Panda & Joshi (TMLR 2023), Table 3: η = 0.02 in rounds 1–100, 2e-3 in 101–200,
+    2e-4 after; on top of lr_decay; without a schedule lr · lr_decay^(t−1) as before."""
+    from fedbench.engine.loop import round_hparams
+
+    spec = _spec()
+    spec["local"] = spec["local"] | {"lr": 0.02, "lr_schedule": {"milestones": [100, 200], "factor": 0.1}}
+    lrs = {t: round_hparams(spec, t)["lr"] for t in (1, 99, 100, 101, 200, 201, 500)}
+    want = {1: 0.02, 99: 0.02, 100: 0.02, 101: 2e-3, 200: 2e-3, 201: 2e-4, 500: 2e-4}
+    assert lrs == pytest.approx(want, rel=1e-15)
+    decayed = spec | {"local": spec["local"] | {"lr_decay": 0.99}}
+    for t in (99, 100, 101, 200, 201):
+        assert round_hparams(decayed, t)["lr"] == pytest.approx(lrs[t] * 0.99 ** (t - 1), rel=1e-15)
+    plain = _spec()
+    plain["local"] = plain["local"] | {"lr_decay": 0.5}
+    assert [round_hparams(plain, t)["lr"] for t in (1, 2, 3)] == [0.1, 0.05, 0.025]

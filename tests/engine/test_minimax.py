@@ -92,3 +92,26 @@ def test_fed_norm_is_local_sgda_with_equal_steps_full_participation(data, engine
         out[name] = train(spec, ds, part, device="cpu", engine=engine)[1]["params"]
     for k, v in out["local_sgda"].items():
         torch.testing.assert_close(out["fed_norm_sgda"][k], v, rtol=0, atol=1e-12)
+
+
+def test_pgd_accuracy_is_measured_for_robust_cells_only(data):  # noqa: F811
+    """test_pgd_accuracy (ours): robust cells, in [0, clean accuracy of h_x]; null for fair cells."""
+    from fedbench.engine.evaluate import evaluate
+    from fedbench.engine.loop import train
+
+    ds, part = data
+    rows, info = train(_minimax_spec("fed_norm_sgda_plus", "uniform", "robust") | {"eval_initial": True}, ds, part,
+                       device="cpu", engine="sequential")
+    assert [r["round"] for r in rows][0] == 0
+    for r in rows:
+        assert 0.0 <= r["test_pgd_accuracy"] <= 1.0
+    x_only = {k: (torch.zeros_like(v) if k.startswith("y.") else v) for k, v in info["params"].items()}
+    from fedbench.models import build_model
+
+    model = build_model({"name": "mlp", "hidden": [8], "minimax": {"problem": "robust"}}, tuple(ds.x_test.shape[1:]),
+                        ds.num_classes)
+    x_test = torch.as_tensor(ds.x_test, dtype=torch.float64)
+    y_test = torch.as_tensor(ds.y_test, dtype=torch.int64)
+    assert rows[-1]["test_pgd_accuracy"] < evaluate(model.apply, x_only, x_test, y_test)[1]
+    fair, _ = train(_minimax_spec("fed_norm_sgda", "uniform", "fair"), ds, part, device="cpu", engine="sequential")
+    assert all(r["test_pgd_accuracy"] is None for r in fair)

@@ -148,6 +148,24 @@ def test_clip_norm_values_stack(data, mixed_chunks):
         _assert_rows_close(rows, ref_rows)
 
 
+def test_lr_schedules_stack(data, mixed_chunks):
+    """Cells with and without a step schedule stack (it only sets each round's lr, per cell) and
+    equal each alone."""
+    ds, parts = data
+    schedules = (None, {"milestones": [1], "factor": 0.1}, {"milestones": [1, 2], "factor": 0.5})
+    specs = []
+    for s, sched in zip(_cells("fedavg"), schedules):
+        local = {k: v for k, v in s["local"].items() if k != "lr_schedule"}
+        specs.append(s | {"local": local | ({"lr_schedule": sched} if sched else {})})
+    assert len({stack_key(s) for s in specs}) == 1
+    stacked = train_seeds(specs, ds, [parts[s["seed"]] for s in specs], device="cpu", chunk_size=CHUNK)
+    assert mixed_chunks["mixed"] > 0
+    for spec, (rows, info) in zip(specs, stacked):
+        ref_rows, ref_info = train(spec, ds, parts[spec["seed"]], device="cpu", engine="sequential")
+        _assert_params_close(info["params"], ref_info["params"])
+        _assert_rows_close(rows, ref_rows)
+
+
 def test_identical_hyperparameters_keep_the_single_cell_path_bitwise(data, mixed_chunks):
     """Seeds of one cell stacked (every value shared): no per-client tensors, and bitwise the
     stacked run of the same cells (the path of seed stacking before hyperparameter stacking)."""
@@ -190,6 +208,7 @@ def test_stack_key_ignores_what_only_changes_values():
         base | {"hparams": {}},  # the default filled in: mu = 0.01
         base | {"hparams": {"mu": 0}},  # int or float
         base | {"local": base["local"] | {"lr": 3.0, "lr_decay": 0.99, "weight_decay": 1e-4}},
+        base | {"local": base["local"] | {"lr_schedule": {"milestones": [1, 2], "factor": 0.1}}},
         base | {"engine": "sequential", "chunk_size": 4},
     ]
     for spec in same:

@@ -288,3 +288,68 @@ def test_local_update_quick_runs_end_to_end_with_the_theory_table(tmp_path):
     assert (plots / "local_update_heavy_ball_symmetry.png").stat().st_size > 10_000
     assert (plots / "local_update_accuracy.png").stat().st_size > 10_000  # the neural-network figures
     assert (plots / "local_update_gamma_loss.png").stat().st_size > 10_000
+
+
+def test_fed_minimax_file_expands_to_the_papers_design():
+    """Sharma, Panda & Joshi (TMLR 2023), Figs. 3–10: CIFAR-10 VGG-11, n = 15, Dirichlet, batch 32,
+    τ_i ~ U{2..E} epochs, Tables 3–4 learning rates (robust: / 10 after rounds 100 and 200)."""
+    cells = expand_cells(load("fed_minimax"))
+    count = {}
+    for c in cells:
+        count[c["experiment"]] = count.get(c["experiment"], 0) + 1
+    assert count == {"fed_minimax_robust": 18, "fed_minimax_fair": 18, "fed_minimax_robust_participation": 18,
+                     "fed_minimax_robust_alpha": 12, "fed_minimax_robust_clients": 12,
+                     "fed_minimax_fair_participation": 9}
+    assert {c["seed"] for c in cells} == {1, 2, 3} and {c["paper"] for c in cells} == {"fed_minimax"}
+    assert {c["dataset"] for c in cells} == {"cifar10"} and {c["model"]["name"] for c in cells} == {"vgg11"}
+    assert {c["local"]["batch_size"] for c in cells} == {32} and {c["local"]["lr"] for c in cells} == {0.016}
+    assert {c["hparams"]["y_lr_scale"] for c in cells} == {1.25}  # η_y = 0.02
+    problem = {c["experiment"]: c["model"]["minimax"]["problem"] for c in cells}
+    for c in cells:
+        robust = problem[c["experiment"]] == "robust"
+        assert c["local"].get("lr_schedule") == ({"milestones": [100, 200], "factor": 0.1} if robust else None)
+        assert c["hparams"]["projection"] == ("ball" if robust else "simplex")
+        assert c["hparams"]["momentum"] == (0.9 if c["algorithm"].split(",")[0].endswith("_m") else 0.0)
+    by = {e: [c for c in cells if c["experiment"] == e] for e in count}
+    assert {(c["local"]["epochs"]["high"]) for c in by["fed_minimax_robust"]} == {5, 7}
+    assert {c["algorithm_name"] for c in by["fed_minimax_robust"]} == {"local_sgda_plus", "fed_norm_sgda_plus"}
+    assert {c["algorithm_name"] for c in by["fed_minimax_fair"]} == {"local_sgda", "fed_norm_sgda"}
+    p = by["fed_minimax_robust_participation"]
+    assert {round(c["sampling"]["participation"] * 15) for c in p} == {5, 10, 15}
+    assert {c["partition"] for c in p} == {"dir0.1", "dir1.0"}
+    assert len({c["partition"] for c in by["fed_minimax_robust_alpha"]}) == 4
+    assert {c["partition"] for c in by["fed_minimax_robust_clients"]} == {
+        f"dir0.1,num_clients={n}" for n in (5, 10, 15, 20)}
+    assert {c["target_accuracy"] for c in cells} == {0.7}
+
+
+def test_dry_run_of_the_fed_minimax_file_plans_every_cell_and_the_paper_outputs(tmp_path):
+    proc = ok(snakemake(tmp_path, load("fed_minimax"), "-n"))
+    jobs = planned_jobs(proc.stdout + proc.stderr)
+    rules = [r for r, _ in jobs]
+    assert rules.count("train") == 87 and rules.count("prepare_dataset") == 1
+    assert sorted(w["figure"] for r, w in jobs if r == "paper_figure") == [
+        "fed_minimax_clients", "fed_minimax_curves", "fed_minimax_toy"]  # Fig. 9: the n sweep
+    assert [w["table"] for r, w in jobs if r == "paper_table"] == ["fed_minimax_summary"]
+
+
+@pytest.mark.slow
+def test_fed_minimax_quick_cut_runs_end_to_end_with_the_summary_and_fig9(tmp_path):
+    """The quick robust experiment cut to 2 rounds, 1 seed, Fed-Norm-SGDA+ over n ∈ {5, 10}: the
+    PGD column for the robust cells, the summary table and Fig. 9's layout written by the workflow."""
+    cfg = load("fed_minimax_quick")
+    cfg["device"] = "cpu"
+    exp = cfg["experiments"]["fed_minimax_robust_quick"]
+    del cfg["experiments"]["fed_minimax_fair_quick"]
+    exp |= {"seeds": [0], "rounds": 2, "local": exp["local"] | {"epochs": 1}}
+    exp["sweep"] = {"grid": {"partition.num_clients": [5, 10]}}
+    exp["algorithms"] = {"fed_norm_sgda_plus": exp["algorithms"]["fed_norm_sgda_plus"]}
+    assert len(expand_cells(cfg)) == 2
+    ok(snakemake(tmp_path, cfg))
+    m = pl.read_parquet(tmp_path / "results" / "metrics.parquet")
+    pgd = m.get_column("test_pgd_accuracy")
+    assert pgd.null_count() == 0 and 0.0 <= pgd.min() and pgd.max() <= 1.0
+    summary = pl.read_csv(tmp_path / "results" / "tables" / "paper" / "fed_minimax_summary.csv")
+    assert summary.height == 2 and summary.get_column("pgd_final_mean").null_count() == 0
+    assert "rounds to 70 %" in (tmp_path / "results" / "tables" / "paper" / "fed_minimax_summary.md").read_text()
+    assert (tmp_path / "results" / "plots" / "paper" / "fed_minimax_clients.png").stat().st_size > 10_000

@@ -78,6 +78,7 @@ _TAIL = ["metric", "statistic", "last", "direction", "average_seeds", "mean", "s
 _AXIS_WORDS = {
     "local.lr": "local learning rate",
     "local.lr_decay": "learning-rate decay per round",
+    "local.lr_schedule": "step learning-rate schedule",
     "local.weight_decay": "weight decay",
     "local.clip_norm": "gradient clipping norm",
     "local.epochs": "local epochs",
@@ -96,11 +97,16 @@ def cell_name(cell: Mapping) -> str:
 def format_value(v) -> str:
     """An axis value as the cell labels write it: floats with ``repr``, ints with ``str``,
     ``null`` for None, ``true``/``false`` for booleans, a local-work distribution as
-    ``uniform2-5`` (:func:`fedbench.engine.batches.work_label`; anything else with ``str``)."""
+    ``uniform2-5`` (:func:`fedbench.engine.batches.work_label`), an lr schedule as ``step100-200x0.1``
+    (:func:`fedbench.engine.loop.schedule_label`); anything else with ``str``."""
     if isinstance(v, Mapping) and "distribution" in v:
         from fedbench.engine.batches import work_label
 
         return work_label(v)
+    if isinstance(v, Mapping) and "milestones" in v:
+        from fedbench.engine.loop import schedule_label
+
+        return schedule_label(v)
     if v is None:
         return "null"
     if isinstance(v, bool):

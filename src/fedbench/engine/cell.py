@@ -53,7 +53,7 @@ import torch
 
 from fedbench.data.partition import client_indices, train_rows
 from fedbench.engine.checkpoint import CHECKPOINT_FORMAT, load_checkpoint, save_checkpoint
-from fedbench.engine.evaluate import evaluate, regularized_objective
+from fedbench.engine.evaluate import evaluate, pgd_accuracy, regularized_objective
 from fedbench.engine.holdout import holdout_split
 from fedbench.engine.sampling import sample_clients
 from fedbench.metrics.communication import as_delta, count_floats, count_nonzeros, entropy_bits, flatten
@@ -200,6 +200,9 @@ class Cell:
                  y_train: torch.Tensor, test: tuple[torch.Tensor, torch.Tensor], held_fraction: float,
                  dtype: torch.dtype, dev: torch.device, num_classes: int | None = None):
         self.spec, self.algo, self.model, self.test = spec, algo, model, test
+        minimax = (spec.get("model") or {}).get("minimax") or {}
+        #: robust minimax cells: the radius r of the PGD attack of ``test_pgd_accuracy`` (None: not measured)
+        self.pgd_radius = float(spec["hparams"].get("radius", 1.0)) if minimax.get("problem") == "robust" else None
         self.seed = int(spec["seed"])
         all_clients = client_indices(partition, "train")
         self.m = len(all_clients)
@@ -279,11 +282,22 @@ class Cell:
                           "train_loss": train_loss, "train_accuracy": train_acc,
                           "train_objective": self.objective(train_loss, params),
                           "test_loss": test_loss, "test_accuracy": test_acc, "test_worst_class_accuracy": test_worst,
+                          "test_pgd_accuracy": self.pgd_accuracy(params),
                           "uplink_floats": 0, "uplink_nonzeros": 0,
                           "uplink_entropy_bits": h0, "uplink_entropy_bits_delta": h0,
                           "downlink_floats": 0,
                           "wall_seconds": time.perf_counter() - self.t_start, "status": "ok",
                           **algorithm_metrics(self.server)})
+
+    def pgd_accuracy(self, params: dict) -> float | None:
+        """The ``test_pgd_accuracy`` column: for a robust minimax cell (``model.minimax.problem:
+        robust``) the test accuracy of the classifier h_x under a per-sample L2 PGD attack in the
+        ball of the cell's ``radius`` (:func:`fedbench.engine.evaluate.pgd_accuracy`), the learned
+        perturbation y replaced by the attack's; None for every other cell (nothing computed)."""
+        if self.pgd_radius is None:
+            return None
+        x_only = {k: (torch.zeros_like(v) if k.startswith("y.") else v) for k, v in params.items()}
+        return pgd_accuracy(self.model.apply, x_only, *self.test, self.pgd_radius)
 
     def objective(self, train_loss: float, params: dict) -> float:
         """The ``train_objective`` column: ``train_loss`` + (λ/2)‖θ‖², λ = the spec's
@@ -348,14 +362,16 @@ class Cell:
             test_loss, test_acc, test_worst = evaluate(self.model.apply, params, *self.test, loss=self.model.loss,
                                                        worst_class=True)
             diverged = diverged or not np.isfinite(train_loss)
+            test_pgd = None if diverged else self.pgd_accuracy(params)
             if diverged:
                 self.status, test_acc, train_acc, test_worst = "diverged", float("nan"), float("nan"), float("nan")
+                test_pgd = None if self.pgd_radius is None else float("nan")
                 self.status_reason = f"non-finite loss or parameters at round {t}"
             self.rows.append({**self.identity, "round": t, "clients_sampled": int(len(sampled)),
                               "train_loss": train_loss, "train_accuracy": train_acc,
                               "train_objective": self.objective(train_loss, params),
                               "test_loss": test_loss, "test_accuracy": test_acc,
-                              "test_worst_class_accuracy": test_worst,
+                              "test_worst_class_accuracy": test_worst, "test_pgd_accuracy": test_pgd,
                               "uplink_floats": up_floats, "uplink_nonzeros": up_nnz,
                               "uplink_entropy_bits": up_entropy, "uplink_entropy_bits_delta": up_entropy_delta,
                               "downlink_floats": down_floats,

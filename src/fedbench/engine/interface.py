@@ -41,7 +41,7 @@ class ClientEngine(Protocol):
                     cells: Sequence[int] | None = None) -> list[RoundResult]:
         """Round ``t`` of the cells ``cells`` (default 0, 1, ...): per cell, its server state, its
         sampled client ids (ascending) and its round's hyperparameters (its ``hparams`` plus
-        ``lr`` = local.lr × lr_decay^(t−1), ``weight_decay``, ``clip_norm``); one
+        ``lr`` = local.lr × lr_decay^(t−1) (× the lr_schedule factors), ``weight_decay``, ``clip_norm``); one
         :class:`RoundResult` per given cell, in that order. ``hps`` may also be one dict, the
         same for every cell."""
         ...

@@ -162,15 +162,32 @@ def train(
 
 
 def round_hparams(spec: dict, t: int) -> dict:
-    """Cell ``spec``'s hyperparameters in round ``t``: its ``hparams`` plus ``lr`` = local.lr ×
-    local.lr_decay^(t−1), ``weight_decay``, ``clip_norm`` and ``local_steps`` (local.steps when it
-    is one int K for every client; None when local work is given in epochs or drawn per client,
+    """Cell ``spec``'s hyperparameters in round ``t`` (1-based): its ``hparams`` plus ``lr`` (:func:`round_lr`),
+    ``weight_decay``, ``clip_norm`` and ``local_steps`` (local.steps when it is one int K for every
+    client; None when local work is given in epochs or drawn per client,
     :func:`fedbench.engine.batches.local_work`): what the algorithm's functions get."""
     local = spec["local"]
     steps = local.get("steps")
-    return {**spec["hparams"], "lr": local["lr"] * local["lr_decay"] ** (t - 1),
+    return {**spec["hparams"], "lr": round_lr(local, t),
             "weight_decay": local["weight_decay"], "clip_norm": local["clip_norm"],
             "local_steps": steps if isinstance(steps, int) else None}
+
+
+def schedule_label(schedule: dict) -> str:
+    """An ``lr_schedule`` in cell labels and sweep plots: ``step100-200x0.1`` (milestones, factor)."""
+    return f"step{'-'.join(str(m) for m in schedule['milestones'])}x{schedule.get('factor', 0.1)!r}"
+
+
+def round_lr(local: dict, t: int) -> float:
+    """The client learning rate η_l of round ``t`` (1-based) of a cell's ``local`` settings:
+    ``lr · lr_decay^(t−1) · factor^m`` with m the number of ``lr_schedule.milestones`` strictly
+    below t (no schedule: m = 0). Milestones [100, 200] with factor 0.1 give rounds 1–100 the lr,
+    101–200 lr/10 and from 201 on lr/100: Sharma, Panda & Joshi (TMLR 2023), Table 3."""
+    lr = local["lr"] * local["lr_decay"] ** (t - 1)
+    schedule = local.get("lr_schedule")
+    if schedule:
+        lr *= schedule["factor"] ** sum(1 for m in schedule["milestones"] if t > m)
+    return lr
 
 
 def train_seeds(

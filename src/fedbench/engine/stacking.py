@@ -12,6 +12,8 @@ Stackable differences (:func:`stack_key` ignores them)
     - ``seed`` (partition, initial model and every random draw are keyed by it per cell);
     - ``algorithm``, the cell's label (names it; the code is ``algorithm_name``, which must match);
     - ``local.lr``, ``local.lr_decay``, ``local.weight_decay``: numbers inside the SGD step;
+    - ``local.lr_schedule`` (present or not, any milestones and factor): it only sets each round's
+      lr value, which :func:`fedbench.engine.loop.round_hparams` computes per cell;
     - the *value* of ``local.clip_norm`` (a number inside the step); its None-ness must match,
       since clipping or not is a different step;
     - numeric (int or float, not bool) algorithm hyperparameters (``hparams``, the module's
@@ -51,6 +53,8 @@ from fedbench.engine.cell import RUNTIME_KEYS
 IGNORED_KEYS = ("seed", "algorithm", *RUNTIME_KEYS)
 #: ``local`` keys whose values may differ (numbers inside the SGD step).
 STACKABLE_LOCAL = ("lr", "lr_decay", "weight_decay")
+#: ``local`` keys that may differ, even in presence (they only set a round's lr value, per cell).
+IGNORED_LOCAL = ("lr_schedule",)
 _ANY_NUMBER = "<number>"
 
 
@@ -75,6 +79,8 @@ def stack_view(spec: dict) -> dict:
     structural = set(getattr(algo, "STRUCTURAL_HPARAMS", ()))
     view = {k: v for k, v in spec.items() if k not in IGNORED_KEYS and k not in ("local", "hparams")}
     for k, v in (spec.get("local") or {}).items():
+        if k in IGNORED_LOCAL:
+            continue
         if k in STACKABLE_LOCAL and _is_number(v):
             v = _ANY_NUMBER
         elif k == "clip_norm" and _is_number(v):
@@ -118,8 +124,8 @@ def check_stackable(specs: list[dict]) -> None:
         if diff:
             raise ValueError(f"train_seeds: cells {cell_name(specs[0])} and {cell_name(spec)} differ in "
                              f"{', '.join(diff)}; only cells that differ in their seed, label, local lr, lr_decay, "
-                             "weight_decay, clip_norm value and numeric non-structural hyperparameters can be "
-                             "stacked (fedbench.engine.stacking)")
+                             "lr_schedule, weight_decay, clip_norm value and numeric non-structural hyperparameters "
+                             "can be stacked (fedbench.engine.stacking)")
     names = [cell_name(s) for s in specs]
     repeated = sorted({n for n in names if names.count(n) > 1})
     if repeated:

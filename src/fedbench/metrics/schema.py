@@ -25,6 +25,14 @@ Per-round columns
     test_worst_class_accuracy  min over the classes c present in the test set of the accuracy on
                      class c's test rows, in [0, 1]: fair classification's "test accuracy on the worst
                      distribution" (Sharma, Panda & Joshi, TMLR 2023, §6); NaN on a diverged row.
+    test_pgd_accuracy  robust minimax cells only (``model.minimax.problem: robust``; null for every
+                     other cell): accuracy in [0, 1] of the classifier h_x on the test set under a
+                     per-sample L2 PGD attack in the ball ‖δ‖₂ ≤ r of the cell's ``radius``, the
+                     learned perturbation y set aside (10 steps of size 2.5 r / 10 from δ = 0, a row
+                     counts as robust when no iterate misclassifies it:
+                     :func:`fedbench.engine.evaluate.pgd_accuracy`). Ours: the paper reports the
+                     accuracy under the learned y only (``test_accuracy`` of those cells). NaN on a
+                     diverged row.
     uplink_floats    cumulative count of scalars sent client → server, rounds 1..t (dense count:
                      every element of every tensor in each ClientMessage).
     uplink_nonzeros  cumulative count of non-zero scalars sent client → server, rounds 1..t.
@@ -96,6 +104,7 @@ PER_ROUND = [
     ("test_loss", pa.float64()),
     ("test_accuracy", pa.float64()),
     ("test_worst_class_accuracy", pa.float64()),
+    ("test_pgd_accuracy", pa.float64()),
     ("uplink_floats", pa.int64()),
     ("uplink_nonzeros", pa.int64()),
     ("uplink_entropy_bits", pa.float64()),
@@ -114,7 +123,8 @@ ALGORITHM_METRICS = [
 ]
 METRICS_SCHEMA = pa.schema(IDENTITY + PER_ROUND + ALGORITHM_METRICS)
 #: Columns added after the first release (nullable): older cell files may lack them.
-ADDED_COLUMNS = ("train_accuracy", "train_objective", "test_worst_class_accuracy", "uplink_entropy_bits_delta",
+ADDED_COLUMNS = ("train_accuracy", "train_objective", "test_worst_class_accuracy", "test_pgd_accuracy",
+                 "uplink_entropy_bits_delta",
                  "boosted_pct", "y_norm", "x_step_norm", "y_step_norm", "tau_eff")
 STATUSES = ("ok", "diverged")
 #: Columns that rule collect adds to ``results/metrics.parquet`` (after METRICS_SCHEMA's).

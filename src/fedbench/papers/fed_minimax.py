@@ -3,8 +3,18 @@ Minimax Optimization With Client Heterogeneity", Transactions on Machine Learnin
 2023 (OpenReview ``NnUmg1chLL``).
 
 Registry key ``fed_minimax`` (``paper: fed_minimax`` in an experiment file): the cells of those
-experiments feed the figures below. The paper reports no numbers (its results are curves only),
-so it declares no table; ``results/tables/<experiment>.md`` has the usual per-cell summary.
+experiments feed the table and figures below. The paper's results are curves only; the one number
+it states is Fig. 9's target, 70 % test accuracy (``reference/fed_minimax_claims.csv``).
+
+Table (``results/tables/paper/<name>.{md,csv}``):
+
+- ``fed_minimax_summary`` (the table the paper lacks): per experiment, dataset, partition and
+  algorithm (the cell's label, sweep suffix included), over the seeds that did not diverge: the
+  final and the best (over the evaluations) value of the problem's metric (fair: worst-class test
+  accuracy; robust: test accuracy under the learned perturbation, the paper's "robust test
+  accuracy"), mean ± sd; for robust cells also the final accuracy under our L2 PGD attack
+  (``test_pgd_accuracy``, ours); and the rounds to 70 % test accuracy (Fig. 9's target; mean ± sd
+  over the seeds that reach it, with their count).
 
 Figures (``results/plots/paper/<name>.png``):
 
@@ -16,6 +26,10 @@ Figures (``results/plots/paper/<name>.png``):
   (``model.minimax.problem: fair``, Fig. 5) the worst-class test accuracy
   (``test_worst_class_accuracy``), robust training (Fig. 3) the test accuracy under the learned
   perturbation (``test_accuracy``); a second row of panels gives ``train_loss``.
+- ``fed_minimax_clients`` (only when an experiment sweeps ``partition.num_clients``): Fig. 9's
+  layout, rounds to 70 % test accuracy against the number of clients n, one line per (experiment,
+  partition, algorithm), mean ± sd over the seeds that reach it, with the paper's claim (rounds
+  ∝ 1/n, "k-fold n, almost k-fold fewer rounds") drawn through the smallest n.
 - ``fed_minimax_toy``: Fig. 1 on our two-client quadratic saddle problem, τ = (2, 5)
   (:mod:`fedbench.analysis.minimax_toy`: trajectories of the real Local SGDA / Fed-Norm-SGDA
   modules, the closed-form fixed points and saddles). It reads no cell.
@@ -32,20 +46,28 @@ from pathlib import Path
 import polars as pl
 
 from fedbench.analysis.paper_figures import figure_grid, save_figure
-from fedbench.papers.base import PaperFigure, Table, unique_rows
+from fedbench.files import atomic_write
+from fedbench.papers.base import REFERENCE_DIR, PaperFigure, Table, unique_rows
 
-__all__ = ["KEY", "NAME", "TABLES", "tables", "figures", "write_table", "write_figure", "curves_frame", "plot_curves",
-           "METRIC_OF_PROBLEM"]
+__all__ = ["KEY", "NAME", "TABLES", "REFERENCE", "tables", "figures", "write_table", "write_figure", "curves_frame",
+           "plot_curves", "METRIC_OF_PROBLEM", "target_accuracy", "run_frame", "summary_frame", "markdown_summary",
+           "clients_frame", "plot_clients"]
 
 #: The registry key: the value of ``paper`` in the experiment files.
 KEY = "fed_minimax"
 #: How the paper is named in reports.
 NAME = "Federated minimax (Sharma, Panda & Joshi, TMLR 2023)"
 
-#: The paper reports no numbers: no table (the registry's contract: name -> spec).
+#: The tables are declared from the cells (:func:`tables`), not by a fixed spec.
 TABLES: dict[str, dict] = {}
+#: The paper's one stated number: Fig. 9's target accuracy.
+REFERENCE = REFERENCE_DIR / "fed_minimax_claims.csv"
+SUMMARY = "fed_minimax_summary"
 CURVES = "fed_minimax_curves"
+CLIENTS = "fed_minimax_clients"
 TOY = "fed_minimax_toy"
+#: The swept parameter of Fig. 9 (number of clients n).
+N_AXIS = "partition.num_clients"
 #: The paper's metric per minimax problem (None: a cell without one).
 METRIC_OF_PROBLEM = {"fair": "test_worst_class_accuracy", "robust": "test_accuracy", None: "test_accuracy"}
 _METRIC_WORDS = {"test_worst_class_accuracy": "worst-class test accuracy (%)",
@@ -57,6 +79,10 @@ _CURVES_CAPTION = (
     "training: test accuracy under the learned perturbation), one colour per algorithm, one line style per "
     "local-work setting (solid: the first, e.g. τ_i ~ Uniform{2..5} epochs; dashed: the second, e.g. "
     "Uniform{2..7}), mean over the seeds that did not diverge; one column per (experiment, dataset, partition).")
+_CLIENTS_CAPTION = (
+    "Sharma, Panda & Joshi (TMLR 2023), Fig. 9's layout: rounds to reach 70 % test accuracy against the number "
+    "of clients n (a partition.num_clients sweep), mean ± sd over the seeds that reach it (a point only where one "
+    "does); dotted: the paper's claim, rounds ∝ 1/n through the smallest n.")
 _TOY_CAPTION = (
     "Sharma, Panda & Joshi (TMLR 2023), Fig. 1 on our own instance (the paper gives none): two clients with "
     "quadratic saddle objectives and τ = (2, 5) local steps, p = (½, ½). Local SGDA's server iterates (real "
@@ -80,32 +106,72 @@ def _curve_cell(c: Mapping) -> dict:
             "work": _work(c), "problem": ((c.get("model") or {}).get("minimax") or {}).get("problem")}
 
 
+def _num_clients(c: Mapping) -> int | None:
+    """n of a cell whose sweep point sets ``partition.num_clients`` (None otherwise)."""
+    n = ((c.get("sweep") or {}).get("point") or {}).get(N_AXIS)
+    return None if n is None else int(n)
+
+
+def _summary_cell(c: Mapping) -> dict:
+    return {**_curve_cell(c), "num_clients": _num_clients(c),
+            "base_partition": (c.get("sweep") or {}).get("partition") or c["partition"]}
+
+
 # ----------------------------------------------------------------------------------------------
 # What the paper declares, given its cells (the cells whose ``paper`` is KEY)
 
 
+_SUMMARY_KEYS = ("experiment", "dataset", "partition", "algorithm", "label", "work", "problem", "num_clients",
+                 "base_partition")
+
+
 def tables(cells: Sequence[Mapping]) -> list[Table]:
-    """None: the paper reports no numbers."""
-    return []
+    """The summary table, when the paper has cells."""
+    if not cells:
+        return []
+    rows = unique_rows((_summary_cell(c) for c in cells), _SUMMARY_KEYS)
+    return [Table(SUMMARY, KEY, rows, REFERENCE, "Federated minimax: final / best metric and rounds to 70 %")]
 
 
 def figures(cells: Sequence[Mapping]) -> list[PaperFigure]:
-    """The curves (Figs. 3/5/6) and the toy (Fig. 1), when the paper has cells."""
+    """The curves (Figs. 3/5/6), rounds to 70 % vs n (Fig. 9, when an experiment sweeps n) and the toy
+    (Fig. 1), when the paper has cells."""
     if not cells:
         return []
     rows = unique_rows((_curve_cell(c) for c in cells), ("experiment", "dataset", "partition", "algorithm", "label",
                                                           "work", "problem"))
-    return [PaperFigure(CURVES, KEY, rows, "Federated minimax: metric and train loss vs round", _CURVES_CAPTION),
-            PaperFigure(TOY, KEY, [], "Federated minimax: the objective mismatch (Fig. 1)", _TOY_CAPTION)]
+    out = [PaperFigure(CURVES, KEY, rows, "Federated minimax: metric and train loss vs round", _CURVES_CAPTION)]
+    swept = [r for r in unique_rows((_summary_cell(c) for c in cells), _SUMMARY_KEYS) if r["num_clients"] is not None]
+    if swept:
+        out.append(PaperFigure(CLIENTS, KEY, swept, "Federated minimax: rounds to 70 % vs n (Fig. 9)",
+                               _CLIENTS_CAPTION))
+    out.append(PaperFigure(TOY, KEY, [], "Federated minimax: the objective mismatch (Fig. 1)", _TOY_CAPTION))
+    return out
 
 
-def write_table(name: str, df: pl.DataFrame, reference, cells, md_path, csv_path):
-    """The paper declares no table.
+def target_accuracy(reference: str | os.PathLike = REFERENCE) -> float:
+    """Fig. 9's target test accuracy (0.7) from the paper's claims file."""
+    ref = pl.read_csv(reference)
+    return float(ref.filter(pl.col("quantity") == "target_accuracy")["value"][0])
+
+
+def write_table(name: str, df: pl.DataFrame, reference: str | os.PathLike, cells: list[dict],
+                md_path: str | os.PathLike, csv_path: str | os.PathLike) -> pl.DataFrame:
+    """Write the summary table (Markdown for reading, CSV with every number).
 
     Raises:
-        KeyError: always.
+        KeyError: an unknown table name.
     """
-    raise KeyError(f"{name!r} is not a table of {KEY} (the paper reports no numbers)")
+    if name != SUMMARY:
+        raise KeyError(f"{name!r} is not a table of {KEY}")
+    target = target_accuracy(reference)
+    out = summary_frame(df, cells, target)
+    with atomic_write(md_path) as tmp:
+        tmp.write_text(f"# Federated minimax (Sharma, Panda & Joshi, TMLR 2023): summary\n\n"
+                       f"{markdown_summary(out, target)}", encoding="utf-8")
+    with atomic_write(csv_path) as tmp:
+        out.write_csv(tmp)
+    return out
 
 
 def write_figure(name: str, cells: list[dict], path: str | os.PathLike, metrics: str | os.PathLike | None = None,
@@ -117,6 +183,8 @@ def write_figure(name: str, cells: list[dict], path: str | os.PathLike, metrics:
     """
     if name == CURVES:
         return plot_curves(pl.read_parquet(metrics), cells, path)
+    if name == CLIENTS:
+        return plot_clients(clients_frame(pl.read_parquet(metrics), cells, target_accuracy()), path)
     if name == TOY:
         from fedbench.analysis.minimax_toy import plot
 
@@ -187,4 +255,151 @@ def plot_curves(df: pl.DataFrame, cells: Sequence[Mapping], path: str | os.PathL
         top.legend(fontsize=7)
     fig.suptitle("Sharma, Panda & Joshi (TMLR 2023), Figs. 3/5/6: heterogeneous local epochs "
                  "(line style) and aggregation (colour)")
+    return save_figure(fig, path, dpi)
+
+
+# ----------------------------------------------------------------------------------------------
+# The summary table and Fig. 9 (rounds to 70 % vs n)
+
+_RUN_KEYS = ["experiment", "dataset", "partition", "algorithm"]
+
+
+def run_frame(df: pl.DataFrame, cells: Sequence[Mapping], target: float) -> pl.DataFrame:
+    """One row per run (declared cell × seed): experiment, dataset, partition, algorithm, seed, plus
+    the cell's label, work, problem, num_clients and base_partition (the cells' rows: :func:`tables`),
+    metric (the problem's, :data:`METRIC_OF_PROBLEM`), diverged (any row diverged), final (the
+    metric at the last evaluation), best (its maximum over the evaluations with status ok),
+    pgd_final (``test_pgd_accuracy`` at the last evaluation; null for non-robust cells or files
+    without the column), rounds_to_target (the first evaluated round with status ok and
+    test_accuracy ≥ ``target``; null when never)."""
+    schema = {**{k: pl.String for k in [*_RUN_KEYS, "label", "work", "problem", "base_partition", "metric"]},
+              "seed": pl.Int64, "num_clients": pl.Int64, "diverged": pl.Boolean, "final": pl.Float64,
+              "best": pl.Float64, "pgd_final": pl.Float64, "rounds_to_target": pl.Int64}
+    order = [*_RUN_KEYS, "seed", "label", "work", "problem", "num_clients", "base_partition", "metric", "diverged",
+             "final", "best", "pgd_final", "rounds_to_target"]
+    if not cells or df.height == 0:
+        return pl.DataFrame(schema={k: schema[k] for k in order})
+    sel = pl.DataFrame([{**{k: c.get(k) for k in _SUMMARY_KEYS}, "problem": c.get("problem") or "",
+                         "metric": METRIC_OF_PROBLEM.get(c.get("problem"), "test_accuracy")} for c in cells],
+                       schema={k: schema[k] for k in [*_SUMMARY_KEYS, "metric"]})
+    if "test_pgd_accuracy" not in df.columns:
+        df = df.with_columns(test_pgd_accuracy=pl.lit(None, dtype=pl.Float64))
+    data = df.join(sel, on=_RUN_KEYS, how="inner").sort([*_RUN_KEYS, "seed", "round"])
+    value = pl.lit(None, dtype=pl.Float64)
+    for m in sorted(set(sel["metric"].to_list())):
+        value = pl.when(pl.col("metric") == m).then(pl.col(m).cast(pl.Float64)).otherwise(value)
+    ok = pl.col("status") == "ok"
+    runs = data.with_columns(value=value).group_by([*_RUN_KEYS, "seed"], maintain_order=True).agg(
+        *[pl.col(k).first() for k in ("label", "work", "problem", "num_clients", "base_partition", "metric")],
+        diverged=(~ok).any(),
+        final=pl.col("value").last(),
+        best=pl.col("value").filter(ok).max(),
+        pgd_final=pl.when(pl.col("problem").first() == "robust").then(pl.col("test_pgd_accuracy").cast(pl.Float64)
+                                                                        .last()),
+        rounds_to_target=pl.col("round").filter(ok & (pl.col("test_accuracy") >= target)).min(),
+    )
+    return runs.select(order).cast({k: schema[k] for k in order})
+
+
+def summary_frame(df: pl.DataFrame, cells: Sequence[Mapping], target: float) -> pl.DataFrame:
+    """The summary table (module docstring), one row per declared (experiment, dataset, partition,
+    algorithm), over the runs that did not diverge: n_seeds, n_diverged, metric, final_mean,
+    final_sd, best_mean, best_sd, pgd_final_mean, pgd_final_sd (robust cells; null elsewhere),
+    target, rounds_mean, rounds_sd (over the seeds that reach the target), n_reached. sd: sample
+    standard deviation (ddof 1; null with one seed)."""
+    runs = run_frame(df, cells, target)
+    ok = ~pl.col("diverged")
+    return runs.group_by([*_RUN_KEYS, "label", "work", "problem", "num_clients", "base_partition", "metric"],
+                         maintain_order=True).agg(
+        n_seeds=pl.len().cast(pl.Int64),
+        n_diverged=pl.col("diverged").sum().cast(pl.Int64),
+        final_mean=pl.col("final").filter(ok).mean(),
+        final_sd=pl.col("final").filter(ok).std(ddof=1),
+        best_mean=pl.col("best").filter(ok).mean(),
+        best_sd=pl.col("best").filter(ok).std(ddof=1),
+        pgd_final_mean=pl.col("pgd_final").filter(ok).mean(),
+        pgd_final_sd=pl.col("pgd_final").filter(ok).std(ddof=1),
+        target=pl.lit(float(target)),
+        rounds_mean=pl.col("rounds_to_target").filter(ok).cast(pl.Float64).mean(),
+        rounds_sd=pl.col("rounds_to_target").filter(ok).cast(pl.Float64).std(ddof=1),
+        n_reached=pl.col("rounds_to_target").filter(ok).is_not_null().sum().cast(pl.Int64),
+    )
+
+
+def _pm(mean, sd, scale: float = 100.0, digits: int = 2) -> str:
+    if mean is None:
+        return "—"
+    out = f"{scale * mean:.{digits}f}"
+    return out if sd is None else f"{out} ± {scale * sd:.{digits}f}"
+
+
+def markdown_summary(summary: pl.DataFrame, target: float) -> str:
+    """The summary in Markdown: one section per (experiment, dataset, partition), accuracies in %."""
+    if summary.height == 0:
+        return "No run of this paper has metrics yet.\n"
+    pct = f"{100 * target:g} %"
+    lines = []
+    for (exp, ds, part), sel in summary.group_by(["experiment", "dataset", "partition"], maintain_order=True):
+        metric = _METRIC_WORDS.get(sel["metric"][0], sel["metric"][0])
+        lines += [f"## {exp} — {ds} / {part}", "",
+                  f"| algorithm | seeds (diverged) | final {metric} | best {metric} | final PGD accuracy (%, ours) "
+                  f"| rounds to {pct} test accuracy (reached) |", "|---|---|---|---|---|---|"]
+        for r in sel.iter_rows(named=True):
+            rounds = _pm(r["rounds_mean"], r["rounds_sd"], 1.0, 1) if r["n_reached"] else "not reached"
+            lines.append(f"| {r['algorithm']} | {r['n_seeds']} ({r['n_diverged']}) | "
+                         f"{_pm(r['final_mean'], r['final_sd'])} | {_pm(r['best_mean'], r['best_sd'])} | "
+                         f"{_pm(r['pgd_final_mean'], r['pgd_final_sd'])} | {rounds} ({r['n_reached']}) |")
+        lines.append("")
+    lines.append(f"Mean ± sd over the seeds that did not diverge; rounds to {pct} over the seeds that reach it "
+                 "(Sharma, Panda & Joshi, TMLR 2023, Fig. 9's target). PGD: per-sample L2 attack in the ball of the "
+                 "robust problem's radius (ours; the paper reports accuracy under the learned perturbation only).")
+    return "\n".join(lines) + "\n"
+
+
+def clients_frame(df: pl.DataFrame, cells: Sequence[Mapping], target: float) -> pl.DataFrame:
+    """Fig. 9's data: the summary rows of the cells with a swept n (``num_clients`` not null), columns
+    experiment, dataset, base_partition, label, num_clients, rounds_mean, rounds_sd, n_reached,
+    n_seeds, n_diverged, sorted by n within each line."""
+    swept = [c for c in cells if c.get("num_clients") is not None]
+    s = summary_frame(df, swept, target)
+    cols = ["experiment", "dataset", "base_partition", "label", "num_clients", "rounds_mean", "rounds_sd",
+            "n_reached", "n_seeds", "n_diverged"]
+    return s.select(cols).sort(["experiment", "dataset", "base_partition", "label", "num_clients"],
+                               maintain_order=True)
+
+
+def plot_clients(data: pl.DataFrame, path: str | os.PathLike, dpi: int = 120) -> Path:
+    """Save Fig. 9's layout from :func:`clients_frame`: one panel per (experiment, dataset), rounds to
+    target against n (log-log), one line per (base partition, label) with ± sd bars, and the claim
+    rounds ∝ 1/n (dotted) through each line's smallest n that reached the target."""
+    import seaborn as sns
+
+    panels = data.select("experiment", "dataset").unique(maintain_order=True).rows()
+    fig, axes = figure_grid(max(1, len(panels)), max(1, len(panels)), 4.6, 3.6)
+    if not panels:
+        axes[0][0].text(0.5, 0.5, "no run of this paper with metrics", ha="center", va="center",
+                        transform=axes[0][0].transAxes)
+    lines = data.select("base_partition", "label").unique(maintain_order=True).rows()
+    colors = dict(zip(lines, sns.color_palette("colorblind", max(1, len(lines)))))
+    for col, (exp, ds) in enumerate(panels):
+        ax = axes[0][col]
+        sel = data.filter((pl.col("experiment") == exp) & (pl.col("dataset") == ds))
+        for (part, label), line in sel.group_by(["base_partition", "label"], maintain_order=True):
+            hit = line.filter(pl.col("n_reached") > 0)
+            color = colors[(part, label)]
+            if hit.height:
+                ax.errorbar(hit["num_clients"], hit["rounds_mean"], yerr=hit["rounds_sd"].fill_null(0.0),
+                            marker="o", capsize=3, color=color, label=f"{label} ({part})")
+                n0, r0 = hit["num_clients"][0], hit["rounds_mean"][0]
+                ns = line["num_clients"].to_list()
+                ax.plot(ns, [r0 * n0 / n for n in ns], ls=":", color=color, lw=1)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("number of clients n")
+        ax.set_ylabel("rounds to target test accuracy")
+        ax.set_title(f"{exp}\n{ds}", fontsize=9)
+        ax.grid(alpha=0.3, which="both")
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7)
+    fig.suptitle("Sharma, Panda & Joshi (TMLR 2023), Fig. 9: rounds to 70 % vs n (dotted: ∝ 1/n)")
     return save_figure(fig, path, dpi)
