@@ -78,12 +78,24 @@ def _output(hi, lo):
 
 
 @numba.njit(cache=True, inline="always")
-def _hashmix(value, hash_const):
+def _hashmix(value, hash_const, mult):
+    """SeedSequence's hashmix: (mixed value, next hash constant)."""
     value = (value ^ hash_const) & _M32
-    hash_const = (hash_const * _MULT_A) & _M32
+    hash_const = (hash_const * mult) & _M32
     value = (value * hash_const) & _M32
     value ^= value >> _S16
     return value, hash_const
+
+
+@numba.njit(cache=True, inline="always")
+def _next32(hi, lo, inc_hi, inc_lo, have_half, half):
+    """numpy's buffered 32-bit draw: the high half of the last 64-bit output if one is waiting,
+    else a fresh output's low half. Returns (r, hi, lo, have_half, half)."""
+    if have_half:
+        return half, hi, lo, False, half
+    hi, lo = _step(hi, lo, inc_hi, inc_lo)
+    x = _output(hi, lo)
+    return x & _M32, hi, lo, True, x >> _S32
 
 
 @numba.njit(cache=True, inline="always")
@@ -98,19 +110,15 @@ def _seeded(entropy, i, pool, words):
     """The PCG64 state (hi, lo, inc_hi, inc_lo) seeded from SeedSequence(entropy[i]) (4 words)."""
     hash_const = _INIT_A
     for w in range(4):
-        pool[w], hash_const = _hashmix(np.uint64(entropy[i, w]), hash_const)
+        pool[w], hash_const = _hashmix(np.uint64(entropy[i, w]), hash_const, _MULT_A)
     for src in range(4):
         for dst in range(4):
             if src != dst:
-                h, hash_const = _hashmix(pool[src], hash_const)
+                h, hash_const = _hashmix(pool[src], hash_const, _MULT_A)
                 pool[dst] = _mix(pool[dst], h)
     hash_b = _INIT_B
     for w in range(8):
-        v = (pool[w % 4] ^ hash_b) & _M32
-        hash_b = (hash_b * _MULT_B) & _M32
-        v = (v * hash_b) & _M32
-        v ^= v >> _S16
-        words[w] = v
+        words[w], hash_b = _hashmix(pool[w % 4], hash_b, _MULT_B)
     seed_hi = words[0] | (words[1] << _S32)
     seed_lo = words[2] | (words[3] << _S32)
     seq_hi = words[4] | (words[5] << _S32)
@@ -143,15 +151,7 @@ def _fill(entropy, n, out):
         half = _ZERO
         for j in range(per_key):
             while True:
-                if have_half:
-                    r = half
-                    have_half = False
-                else:
-                    hi, lo = _step(hi, lo, inc_hi, inc_lo)
-                    x = _output(hi, lo)
-                    r = x & _M32
-                    half = x >> _S32
-                    have_half = True
+                r, hi, lo, have_half, half = _next32(hi, lo, inc_hi, inc_lo, have_half, half)
                 m = r * rng_excl
                 if (m & _M32) >= threshold:
                     break
@@ -183,15 +183,7 @@ def _fill_permutations(entropy, n, out):
                 mask |= mask >> np.uint64(8)
                 mask |= mask >> np.uint64(16)
                 while True:
-                    if have_half:
-                        r = half
-                        have_half = False
-                    else:
-                        hi, lo = _step(hi, lo, inc_hi, inc_lo)
-                        x = _output(hi, lo)
-                        r = x & _M32
-                        half = x >> _S32
-                        have_half = True
+                    r, hi, lo, have_half, half = _next32(hi, lo, inc_hi, inc_lo, have_half, half)
                     value = r & mask
                     if value <= bound:
                         break
