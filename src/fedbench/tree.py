@@ -73,17 +73,23 @@ def tree_weighted_mean(trees: Sequence[Tree], weights: torch.Tensor | Iterable[f
     Raises:
         ValueError: if ``trees`` is empty or the weights sum to zero.
     """
-    if len(trees) == 0:
+    scale = _mean_weights(weights, len(trees))
+    out = {}
+    for k in trees[0]:  # one stacked contraction per leaf (not a Python loop over the P trees)
+        stacked = torch.stack([t[k] for t in trees])
+        out[k] = torch.tensordot(scale.to(device=stacked.device, dtype=stacked.dtype), stacked, dims=1)
+    return out
+
+
+def _mean_weights(weights, count: int) -> torch.Tensor:
+    """w_i / Σ w (float64) for ``count`` trees, checked as :func:`tree_weighted_mean` documents."""
+    if count == 0:
         raise ValueError("tree_weighted_mean needs at least one tree")
     w = torch.as_tensor(list(weights) if not torch.is_tensor(weights) else weights, dtype=torch.float64)
     total = float(w.sum())
     if total <= 0:
         raise ValueError(f"tree_weighted_mean: weights sum to {total}; need a positive total")
-    out = {}
-    for k in trees[0]:  # one stacked contraction per leaf (not a Python loop over the P trees)
-        stacked = torch.stack([t[k] for t in trees])
-        out[k] = torch.tensordot((w / total).to(device=stacked.device, dtype=stacked.dtype), stacked, dims=1)
-    return out
+    return w / total
 
 
 def messages_weighted_mean(messages: Sequence[dict], entry: str, weights) -> Tree:
@@ -98,14 +104,8 @@ def messages_weighted_mean(messages: Sequence[dict], entry: str, weights) -> Tre
     stacked = getattr(messages, "stacked", None)
     if stacked is None:
         return tree_weighted_mean([m[entry] for m in messages], weights)
-    if len(messages) == 0:
-        raise ValueError("tree_weighted_mean needs at least one tree")
-    w = torch.as_tensor(list(weights) if not torch.is_tensor(weights) else weights, dtype=torch.float64)
-    total = float(w.sum())
-    if total <= 0:
-        raise ValueError(f"tree_weighted_mean: weights sum to {total}; need a positive total")
-    return {k: torch.tensordot((w / total).to(device=v.device, dtype=v.dtype), v, dims=1)
-            for k, v in stacked(entry).items()}
+    scale = _mean_weights(weights, len(messages))
+    return {k: torch.tensordot(scale.to(device=v.device, dtype=v.dtype), v, dims=1) for k, v in stacked(entry).items()}
 
 
 def tree_mean(trees: Sequence[Tree]) -> Tree:
