@@ -39,46 +39,41 @@ def test_binary_logreg_objective_is_fedacs_F_to_float_precision():
     assert got == pytest.approx(want, rel=1e-13, abs=0)
 
 
-def test_cells_record_train_objective_at_every_evaluation():
-    from fedbench.engine.loop import train
-
+def _toy_cell(algorithm: str, hparams: dict, rounds: int, eval_every: int):
+    """A 2-class toy dataset on a 3-client ``shared`` partition, and a binary_logreg cell spec with
+    FedAc's oracle (one row per step, drawn with replacement), λ = 0.01, float64, a round-0 row."""
     rng = np.random.default_rng(0)
     x = rng.normal(size=(60, 4)).astype(np.float32)
     y = (x @ rng.normal(size=4) > 0).astype(np.int64)
     ds = Dataset("toy", x[:50], y[:50], x[50:], y[50:], num_classes=2)
     part = make_partition(ds, {"scheme": "shared", "num_clients": 3}, seed=0)
     spec = {
-        "experiment": "t", "dataset": "toy", "partition": "shared", "algorithm": "fedac", "seed": 0,
-        "algorithm_name": "fedac", "hparams": {"variant": "I", "beta_formula": "paper", "mu": None},
-        "model": {"name": "binary_logreg"},
+        "experiment": "t", "dataset": "toy", "partition": "shared", "algorithm": algorithm, "seed": 0,
+        "algorithm_name": algorithm, "hparams": hparams, "model": {"name": "binary_logreg"},
         "local": {"epochs": None, "steps": 2, "batch_size": 1, "lr": 0.1, "lr_decay": 1.0,
                   "weight_decay": 0.01, "clip_norm": None, "replacement": True},
-        "sampling": {"scheme": "uniform", "participation": 1.0}, "rounds": 4, "eval_every": 2,
+        "sampling": {"scheme": "uniform", "participation": 1.0}, "rounds": rounds, "eval_every": eval_every,
         "target_accuracy": None, "dtype": "float64", "eval_initial": True,
     }
+    return ds, part, spec
+
+
+def test_cells_record_train_objective_at_every_evaluation():
+    from fedbench.engine.loop import train
+
+    ds, part, spec = _toy_cell("fedac", {"variant": "I", "beta_formula": "paper", "mu": None}, rounds=4, eval_every=2)
     rows, info = train(spec, ds, part, device="cpu", engine="sequential")
     assert [r["round"] for r in rows] == [0, 2, 4]
     w = info["params"]["weight"].numpy()
-    assert rows[-1]["train_objective"] == pytest.approx(logistic_objective(w, x[:50], y[:50], 0.01), rel=1e-13)
+    assert rows[-1]["train_objective"] == pytest.approx(logistic_objective(w, ds.x_train, ds.y_train, 0.01),
+                                                        rel=1e-13)
     assert all(r["train_objective"] > r["train_loss"] for r in rows)
 
 
 def test_uplink_entropy_off_leaves_the_columns_null_and_changes_nothing_else():
     from fedbench.engine.loop import train
 
-    rng = np.random.default_rng(0)
-    x = rng.normal(size=(60, 4)).astype(np.float32)
-    y = (x @ rng.normal(size=4) > 0).astype(np.int64)
-    ds = Dataset("toy", x[:50], y[:50], x[50:], y[50:], num_classes=2)
-    part = make_partition(ds, {"scheme": "shared", "num_clients": 3}, seed=0)
-    spec = {
-        "experiment": "t", "dataset": "toy", "partition": "shared", "algorithm": "fedavg", "seed": 0,
-        "algorithm_name": "fedavg", "hparams": {}, "model": {"name": "binary_logreg"},
-        "local": {"epochs": None, "steps": 2, "batch_size": 1, "lr": 0.1, "lr_decay": 1.0,
-                  "weight_decay": 0.01, "clip_norm": None, "replacement": True},
-        "sampling": {"scheme": "uniform", "participation": 1.0}, "rounds": 3, "eval_every": 1,
-        "target_accuracy": None, "dtype": "float64", "eval_initial": True,
-    }
+    ds, part, spec = _toy_cell("fedavg", {}, rounds=3, eval_every=1)
     on, _ = train(spec, ds, part, device="cpu", engine="vectorized")
     off, _ = train({**spec, "uplink_entropy": False}, ds, part, device="cpu", engine="vectorized")
     assert all(r["uplink_entropy_bits"] is None and r["uplink_entropy_bits_delta"] is None for r in off)
