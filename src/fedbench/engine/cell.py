@@ -334,27 +334,28 @@ class Cell:
         up_floats += sum(count_floats(msg) for msg in result.counted)
         up_nnz += sum(count_nonzeros(msg) for msg in result.counted)
         down_floats += down * len(sampled)
-        if spec.get("uplink_entropy") is False:  # not measured: null columns
-            up_entropy = up_entropy_delta = None
-            if self.hist is not None and not diverged:
-                self.hist.add_round(t, [as_delta(msg, theta_prev) for msg in messages], flatten)
-        elif not diverged:
-            h_t = entropy_bits(flatten(result.counted))
-            up_entropy += h_t
+        measured = spec.get("uplink_entropy") is not False  # false: not measured, null columns
+        if not diverged:
             # The Δ convention: differs only for messages holding a model θ_k (FedDyn).
             # (the keys every message has; the vectorized engine's StackedMessages know them without
             # building a dict per client)
             entries = getattr(messages, "entries", None)
             with_params = "params" in (entries if entries is not None else {e for msg in messages for e in msg})
-            if with_params or self.hist is not None:
+            delta_msgs = None
+            if (measured and with_params) or self.hist is not None:
                 delta_msgs = [as_delta(msg, theta_prev) for msg in messages]
+            if measured:
+                h_t = entropy_bits(flatten(result.counted))
+                up_entropy += h_t
                 if with_params:
                     h_t = entropy_bits(flatten(delta_msgs))
-                if self.hist is not None:
-                    self.hist.add_round(t, delta_msgs, flatten)
-            up_entropy_delta += h_t
+                up_entropy_delta += h_t
+            if self.hist is not None:
+                self.hist.add_round(t, delta_msgs, flatten)
         else:
             up_entropy = up_entropy_delta = float("nan")
+        if not measured:
+            up_entropy = up_entropy_delta = None
         self.counters = (up_floats, up_nnz, down_floats, up_entropy, up_entropy_delta)
         if diverged or t % spec["eval_every"] == 0 or t == rounds:
             params = self.server["params"]
