@@ -203,8 +203,8 @@ def optimum_key(cell):
 # (dataset, λ) -> the first cell that needs its F* (its experiment's resources serve the job).
 OPTIMA = {}
 for _cell in CELLS:
-    if optimum_key(_cell) is not None:
-        OPTIMA.setdefault(optimum_key(_cell), _cell)
+    if (_key := optimum_key(_cell)) is not None:
+        OPTIMA.setdefault(_key, _cell)
 OPTIMUM_PATH = "results/optimum/{dataset}/l2={lam}.json"
 
 
@@ -216,8 +216,8 @@ def optimum_paths():
 def cell_optima():
     """[(experiment, dataset, partition, algorithm, seed), F* file] of every cell with one."""
     return [[[c[k] for k in ("experiment", "dataset", "partition", "algorithm", "seed")],
-             OPTIMUM_PATH.format(dataset=optimum_key(c)[0], lam=optimum_key(c)[1])]
-            for c in CELLS if optimum_key(c) is not None]
+             OPTIMUM_PATH.format(dataset=key[0], lam=key[1])]
+            for c in CELLS if (key := optimum_key(c)) is not None]
 
 
 def optimum_resource(key):
