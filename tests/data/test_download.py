@@ -372,6 +372,31 @@ def test_a_host_that_accepts_and_never_answers_fails_within_the_deadline(tmp_pat
     assert not (tmp_path / "cache").exists() or not list((tmp_path / "cache").iterdir())  # no .part left
 
 
+def test_a_deadline_of_one_timeout_gives_a_silent_host_exactly_one_attempt(tmp_path, monkeypatch):
+    """Counts, not clocks: with DEADLINE = TIMEOUT the first silent attempt already uses the whole
+    deadline, so the file fails after one connection; the retry loop without a deadline would open
+    retries + 1 = 4."""
+    monkeypatch.setattr(download, "TIMEOUT", 0.3)
+    monkeypatch.setattr(download, "DEADLINE", 0.3)
+    monkeypatch.setattr(download, "BACKOFF", 0.05)
+    port, conns, stop = _silent_server(lambda conn: None)
+    outcome = {}
+
+    def run():
+        try:
+            fetch_all(_toy(_file("a.bin")), tmp_path / "cache", f"http://127.0.0.1:{port}/data", progress=False)
+        except Exception as e:  # noqa: BLE001 - the test inspects it
+            outcome["error"] = e
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(15)
+    stop.set()
+    assert not worker.is_alive(), "fetch_all still waiting on a silent host after 15 s"
+    assert isinstance(outcome["error"], DataUnavailableError)
+    assert len(conns) == 1
+
+
 def test_a_slow_transfer_is_not_cut_by_the_deadline(tmp_path, monkeypatch):
     """A host that keeps sending, a little at a time, for longer than DEADLINE (each gap shorter
     than TIMEOUT) is a working download: it completes and verifies."""
