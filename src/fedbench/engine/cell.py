@@ -322,12 +322,10 @@ class Cell:
                 after the last one, nor after a diverged one).
         """
         algo, spec = self.algo, self.spec
-        rounds = int(spec["rounds"])
         messages, losses = result.messages, result.losses
         down = count_floats(algo.broadcast(self.server))
         theta_prev = self.server["params"]
         self.server = algo.server_update(self.server, messages, torch.as_tensor(self.weights[sampled]), hp)
-        algo_metrics = algorithm_metrics(self.server)
 
         up_floats, up_nnz, down_floats, up_entropy, up_entropy_delta = self.counters
         diverged = not (np.all(np.isfinite(losses)) and tree_all_finite(self.server["params"]))
@@ -357,6 +355,37 @@ class Cell:
         if not measured:
             up_entropy = up_entropy_delta = None
         self.counters = (up_floats, up_nnz, down_floats, up_entropy, up_entropy_delta)
+        self._close_round(t, len(sampled), diverged, client_states, checkpoint_path, checkpoint_every)
+
+    def end_rounds(self, t: int, clients: int, rounds: int, result: dict, client_states, checkpoint_path,
+                   checkpoint_every: int) -> None:
+        """:meth:`end_round` for the last of ``rounds`` rounds (``t − rounds + 1`` to t) that the
+        engine ran at once with every one of the cell's ``clients`` clients and their server
+        updates (:meth:`fedbench.engine.vectorized.VectorizedClients.train_rounds`): the server
+        state and the communication counts of those rounds come from ``result``; the rounds
+        before t had no evaluation, checkpoint or divergence (the engine stops at a diverged round).
+
+        Raises:
+            ValueError: the cell measures the uplink entropy or keeps Δ histograms (they need
+                every round's messages).
+        """
+        if self.spec.get("uplink_entropy") is not False or self.hist is not None:
+            raise ValueError("end_rounds: the uplink entropy and Δ histograms need every round's messages")
+        down = count_floats(self.algo.broadcast(self.server))
+        self.server = result["server"]
+        up_floats, up_nnz, down_floats, _, _ = self.counters
+        self.counters = (up_floats + result["uplink_floats"], up_nnz + result["uplink_nonzeros"],
+                         down_floats + down * clients * rounds, None, None)
+        self._close_round(t, clients, result["diverged"], client_states, checkpoint_path, checkpoint_every)
+
+    def _close_round(self, t: int, clients: int, diverged: bool, client_states, checkpoint_path,
+                     checkpoint_every: int) -> None:
+        """Evaluation, metrics row, collapse and checkpoint after round t's server update (``clients``
+        the number that trained; ``diverged``: a client's loss or the new parameters not finite)."""
+        spec = self.spec
+        rounds = int(spec["rounds"])
+        algo_metrics = algorithm_metrics(self.server)
+        up_floats, up_nnz, down_floats, up_entropy, up_entropy_delta = self.counters
         if diverged or t % spec["eval_every"] == 0 or t == rounds:
             params = self.server["params"]
             train_loss, train_acc = evaluate(self.model.apply, params, self.x_used, self.y_used, loss=self.model.loss)
@@ -368,7 +397,7 @@ class Cell:
                 self.status, test_acc, train_acc, test_worst = "diverged", float("nan"), float("nan"), float("nan")
                 test_pgd = None if self.pgd_radius is None else float("nan")
                 self.status_reason = f"non-finite loss or parameters at round {t}"
-            self.rows.append({**self.identity, "round": t, "clients_sampled": int(len(sampled)),
+            self.rows.append({**self.identity, "round": t, "clients_sampled": int(clients),
                               "train_loss": train_loss, "train_accuracy": train_acc,
                               "train_objective": self.objective(train_loss, params),
                               "test_loss": test_loss, "test_accuracy": test_acc,

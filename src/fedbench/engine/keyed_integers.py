@@ -132,30 +132,43 @@ def _seeded(entropy, i, pool, words):
     return hi, lo, inc_hi, inc_lo
 
 
+def threshold_of(n: int):
+    """Lemire's rejection threshold (2³² − n) mod n of ``integers(0, n)`` (0 for n = 1)."""
+    return ((np.uint64(1) << _S32) - np.uint64(n)) % np.uint64(n) if n > 1 else _ZERO
+
+
+_threshold = numba.njit(cache=True, inline="always")(threshold_of)
+
+
+@numba.njit(cache=True, inline="always")
+def keyed_integers_into(entropy, i, n, threshold, out_row, pool, words):
+    """out_row[:] = ``integers(0, n, size=len(out_row))`` of the generator keyed by entropy[i]
+    (4 words; ``threshold`` = :func:`threshold_of` (n); ``pool`` [4], ``words`` [8] uint64 scratch)."""
+    hi, lo, inc_hi, inc_lo = _seeded(entropy, i, pool, words)
+    if n == 1:
+        for j in range(len(out_row)):
+            out_row[j] = 0
+        return
+    rng_excl = np.uint64(n)
+    have_half = False
+    half = _ZERO
+    for j in range(len(out_row)):
+        while True:
+            r, hi, lo, have_half, half = _next32(hi, lo, inc_hi, inc_lo, have_half, half)
+            m = r * rng_excl
+            if (m & _M32) >= threshold:
+                break
+        out_row[j] = np.int64(m >> _S32)
+
+
 @numba.njit(cache=True)
 def _fill(entropy, n, out):
     """out[i] = integers(0, n, size=out.shape[1:]) of the generator keyed by entropy[i] (4 words)."""
-    keys = entropy.shape[0]
-    per_key = out.shape[1]
-    rng_excl = np.uint64(n)
-    threshold = ((np.uint64(1) << _S32) - rng_excl) % rng_excl if n > 1 else _ZERO
+    threshold = _threshold(n)
     pool = np.empty(4, dtype=np.uint64)
     words = np.empty(8, dtype=np.uint64)
-    for i in range(keys):
-        hi, lo, inc_hi, inc_lo = _seeded(entropy, i, pool, words)
-        if n == 1:
-            for j in range(per_key):
-                out[i, j] = 0
-            continue
-        have_half = False
-        half = _ZERO
-        for j in range(per_key):
-            while True:
-                r, hi, lo, have_half, half = _next32(hi, lo, inc_hi, inc_lo, have_half, half)
-                m = r * rng_excl
-                if (m & _M32) >= threshold:
-                    break
-            out[i, j] = np.int64(m >> _S32)
+    for i in range(entropy.shape[0]):
+        keyed_integers_into(entropy, i, n, threshold, out[i], pool, words)
 
 
 @numba.njit(cache=True)

@@ -47,7 +47,10 @@ import numba
 import numpy as np
 import torch
 
+from fedbench.engine.keyed_integers import _threshold, keyed_integers_into
 from fedbench.models import binary_logreg, logreg
+from fedbench.rng import _purpose_id
+from fedbench.tree import _mean_weights
 
 #: The models this path knows: their ``apply`` → kind. "binary": logits [0, xᵀw] (``weight`` (D,));
 #: "softmax": logits Wx + b (``weight`` (C, D), ``bias`` (C,)).
@@ -167,6 +170,101 @@ def affine_form(algo, state_keys: list[str], leaf_names: list[str], hp: dict,
     if any(not (np.array_equal(q, q0) and np.array_equal(a, a0) and np.array_equal(c, c0)) for q, a, c in forms):
         return None
     return q0, a0, c0
+
+
+def _linear_probe(fn, n_in: int, leaf_names: list[str]) -> np.ndarray | None:
+    """M [n_out, n_in] with out_i = Σ_j M_ij in_j (every coordinate, every leaf) for a function
+    ``fn`` of n_in parameter-shaped trees returning a list of n_out such trees, read off ``fn``
+    itself as :func:`affine_form` reads a step: on the basis vectors, checked on random
+    coordinates at two scales. None when ``fn`` raises, returns None, or is not of that form (an
+    offset, a norm, a sign, per-leaf rules)."""
+    rng = np.random.default_rng(54321)
+    n_check = 3
+    width = n_in + n_check
+    cols = np.zeros((n_in, width))
+    cols[:, :n_in] = np.eye(n_in)
+    cols[:, n_in:] = rng.uniform(-2.0, 2.0, size=(n_in, n_check))
+    found = []
+    for scale in (1.0, 1e3):
+        cols[:, n_in:] *= scale
+        try:
+            outs = fn([{name: torch.tensor(cols[j]) for name in leaf_names} for j in range(n_in)])
+        except Exception:  # a rule that needs real shapes or values: not this path's
+            return None
+        if outs is None:
+            return None
+        rows = []
+        for out in outs:
+            leaves = [out.get(name) if isinstance(out, dict) else None for name in leaf_names]
+            if any(not torch.is_tensor(v) or v.shape != (width,) for v in leaves):
+                return None
+            leaves = [v.double().numpy() for v in leaves]
+            row = leaves[0][:n_in].copy()
+            for v in leaves:
+                if not (np.array_equal(v[:n_in], row)
+                        and np.allclose(v[n_in:], row @ cols[:, n_in:], rtol=_CHECK_RTOL, atol=_CHECK_RTOL * scale)):
+                    return None
+            rows.append(row)
+        found.append(np.array(rows).reshape(len(outs), n_in))
+    return found[0] if np.array_equal(found[0], found[1]) else None
+
+
+def round_form(algo, server_keys: list[str], leaf_names: list[str], hp: dict, local_steps: int):
+    """The server side of a round of full participation as linear maps, read off the algorithm's
+    own ``client_init``, ``client_final`` and ``server_update`` (:func:`_linear_probe`), for a
+    server state of n_s parameter-shaped sequences S (``server_keys``, ``params`` first) and
+    stateless clients:
+
+        s   = B S                              (client_init: the step state's n sequences)
+        e_l = Σ_i C_li s_i + Σ_j D_lj S_j        (client_final after K steps: message entry l)
+        S'  = E S + F ē,   ē_l = Σ_k n_k e_kl / Σ_k n_k   (server_update with the weighted mean)
+
+    Returns:
+        (state_keys, entries, B [n, n_s], C [n_m, n], D [n_m, n_s], E [n_s, n_s], F [n_s, n_m]), or
+        None when a rule is not of this form, a client keeps state, or the server state changes
+        its keys.
+    """
+    ns = len(server_keys)
+    found: dict = {}
+
+    def init(ins):
+        st = algo.client_init(dict(zip(server_keys, ins)), None, hp)
+        keys = sequence_keys(st)
+        if keys is None or int(st.get("steps", -1)) != 0:
+            return None
+        found["state_keys"] = keys
+        return [st[k] for k in keys]
+
+    b = _linear_probe(init, ns, leaf_names)
+    if b is None:
+        return None
+    state_keys = found["state_keys"]
+    n = len(state_keys)
+
+    def final(ins):
+        state = {**dict(zip(state_keys, ins[ns:])), "steps": int(local_steps),
+                 "loss": torch.tensor(float("nan"), dtype=torch.float64)}
+        msg, cs = algo.client_final(dict(zip(server_keys, ins[:ns])), state, hp)
+        if cs or not isinstance(msg, dict):
+            return None
+        found["entries"] = sorted(msg)
+        return [msg[e] for e in found["entries"]]
+
+    cd = _linear_probe(final, ns + n, leaf_names)
+    if cd is None:
+        return None
+    entries = found["entries"]
+    nm = len(entries)
+
+    def update(ins):
+        new = algo.server_update(dict(zip(server_keys, ins[:ns])), [dict(zip(entries, ins[ns:]))],
+                                 torch.ones(1, dtype=torch.float64), hp)
+        return [new[k] for k in server_keys] if set(new) == set(server_keys) else None
+
+    ef = _linear_probe(update, ns + nm, leaf_names)
+    if ef is None:
+        return None
+    return state_keys, entries, b, cd[:, ns:], cd[:, :ns], ef[:, :ns], ef[:, ns:]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -318,10 +416,8 @@ def _run_sparse(state, indptr, indices, values, max_nnz, idx, lab, coef_of, q, a
     Clients are taken in blocks: first every row of the block's steps is copied into a buffer
     (independent loads, so their latencies overlap), then the block's clients run their steps
     one client at a time, each keeping its state in cache for all its S steps."""
-    n, p_total = state.shape[1], state.shape[2]
+    n = state.shape[1]
     _, s_steps, b_size = idx.shape
-    inv_b = 1.0 / b_size
-    bias_at = n_lin * d
     per_client = s_steps * b_size
     block = max(1, _GATHER_ROWS // max(1, per_client))
     buf_i = np.empty((block * per_client, max(1, max_nnz)), dtype=indices.dtype)
@@ -353,35 +449,49 @@ def _run_sparse(state, indptr, indices, values, max_nnz, idx, lab, coef_of, q, a
             step_loss = 0.0
             row0 = (g - g0) * per_client
             for t in range(s_steps):
-                step_loss = 0.0
-                for b in range(b_size):
-                    j = row0 + t * b_size + b
-                    m = cnt[j]
-                    for cl in range(n_lin):
-                        acc = 0.0
-                        off = cl * d
-                        for u in range(m):
-                            acc += buf_v[j, u] * _point(s, qg, n, off + buf_i[j, u])
-                        if has_bias:
-                            acc += _point(s, qg, n, bias_at + cl)
-                        z[cl] = acc
-                    step_loss += _loss_and_logit_grads(z, lab[g, t, b], binary, n_lin, inv_b, dz[b])
-                step_loss *= inv_b
+                step_loss = _sparse_step(s, qg, ag, cg, buf_i, buf_v, cnt, row0 + t * b_size, lab[g, t], binary, n_lin,
+                                         d, has_bias, z, dz, tmp)
                 total += step_loss
-                _linear_map(s, ag, n, p_total, tmp)  # s ← A s, every coordinate
-                for b in range(b_size):  # s ← s + c ∇f: the gradient's non-zero coordinates only
-                    j = row0 + t * b_size + b
-                    m = cnt[j]
-                    for cl in range(n_lin):
-                        off = cl * d
-                        gz = dz[b, cl]
-                        for u in range(m):
-                            _scatter(s, cg, n, off + buf_i[j, u], gz * buf_v[j, u])
-                        if has_bias:
-                            _scatter(s, cg, n, bias_at + cl, gz)
             loss_sum[g] += total
             last_loss[g] = step_loss
         g0 = g1
+
+
+@numba.njit(cache=True, inline="always", fastmath=_FLAGS)
+def _sparse_step(s, qg, ag, cg, buf_i, buf_v, cnt, j0, labs, binary, n_lin, d, has_bias, z, dz, tmp):
+    """One step of one client (state ``s`` [n, P], in place) on the B = len(labs) rows
+    ``j0..j0+B−1`` of the gathered CSR buffers (``buf_i``, ``buf_v``, ``cnt``): the gradient at
+    p = Σ q_j s_j, then s ← A s + c ∇f. Returns the step's mean loss."""
+    n, p_total = s.shape[0], s.shape[1]
+    b_size = len(labs)
+    inv_b = 1.0 / b_size
+    bias_at = n_lin * d
+    step_loss = 0.0
+    for b in range(b_size):
+        j = j0 + b
+        m = cnt[j]
+        for cl in range(n_lin):
+            acc = 0.0
+            off = cl * d
+            for u in range(m):
+                acc += buf_v[j, u] * _point(s, qg, n, off + buf_i[j, u])
+            if has_bias:
+                acc += _point(s, qg, n, bias_at + cl)
+            z[cl] = acc
+        step_loss += _loss_and_logit_grads(z, labs[b], binary, n_lin, inv_b, dz[b])
+    step_loss *= inv_b
+    _linear_map(s, ag, n, p_total, tmp)  # s ← A s, every coordinate
+    for b in range(b_size):  # s ← s + c ∇f: the gradient's non-zero coordinates only
+        j = j0 + b
+        m = cnt[j]
+        for cl in range(n_lin):
+            off = cl * d
+            gz = dz[b, cl]
+            for u in range(m):
+                _scatter(s, cg, n, off + buf_i[j, u], gz * buf_v[j, u])
+            if has_bias:
+                _scatter(s, cg, n, bias_at + cl, gz)
+    return step_loss
 
 
 @numba.njit(cache=True, parallel=True, fastmath=_FLAGS)
@@ -471,6 +581,148 @@ def _run_dense(state, x, idx, lab, coef_of, q, a, c, binary, n_lin, d, has_bias,
             loss_sum[g] += total
             last_loss[g] = step_loss
         g0 = g1
+
+
+# ----------------------------------------------------------------------------------------------
+# whole rounds: draws, local steps, messages and the server update of every stacked cell
+
+
+#: Clients per work item of :func:`_run_rounds`: each item sums its clients' weighted messages in
+#: client order, and the items of a cell are added in order, so the result does not depend on how
+#: many threads share the items.
+ROUND_BLOCK = 64
+
+
+@numba.njit(cache=True, inline="always", fastmath=_FLAGS)
+def _combine(out, coef, src, started):
+    """out (+)= Σ_j coef[j] src[j] over the non-zero coefficients (out = when not ``started``);
+    returns whether anything was written. Skipping exact zeros keeps a copy a copy (0 · inf is NaN)."""
+    for j in range(len(coef)):
+        cf = coef[j]
+        if cf != 0.0:
+            if started:
+                for k in range(len(out)):
+                    out[k] += cf * src[j, k]
+            else:
+                for k in range(len(out)):
+                    out[k] = cf * src[j, k]
+                started = True
+    return started
+
+
+@numba.njit(cache=True, parallel=True, fastmath=_FLAGS)
+def _run_rounds(server, indptr, indices, values, max_nnz, y_all, row_table, slot, sizes, key_seed, key_id, purpose,
+                item_cell, item_lo, item_hi, weight, q, a, c, bm, cm, dm, em, fm, k_steps, b_size, binary, n_lin, d,
+                has_bias, t0, t1, nonzeros, diverged):
+    """Rounds t0..t1 of full participation of C cells (:func:`round_form`), in place on the server
+    states ``server`` [C, n_s, P]; stops after a round in which a cell diverged (a client's loss or
+    the cell's new ``params``, sequence 0, not finite: ``diverged[c]`` set). Returns the last round run.
+
+    Per round and client g (engine-wide id) of the work item ``it`` (clients ``item_lo[it]`` to
+    ``item_hi[it] − 1`` of cell ``item_cell[it]``): its K·B row indices drawn from the key
+    (key_seed[g], t, key_id[g], ``purpose``) exactly as :func:`fedbench.engine.batches.local_batches`
+    draws them with replacement (:mod:`fedbench.engine.keyed_integers`), mapped through its row
+    array ``row_table[slot[g], :sizes[g]]``; its step state s = B S; K steps (:func:`_sparse_step`);
+    its message e = C s + D S, whose non-zeros are counted into ``nonzeros[c]`` and which is added,
+    times ``weight[g]`` (n_k / Σ n_k), to the item's sum. Then per cell, in order: ē = Σ of its
+    items' sums, S ← E S + F ē."""
+    n_items = len(item_cell)
+    ns, p_total = server.shape[1], server.shape[2]
+    n, nm = q.shape[1], cm.shape[1]
+    per_client = k_steps * b_size
+    width = max(1, max_nnz)
+    part = np.zeros((n_items, nm, p_total))
+    item_nnz = np.zeros(n_items, dtype=np.int64)
+    item_ok = np.ones(n_items, dtype=np.bool_)
+    threshold_of = np.empty(len(sizes), dtype=np.uint64)
+    for g in range(len(sizes)):
+        threshold_of[g] = _threshold(sizes[g])
+    ebar = np.empty((nm, p_total))
+    new = np.empty((ns, p_total))
+    last = t0 - 1
+    for t in range(t0, t1 + 1):
+        for it in numba.prange(n_items):
+            cc = item_cell[it]
+            sc = server[cc]
+            qg, ag, cg = q[cc], a[cc], c[cc]
+            s = np.empty((n, p_total))
+            ev = np.empty(p_total)
+            tmp = np.empty(n)
+            z = np.empty(n_lin)
+            dz = np.empty((b_size, n_lin))
+            loc = np.empty(per_client, dtype=np.int64)
+            labs = np.empty(per_client, dtype=np.int64)
+            buf_i = np.empty((per_client, width), dtype=indices.dtype)
+            buf_v = np.empty((per_client, width), dtype=values.dtype)
+            cnt = np.empty(per_client, dtype=np.int64)
+            ent = np.empty((1, 4), dtype=np.uint64)
+            pool = np.empty(4, dtype=np.uint64)
+            words = np.empty(8, dtype=np.uint64)
+            acc = part[it]
+            acc[:] = 0.0
+            nnz = 0
+            ok = True
+            for g in range(item_lo[it], item_hi[it]):
+                ent[0, 0], ent[0, 1], ent[0, 2], ent[0, 3] = key_seed[g], t, key_id[g] + 1, purpose
+                keyed_integers_into(ent, 0, sizes[g], threshold_of[g], loc, pool, words)
+                rows = row_table[slot[g]]
+                for j in range(per_client):  # the client's rows, gathered
+                    r = rows[loc[j]]
+                    labs[j] = y_all[r]
+                    start = indptr[r]
+                    m = indptr[r + 1] - start
+                    cnt[j] = m
+                    for u in range(m):
+                        buf_i[j, u] = indices[start + u]
+                        buf_v[j, u] = values[start + u]
+                for i in range(n):  # client_init
+                    if not _combine(s[i], bm[cc, i], sc, False):
+                        s[i, :] = 0.0
+                total = 0.0
+                for t_local in range(k_steps):
+                    total += _sparse_step(s, qg, ag, cg, buf_i, buf_v, cnt, t_local * b_size,
+                                          labs[t_local * b_size:(t_local + 1) * b_size], binary, n_lin, d, has_bias,
+                                          z, dz, tmp)
+                if not math.isfinite(total):
+                    ok = False
+                wg = weight[g]
+                for e in range(nm):  # client_final, counted and summed
+                    started = _combine(ev, cm[cc, e], s, False)
+                    if not _combine(ev, dm[cc, e], sc, started):
+                        ev[:] = 0.0
+                    for k in range(p_total):
+                        nnz += ev[k] != 0.0
+                        acc[e, k] += wg * ev[k]
+            item_nnz[it] = nnz
+            item_ok[it] = ok
+        stop = False
+        it = 0
+        while it < n_items:  # server_update, cell by cell, its items in order
+            cc = item_cell[it]
+            ebar[:] = 0.0
+            ok = True
+            while it < n_items and item_cell[it] == cc:
+                for e in range(nm):
+                    for k in range(p_total):
+                        ebar[e, k] += part[it, e, k]
+                nonzeros[cc] += item_nnz[it]
+                ok = ok and item_ok[it]
+                it += 1
+            sc = server[cc]
+            for i in range(ns):
+                started = _combine(new[i], em[cc, i], sc, False)
+                if not _combine(new[i], fm[cc, i], ebar, started):
+                    new[i, :] = 0.0
+            sc[:, :] = new
+            for k in range(p_total):
+                ok = ok and math.isfinite(sc[0, k])
+            if not ok:
+                diverged[cc] = True
+                stop = True
+        last = t
+        if stop:
+            break
+    return last
 
 
 # ----------------------------------------------------------------------------------------------
@@ -586,3 +838,98 @@ class LinearSteps:
         new["steps"] = state["steps"] + idx.shape[0]
         new["loss"] = torch.from_numpy(last).to(dtype)
         return new, loss_sum
+
+    def round_form(self, algo, server_keys: list[str], names: list[str], hp: dict):
+        """:func:`round_form` with the step's :func:`affine_form`, cached per hyperparameter
+        values: (state_keys, entries, (q, A, c), B, C, D, E, F), or None."""
+        key = ("round", tuple(server_keys), tuple(sorted((k, repr(v)) for k, v in hp.items())))
+        if key not in self._forms:
+            k = hp.get("local_steps")
+            rf = round_form(algo, server_keys, names, hp, k) if isinstance(k, int) and k >= 1 else None
+            step = None if rf is None else self.form(algo, rf[0], names, hp)
+            self._forms[key] = None if step is None else (rf[0], rf[1], step, *rf[2:])
+        return self._forms[key]
+
+    def rounds(self, algo, servers: list[dict], hps: list[dict], t0: int, t1: int, y_all: np.ndarray,
+               batch_size: int, key_seed: np.ndarray, key_id: np.ndarray, row_table: np.ndarray, slot: np.ndarray,
+               sizes: np.ndarray, bounds: list[tuple[int, int]]) -> tuple[int, list[dict]] | None:
+        """Rounds t0..t1 of C cells with full participation, every client drawing its K·B rows
+        with replacement, in one compiled call (:func:`_run_rounds`); None when they do not
+        qualify (inputs not sparse, not float64, a rule not of :func:`round_form`'s form, cells
+        with different sequences).
+
+        Args:
+            algo: the algorithm module.
+            servers, hps: per cell, its server state and its hyperparameters (the same every round).
+            t0, t1: the first and last round (1-based).
+            y_all: [N] int64, the labels of the training inputs' rows.
+            batch_size: B.
+            key_seed, key_id: per engine-wide client, its randomness key (seed, id).
+            row_table, slot, sizes: client g's rows are ``row_table[slot[g], :sizes[g]]``.
+            bounds: per cell, its clients ``lo..hi−1`` (engine-wide ids; every one participates).
+
+        Returns:
+            (the last round run: t1, or the round in which a cell diverged; per cell ``{"server":
+            its new server state, "uplink_floats", "uplink_nonzeros": the counts of the rounds run,
+            "diverged": bool}``).
+        """
+        rows = self.rows()
+        if rows[0] != "sparse":
+            return None
+        names = ["weight"] if self.kind == "binary" else ["weight", "bias"]
+        server_keys = sequence_keys(servers[0])
+        if server_keys is None or any(sequence_keys(s) != server_keys for s in servers):
+            return None
+        if set(servers[0]["params"]) != set(names):
+            return None
+        weight = servers[0]["params"]["weight"]
+        if weight.dtype != torch.float64 or self._x_all.dtype != torch.float64:
+            return None
+        forms = [self.round_form(algo, server_keys, names, hp) for hp in hps]
+        if any(f is None for f in forms) or len({(tuple(f[0]), tuple(f[1])) for f in forms}) != 1:
+            return None
+        k_steps = int(hps[0]["local_steps"])
+        if any(int(hp["local_steps"]) != k_steps for hp in hps):
+            return None
+        d = weight.shape[-1]
+        n_lin = 1 if self.kind == "binary" else weight.shape[0]
+        width = n_lin * d + (0 if self.kind == "binary" else n_lin)
+        server = np.empty((len(servers), len(server_keys), width))
+        for ci, srv in enumerate(servers):
+            for i, k in enumerate(server_keys):
+                server[ci, i, : n_lin * d] = srv[k]["weight"].detach().reshape(-1).numpy()
+                if self.kind != "binary":
+                    server[ci, i, n_lin * d:] = srv[k]["bias"].detach().numpy()
+        steps = [f[2] for f in forms]  # (q, A, c) per cell, then B, C, D, E, F per cell
+        q, a, c, bm, cm, dm, em, fm = (np.ascontiguousarray(np.stack(m)) for m in
+                                       (*zip(*steps), *zip(*(f[3:] for f in forms))))
+        weight_of = np.zeros(len(key_seed))
+        item_cell, item_lo, item_hi = [], [], []
+        for ci, (lo, hi) in enumerate(bounds):
+            weight_of[lo:hi] = _mean_weights(torch.as_tensor(sizes[lo:hi], dtype=torch.float64), hi - lo).numpy()
+            for b0 in range(lo, hi, ROUND_BLOCK):
+                item_cell.append(ci)
+                item_lo.append(b0)
+                item_hi.append(min(hi, b0 + ROUND_BLOCK))
+        nonzeros = np.zeros(len(servers), dtype=np.int64)
+        diverged = np.zeros(len(servers), dtype=np.bool_)
+        threads = max(1, min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS))
+        numba.set_num_threads(threads)
+        last = _run_rounds(server, *rows[1:], y_all, row_table, slot, np.ascontiguousarray(sizes, dtype=np.int64),
+                           key_seed, key_id, _purpose_id("batches"), np.array(item_cell, dtype=np.int64),
+                           np.array(item_lo, dtype=np.int64), np.array(item_hi, dtype=np.int64), weight_of,
+                           q, a, c, bm, cm, dm, em, fm, k_steps, int(batch_size), self.kind == "binary", n_lin, d,
+                           self.kind != "binary", int(t0), int(t1), nonzeros, diverged)
+        out = []
+        ran = last - t0 + 1
+        for ci, (lo, hi) in enumerate(bounds):
+            new = dict(servers[ci])
+            for i, k in enumerate(server_keys):
+                arr = torch.from_numpy(server[ci, i].copy())
+                leaf = {"weight": arr[: n_lin * d].reshape(weight.shape)}
+                if self.kind != "binary":
+                    leaf["bias"] = arr[n_lin * d:]
+                new[k] = leaf
+            out.append({"server": new, "uplink_floats": ran * (hi - lo) * len(forms[ci][1]) * width,
+                        "uplink_nonzeros": int(nonzeros[ci]), "diverged": bool(diverged[ci])})
+        return last, out

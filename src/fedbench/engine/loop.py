@@ -279,13 +279,28 @@ def train_seeds(
     seeds = ",".join(str(c.seed) for c in cells)
     desc = (f"{spec['algorithm']} seed{'s' * (len(cells) > 1)}={seeds}" if len({s["algorithm"] for s in specs}) == 1
             else f"{spec['algorithm_name']} ×{len(cells)} cells")
-    bar = tqdm(range(first_round, rounds + 1), desc=desc,
+    bar = tqdm(desc=desc,
                disable=not progress, file=sys.stderr, mininterval=2.0, unit="round", initial=first_round - 1,
                total=rounds)
-    for t in bar:
+    fused = fusable(specs) and hasattr(clients, "train_rounds")
+    t = first_round
+    while t <= rounds:
         active = [i for i, c in enumerate(cells) if c.status == "ok" and t >= c.first_round]
         if not active:
             break
+        if fused:  # rounds t..end in one call of the engine, where it can (else: round by round from here)
+            end = segment_end(cells, t, checkpoint_paths, checkpoint_every)
+            hps = [round_hparams(cells[i].spec, t) for i in active]
+            done = clients.train_rounds([cells[i].server for i in active], hps, t, end, active)
+            if done is not None:
+                last, results = done
+                for i, result in zip(active, results):
+                    cells[i].end_rounds(last, cells[i].m, last - t + 1, result, partial(clients.client_states, i),
+                                        checkpoint_paths[i], checkpoint_every)
+                bar.update(last - t + 1)
+                t = last + 1
+                continue
+            fused = False
         hps = [round_hparams(cells[i].spec, t) for i in active]
         sampled = [cells[i].sample(t) for i in active]
         results = clients.train_cells([cells[i].server for i in active], sampled, hps, t, cells=active)
@@ -295,6 +310,8 @@ def train_seeds(
         latest = cells[active[0]].rows[-1] if cells[active[0]].rows else None
         if latest is not None and latest["round"] == t:
             bar.set_postfix(acc=f"{latest['test_accuracy']:.4f}", loss=f"{latest['train_loss']:.4f}")
+        bar.update(1)
+        t += 1
     bar.close()
     out = []
     for i, cell in enumerate(cells):
@@ -303,6 +320,38 @@ def train_seeds(
                     padding_efficiency=clients.padding_efficiency)
         out.append((cell.rows, info))
     return out
+
+
+def fusable(specs: list[dict]) -> bool:
+    """Whether cells of these specs may have several rounds run in one call of the engine
+    (:meth:`fedbench.engine.vectorized.VectorizedClients.train_rounds`, which checks the rest):
+    full participation (every client every round: nothing is drawn), the same hyperparameters
+    every round (no ``lr_decay``, no ``lr_schedule``), and nothing recorded that needs every
+    round's messages (``uplink_entropy: false``, no ``delta_histogram``)."""
+    return all(s["sampling"]["participation"] == 1.0 and s["local"].get("lr_decay", 1.0) == 1.0
+               and not s["local"].get("lr_schedule") and s.get("uplink_entropy") is False
+               and s.get("delta_histogram") is None for s in specs)
+
+
+def segment_end(cells: list[Cell], t: int, checkpoint_paths: list, checkpoint_every: int) -> int:
+    """The last round of the segment that starts at round ``t``: the first round ≥ t at which an
+    active cell evaluates (``eval_every``, its last round) or writes a checkpoint, or the round
+    before a resumed cell joins. A function of t and the specs only, so a run resumed from a
+    checkpoint cuts the same segments as the uninterrupted one (and the rounds are the same
+    either way: the engine computes every round of such a job with the same code)."""
+    end = None
+    for cell, path in zip(cells, checkpoint_paths):
+        if cell.status != "ok":
+            continue
+        if t < cell.first_round:  # joins later
+            bound = cell.first_round - 1
+        else:
+            every = int(cell.spec["eval_every"])
+            bound = min(int(cell.spec["rounds"]), -(-t // every) * every)
+            if path is not None and checkpoint_every:
+                bound = min(bound, -(-t // checkpoint_every) * checkpoint_every)
+        end = bound if end is None else min(end, bound)
+    return end
 
 
 def run_cell(

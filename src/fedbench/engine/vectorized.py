@@ -605,18 +605,23 @@ class VectorizedClients:
             if not all(isinstance(batches[k], np.ndarray) and batches[k].shape == first.shape for k in members):
                 return None
             local = np.stack([batches[k] for k in members])  # [G, S, B] indices into each client's rows
-        if self._row_table is None:  # [u, max n] over the u distinct row arrays (padded with 0; only
-            # real rows are indexed): u = m for a disjoint partition, 1 per cell for ``shared``
-            table = np.zeros((len(self._distinct), max(len(r) for r in self._distinct)), dtype=np.int64)
-            for u, rows in enumerate(self._distinct):
-                table[u, : len(rows)] = rows
-            self._row_table = table
         slots = self._slot[np.asarray(members, dtype=np.int64)]
-        idx = self._row_table[slots[:, None, None], local].transpose(1, 0, 2)
+        idx = self.row_table()[slots[:, None, None], local].transpose(1, 0, 2)
         idx_t = torch.from_numpy(np.ascontiguousarray(idx)).to(self.device)
         s_max, g = first.shape[0], len(members)
         return (idx_t, self.y_all[idx_t], np.ones((s_max, g), dtype=bool), np.full(g, s_max, dtype=np.int64),
                 None)
+
+    def row_table(self) -> np.ndarray:
+        """[u, max n_k] int64: the u distinct row arrays of the clients (client g's rows are
+        ``row_table()[_slot[g], :n_g]``; padded with 0, only real rows are indexed): u = m for a
+        disjoint partition, 1 per cell for ``shared``."""
+        if self._row_table is None:
+            table = np.zeros((len(self._distinct), max(len(r) for r in self._distinct)), dtype=np.int64)
+            for u, rows in enumerate(self._distinct):
+                table[u, : len(rows)] = rows
+            self._row_table = table
+        return self._row_table
 
     def _group_tensors(self, members: Sequence[int], batches: dict[int, list[np.ndarray]], draws=None,
                        rows_of: Sequence[np.ndarray] | None = None):
@@ -932,6 +937,49 @@ class VectorizedClients:
             self.executed_steps += int(idx.shape[0]) * g
             self.real_steps += int(ks.sum())
         return parts, losses.tolist(), counted
+
+    def train_rounds(self, servers: Sequence[dict], hps: Sequence[dict], t0: int, t1: int,
+                     cells: Sequence[int]) -> tuple[int, list[dict]] | None:
+        """Rounds ``t0..t1`` of the given cells with full participation (every client of each
+        cell, every round) and the same hyperparameters every round, local steps, messages and
+        server updates in one compiled call
+        (:meth:`fedbench.engine.linear_steps.LinearSteps.rounds`), or None where that does not
+        apply: the fast path's conditions (:meth:`_fast_chunk`), ``local.steps`` K with
+        ``local.replacement``, stateless clients, and an algorithm whose ``client_init``,
+        ``client_final`` and ``server_update`` are linear (:func:`fedbench.engine.linear_steps.round_form`).
+
+        The rows each client draws are those :meth:`train_cells` draws (the same keys); the
+        results equal :meth:`train_cells` + the algorithm's ``server_update`` per round to float
+        rounding (the weighted mean summed in another order), and do not depend on ``t0``,
+        ``t1`` or the thread count: every round of such a job is computed by this one code.
+
+        Returns:
+            (the last round run: ``t1``, or the first round in which a cell diverged; per given
+            cell, ``{"server", "uplink_floats", "uplink_nonzeros", "diverged"}``: its server state
+            after that round and the communication counts of the rounds run).
+        """
+        local = self.local
+        k, b = local.get("steps"), int(local["batch_size"])
+        if (not self.fast_steps or self.device.type != "cpu" or self.aug is not None or self.holdout is not None
+                or self.store is not None or not isinstance(k, int) or isinstance(k, bool) or k < 1
+                or local.get("epochs") is not None or not local.get("replacement")):
+            return None
+        bounds = [(int(self.offsets[c]), int(self.offsets[c + 1])) for c in cells]
+        clients = sum(hi - lo for lo, hi in bounds)
+        if not clients or not self._compiled_pays(clients) or self.linear is None:
+            return None
+        from fedbench.engine import keyed_integers
+
+        n_max = int(self._sizes.max())
+        if self._sizes.min() < 1 or not keyed_integers.supported(self.key_seed, t1, self.key_id, n_max):
+            return None
+        out = self.linear.rounds(self.algo, list(servers), [dict(h) for h in hps], t0, t1, self.y_all.numpy(), b,
+                                 self.key_seed, self.key_id, self.row_table(), self._slot, self._sizes, bounds)
+        if out is not None:
+            done = (out[0] - t0 + 1) * clients * k
+            self.executed_steps += done
+            self.real_steps += done
+        return out
 
     def _compiled_pays(self, clients_per_round: int) -> bool:
         """Whether the compiled paths save more than :attr:`compiled_min_seconds` in this job (never
