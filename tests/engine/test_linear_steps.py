@@ -209,3 +209,135 @@ def test_every_algorithm_equals_the_generic_path(algorithm, monkeypatch):
     _assert_close(fast, generic)
     if algorithm in FAST_ALGORITHMS:
         assert used and all(used)
+
+
+# ----------------------------------------------------------------------------------------------
+# whole rounds in one compiled call (VectorizedClients.train_rounds)
+
+
+def _round_specs(algorithm, model="binary_logreg", steps=1, batch_size=1, variant=None, rounds=7, eval_every=3,
+                 lrs=(0.05, 0.3), seeds=(0, 1)):
+    specs = _specs(algorithm, model, lrs=lrs, seeds=seeds, steps=steps, batch_size=batch_size, variant=variant)
+    for s in specs:  # FedAc's protocol (config/experiments/fedac.yaml): what lets rounds run at once
+        s.update(rounds=rounds, eval_every=eval_every, uplink_entropy=False, eval_initial=True)
+    return specs
+
+
+def _run_rounds_spy(specs, ds, fast: bool, monkeypatch, **kw):
+    """train_seeds with (fast) or without (generic per-round path) the compiled paths; returns
+    (results, the (t0, t1, ran) of every train_rounds call)."""
+    monkeypatch.setattr(VectorizedClients, "fast_steps", fast)
+    monkeypatch.setattr(VectorizedClients, "compiled_min_seconds", 0)
+    calls = []
+    real = VectorizedClients.train_rounds
+
+    def spy(self, servers, hps, t0, t1, cells):
+        out = real(self, servers, hps, t0, t1, cells)
+        calls.append((t0, t1, out is not None))
+        return out
+
+    monkeypatch.setattr(VectorizedClients, "train_rounds", spy)
+    parts = [make_partition(ds, {"scheme": "shared", "num_clients": 5}, seed=s["seed"]) for s in specs]
+    return train_seeds(specs, ds, parts, device="cpu", engine="vectorized", **kw), calls
+
+
+def _assert_rows_equal(a, b, rtol=RTOL):
+    """Every row column equal (floats to ``rtol`` relative, counts and the rest exactly), and the
+    final server states (``params``, FedAc's ``w``) to ``rtol``; rtol 0: bit for bit."""
+    for (rows_a, info_a), (rows_b, info_b) in zip(a, b):
+        assert info_a["status"] == info_b["status"]
+        assert [r["round"] for r in rows_a] == [r["round"] for r in rows_b]
+        for ra, rb in zip(rows_a, rows_b):
+            for col, vb in rb.items():
+                va = ra[col]
+                if col == "wall_seconds":
+                    continue
+                if isinstance(vb, float) and not isinstance(va, int):
+                    assert (np.isnan(va) and np.isnan(vb)) or abs(va - vb) <= rtol * abs(vb), (col, va, vb)
+                else:
+                    assert va == vb, (col, va, vb)
+        for key in ("params", "w"):
+            for k, v in info_b["server_state"].get(key, {}).items():
+                got = info_a["server_state"][key][k]
+                if rtol == 0:
+                    assert torch.equal(got, v)
+                else:
+                    assert float((got - v).abs().max()) <= rtol * float(v.abs().max())
+
+
+@pytest.mark.parametrize("algorithm,variant", [("fedavg", None), ("fedac", "I"), ("fedac", "II"),
+                                               ("fedac", "vanilla"), ("mb_sgd", None), ("mb_ac_sgd", None)])
+@pytest.mark.parametrize("steps", [1, 3])
+def test_whole_rounds_equal_the_generic_path(algorithm, variant, steps, monkeypatch):
+    """Rounds run at once (K = 1: the one-step path; K = 3: every client's steps) give the generic
+    path's rows, every column (train/test loss and accuracy, objective, uplink floats and non-zeros,
+    downlink floats, the initial row) and server states, float64, 1e-10."""
+    ds = _dataset(True)
+    specs = _round_specs(algorithm, steps=steps, variant=variant)
+    fused, calls = _run_rounds_spy(specs, ds, True, monkeypatch)
+    assert calls == [(1, 3, True), (4, 6, True), (7, 7, True)]  # segments end at the evaluations
+    generic, calls = _run_rounds_spy(specs, ds, False, monkeypatch)
+    assert not any(ran for *_, ran in calls)
+    _assert_rows_equal(fused, generic)
+
+
+@pytest.mark.parametrize("algorithm", FAST_ALGORITHMS)
+@pytest.mark.parametrize("steps,batch_size", [(1, 1), (2, 3)])
+def test_whole_rounds_softmax_logreg(algorithm, steps, batch_size, monkeypatch):
+    ds = _dataset(True, classes=3)
+    specs = _round_specs(algorithm, "logreg", steps=steps, batch_size=batch_size, rounds=4, eval_every=2)
+    fused, calls = _run_rounds_spy(specs, ds, True, monkeypatch)
+    assert calls and all(ran for *_, ran in calls)
+    generic, _ = _run_rounds_spy(specs, ds, False, monkeypatch)
+    _assert_rows_equal(fused, generic)
+
+
+@pytest.mark.parametrize("steps", [1, 3])
+def test_whole_rounds_do_not_depend_on_segments_threads_or_stacking(steps, monkeypatch, tmp_path):
+    """Bit for bit: with checkpoints every 2 rounds (other segments), a run resumed from its
+    checkpoint, two threads instead of one, a cell trained alone instead of stacked."""
+    ds = _dataset(True)
+    specs = _round_specs("fedac", steps=steps, seeds=(0, 1, 2))
+    base, _ = _run_rounds_spy(specs, ds, True, monkeypatch)
+    paths = [tmp_path / f"ckpt{i}.pt" for i in range(len(specs))]
+    cut, calls = _run_rounds_spy(specs, ds, True, monkeypatch, checkpoint_paths=paths, checkpoint_every=2)
+    assert [(t0, t1) for t0, t1, _ in calls] == [(1, 2), (3, 3), (4, 4), (5, 6), (7, 7)]
+    _assert_rows_equal(cut, base, rtol=0)
+    resumed, calls = _run_rounds_spy(specs, ds, True, monkeypatch, checkpoint_paths=paths)  # from round 6's
+    assert [(t0, t1) for t0, t1, _ in calls] == [(7, 7)]
+    _assert_rows_equal(resumed, base, rtol=0)
+    old = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        monkeypatch.setattr("fedbench.engine.linear_steps.MIN_ROUND_CLIENTS_PER_THREAD", 1)
+        two, _ = _run_rounds_spy(specs, ds, True, monkeypatch)
+    finally:
+        torch.set_num_threads(old)
+    _assert_rows_equal(two, base, rtol=0)
+    alone, _ = _run_rounds_spy(specs[4:5], ds, True, monkeypatch)
+    _assert_rows_equal(alone, base[4:5], rtol=0)
+
+
+def test_whole_rounds_stop_at_a_diverged_cell(monkeypatch):
+    """A cell whose run blows up (FedAc at η far above 1/L) is recorded diverged at the round the
+    generic path records it, with the same row; the other cells go on to the end."""
+    ds = _dataset(True)
+    specs = _round_specs("fedac", steps=2, lrs=(0.05, 3e3), seeds=(0,), rounds=120, eval_every=60)
+    for s in specs:
+        s["collapse"] = False  # NaN/inf, not the collapse rule
+    fused, calls = _run_rounds_spy(specs, ds, True, monkeypatch)
+    generic, _ = _run_rounds_spy(specs, ds, False, monkeypatch)
+    assert [info["status"] for _, info in fused] == ["ok", "diverged"]
+    stop = fused[1][0][-1]["round"]
+    assert 60 < stop < 120 and (stop + 1, 120, True) in calls and fused[0][0][-1]["round"] == 120
+    _assert_rows_equal(fused, generic)
+
+
+def test_rounds_need_full_participation_and_no_entropy(monkeypatch):
+    """Partial participation, a measured uplink entropy or a decaying lr: round by round."""
+    ds = _dataset(True)
+    for change in ({"sampling": {"scheme": "uniform", "participation": 0.6}}, {"uplink_entropy": True},
+                   {"local": {**_round_specs("fedac")[0]["local"], "lr_decay": 0.9}}):
+        specs = [{**s, **change} for s in _round_specs("fedac")]
+        _, calls = _run_rounds_spy(specs, ds, True, monkeypatch)
+        assert calls == []
