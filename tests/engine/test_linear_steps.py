@@ -253,7 +253,7 @@ def _assert_rows_equal(a, b, rtol=RTOL):
                 if col == "wall_seconds":
                     continue
                 if isinstance(vb, float) and not isinstance(va, int):
-                    assert (np.isnan(va) and np.isnan(vb)) or abs(va - vb) <= rtol * abs(vb), (col, va, vb)
+                    assert va == vb or (np.isnan(va) and np.isnan(vb)) or abs(va - vb) <= rtol * abs(vb), (col, va, vb)
                 else:
                     assert va == vb, (col, va, vb)
         for key in ("params", "w"):
