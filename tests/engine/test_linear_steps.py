@@ -262,9 +262,8 @@ def _assert_rows_equal(a, b, rtol=RTOL):
                 if rtol == 0:
                     assert torch.equal(got, v)
                     continue
-                fin = torch.isfinite(v)  # a diverged cell: the same inf and NaN, the rest close
-                assert torch.equal(torch.isfinite(got), fin) and torch.equal(got[~fin].isnan(), v[~fin].isnan())
-                assert torch.equal(got[v.isinf()], v[v.isinf()])
+                fin = torch.isfinite(v)  # a diverged cell: non-finite in the same places (inf + -inf
+                assert torch.equal(torch.isfinite(got), fin)  # may be NaN in one summation order only)
                 if fin.any():
                     assert float((got - v)[fin].abs().max()) <= rtol * float(v[fin].abs().max())
 
