@@ -37,6 +37,18 @@ Equality: the same values as the generic path to float rounding (another summati
 differing in lr and seed, the ``shared`` partition with ``local.replacement``. The rows drawn are
 the engine's, unchanged. Which path runs is decided by the engine per chunk
 (:meth:`fedbench.engine.vectorized.VectorizedClients._fast_chunk`; docs/engines.md).
+
+Whole rounds
+============
+
+With full participation and a server side that is linear too (:func:`round_form` reads
+``client_init``, ``client_final`` and ``server_update`` off the algorithm the same way),
+:meth:`LinearSteps.rounds` runs whole rounds of all stacked cells in compiled code
+(:func:`_run_rounds`): each client's keyed draw, ``client_init``, K steps and message, the
+messages' non-zeros and weighted mean, each cell's server update, round after round until an
+evaluation or checkpoint is due (:meth:`fedbench.engine.vectorized.VectorizedClients.train_rounds`).
+For K = 1 step of one row the clients of a cell share their start, so a client costs its row's
+non-zeros (:func:`_round_item_one_step`).
 """
 
 from __future__ import annotations
@@ -295,15 +307,19 @@ def sparse_rows(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | No
 
 
 @numba.njit(cache=True, inline="always", fastmath=_FLAGS)
-def _loss_and_logit_grads(z, lab, binary, n_lin, inv_b, dz_row):
+def _loss_and_logit_grads(z, lab, binary, n_lin, inv_b, dz_row, with_loss=True):
     """Cross-entropy of the logits (binary: [0, z[0]]; else z[:n_lin]) for class ``lab``; writes
-    (softmax − one-hot) / B into dz_row; returns the loss."""
+    (softmax − one-hot) / B into dz_row; returns the loss (binary with ``with_loss`` False: z[0],
+    finite exactly when the loss is, without the log)."""
     if binary:
         zz = z[0]
         # log(1 + e^z) − [y = 1] z, and σ(z) − [y = 1], from one e^{−|z|}
         ez = math.exp(-abs(zz))
-        sp = max(zz, 0.0) + math.log1p(ez)
         sig = 1.0 / (1.0 + ez) if zz >= 0 else ez / (1.0 + ez)
+        if not with_loss:
+            dz_row[0] = ((sig - 1.0) if lab == 1 else sig) * inv_b
+            return zz
+        sp = max(zz, 0.0) + math.log1p(ez)
         if lab == 1:
             dz_row[0] = (sig - 1.0) * inv_b
             return sp - zz
@@ -722,7 +738,7 @@ def _round_item_one_step(p, e_shared, lo, hi, t, indptr, indices, values, y_all,
             if has_bias:
                 zz += p[bias_at + cl]
             z[cl] = zz
-        ok = ok and math.isfinite(_loss_and_logit_grads(z, y_all[r], binary, n_lin, 1.0, dz[0]))
+        ok = ok and math.isfinite(_loss_and_logit_grads(z, y_all[r], binary, n_lin, 1.0, dz[0], False))
         wg = weight[g]
         w_sum += wg
         nnz += base

@@ -88,6 +88,8 @@ How a round is run
     rows bit for bit). Both compiled paths (numba) run only in jobs large enough to repay their
     ~2 s start-up (:attr:`VectorizedClients.compiled_min_seconds`). A round's messages stay
     stacked (:class:`StackedMessages`; per-client dicts only for algorithms that read them one by one).
+    With full participation and a linear server side, whole segments of rounds (server updates
+    included) run in one compiled call (:meth:`VectorizedClients.train_rounds`; docs/engines.md).
 
 Equivalence: in float64 the parameters match the reference to ~1e-14 relative after several
 rounds (tests require 1e-10); bitwise equality is not promised, since batched kernels may sum in
