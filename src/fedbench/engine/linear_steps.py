@@ -47,9 +47,8 @@ With full participation and a server side that is linear too (:func:`round_form`
 (:func:`_run_rounds`): each client's keyed draw, ``client_init``, K steps and message, the
 messages' non-zeros and weighted mean, each cell's server update, round after round until an
 evaluation or checkpoint is due (:meth:`fedbench.engine.vectorized.VectorizedClients.train_rounds`).
-The clients of a cell share their start s⁰, so each runs as the shared trajectory A^t s⁰ plus
-its own deviation, non-zero only where its rows touched (:func:`_round_item`): with K = 1 step of
-one row a client costs its row's non-zeros, not passes over the parameters.
+For K = 1 step of one row the clients of a cell share their start, so a client costs its row's
+non-zeros (:func:`_round_item_one_step`).
 """
 
 from __future__ import annotations
@@ -645,71 +644,76 @@ def _client_rows(g, t, per_client, key_seed, key_id, purpose, sizes, thresholds,
         loc[j] = rows[loc[j]]
 
 
-@numba.njit(cache=True, inline="always", fastmath=_FLAGS)
-def _map_at(s, ag, n, k, tmp):
-    """s[:, k] ← A s[:, k] (one coordinate; unrolled for n ≤ 2)."""
-    if n == 1:
-        s[0, k] = ag[0, 0] * s[0, k]
-    elif n == 2:
-        v0, v1 = s[0, k], s[1, k]
-        s[0, k] = ag[0, 0] * v0 + ag[0, 1] * v1
-        s[1, k] = ag[1, 0] * v0 + ag[1, 1] * v1
-    else:
-        for j in range(n):
-            tmp[j] = s[j, k]
-        for i in range(n):
-            acc = 0.0
-            for j in range(n):
-                acc += ag[i, j] * tmp[j]
-            s[i, k] = acc
-
-
-@numba.njit(cache=True, nogil=True, fastmath=_FLAGS)
-def _round_shared(server, q, a, bm, cm, dm, p_traj, e_shared):
-    """What every client of a cell shares in a round: its start s⁰ = B S and the trajectory
-    D_t = A^t s⁰ the steps would follow with zero gradients; per cell c, p_traj[c, t] = q D_t
-    (t < K) and e_shared[c] = C D_K + D S."""
-    n_cells, p_total = server.shape[0], server.shape[2]
-    n, nm, k_steps = q.shape[1], cm.shape[1], p_traj.shape[1]
-    traj = np.empty((n, p_total))
-    tmp = np.empty(max(n, 1))
-    for ci in range(n_cells):
-        sc = server[ci]
-        for i in range(n):
-            if not _combine(traj[i], bm[ci, i], sc, False):
-                traj[i, :] = 0.0
-        for t in range(k_steps):
-            for k in range(p_total):
-                p_traj[ci, t, k] = _point(traj, q[ci], n, k)
-            _linear_map(traj, a[ci], n, p_total, tmp)
-        for e in range(nm):
-            if not _combine(e_shared[ci, e], dm[ci, e], sc, _combine(e_shared[ci, e], cm[ci, e], traj, False)):
-                e_shared[ci, e, :] = 0.0
-
-
 @numba.njit(cache=True, fastmath=_FLAGS)
-def _round_item(p_traj, e_shared, lo, hi, t, indptr, indices, values, y_all, row_table, slot, sizes, thresholds,
-                key_seed, key_id, purpose, weight, qg, ag, cg, cmg, k_steps, b_size, binary, n_lin, d, has_bias, acc):
-    """One round of clients lo..hi−1 of one cell. Every client starts from the cell's s⁰, so its
-    state after t steps is s_t = D_t + u_t: the shared trajectory (:func:`_round_shared`) plus its
-    own deviation u_t, u_0 = 0, u_{t+1} = A u_t + c ∇f(q (D_t + u_t); rows), which is non-zero only
-    on the coordinates its rows touched so far: a step costs the rows' non-zeros and the touched
-    coordinates (all of them, as a dense pass, once they are more than half). Its message is
-    e = e_shared + C u_K. Per client: its rows drawn (:func:`_client_rows`), its K steps, the
-    non-zeros of its message counted; ``acc`` [n, P] (zeroed first) gets Σ weight[g] u_K in client
-    order. Returns (the messages' non-zeros, whether every client's loss was finite, Σ weight[g])."""
-    n, nm, p_total = ag.shape[0], e_shared.shape[0], e_shared.shape[1]
+def _round_item(sc, lo, hi, t, indptr, indices, values, width, y_all, row_table, slot, sizes, thresholds, key_seed,
+                key_id, purpose, weight, qg, ag, cg, bg, cmg, dmg, k_steps, b_size, binary, n_lin, d, has_bias, acc):
+    """One round of clients lo..hi−1 of one cell (server state ``sc`` [n_s, P]; the cell's forms):
+    each client's rows drawn, its state s = B S, K steps (:func:`_sparse_step`), its message
+    e = C s + D S counted and added times weight[g] to ``acc`` [n_m, P] (zeroed first), in client
+    order. Returns (the messages' non-zeros, whether every client's loss was finite)."""
+    n, p_total = bg.shape[0], sc.shape[1]
+    nm = cmg.shape[0]
     per_client = k_steps * b_size
-    inv_b = 1.0 / b_size
-    one_row = k_steps == 1 and b_size == 1  # the loss is only checked for finiteness: z is, exactly when it is
-    bias_at = n_lin * d
-    u = np.zeros((n, p_total))
-    mark = np.zeros(p_total, dtype=np.bool_)
-    touched = np.empty(p_total, dtype=np.int64)
-    tmp = np.empty(max(n, 1))
+    s = np.empty((n, p_total))
+    ev = np.empty(p_total)
+    tmp = np.empty(n)
     z = np.empty(n_lin)
     dz = np.empty((b_size, n_lin))
     loc = np.empty(per_client, dtype=np.int64)
+    labs = np.empty(per_client, dtype=np.int64)
+    buf_i = np.empty((per_client, width), dtype=indices.dtype)
+    buf_v = np.empty((per_client, width), dtype=values.dtype)
+    cnt = np.empty(per_client, dtype=np.int64)
+    ent = np.empty((1, 4), dtype=np.uint64)
+    pool = np.empty(4, dtype=np.uint64)
+    words = np.empty(8, dtype=np.uint64)
+    acc[:, :] = 0.0
+    nnz = 0
+    ok = True
+    for g in range(lo, hi):
+        _client_rows(g, t, per_client, key_seed, key_id, purpose, sizes, thresholds, row_table, slot, ent, pool,
+                     words, loc)
+        for j in range(per_client):  # the client's rows, gathered
+            r = loc[j]
+            labs[j] = y_all[r]
+            start = indptr[r]
+            m = indptr[r + 1] - start
+            cnt[j] = m
+            for u in range(m):
+                buf_i[j, u] = indices[start + u]
+                buf_v[j, u] = values[start + u]
+        for i in range(n):  # client_init
+            if not _combine(s[i], bg[i], sc, False):
+                s[i, :] = 0.0
+        total = 0.0
+        for t_local in range(k_steps):
+            total += _sparse_step(s, qg, ag, cg, buf_i, buf_v, cnt, t_local * b_size,
+                                  labs[t_local * b_size:(t_local + 1) * b_size], binary, n_lin, d, has_bias, z, dz, tmp)
+        ok = ok and math.isfinite(total)
+        wg = weight[g]
+        for e in range(nm):  # client_final, counted and summed
+            if not _combine(ev, dmg[e], sc, _combine(ev, cmg[e], s, False)):
+                ev[:] = 0.0
+            for k in range(p_total):
+                nnz += ev[k] != 0.0
+                acc[e, k] += wg * ev[k]
+    return nnz, ok
+
+
+@numba.njit(cache=True, fastmath=_FLAGS)
+def _round_item_one_step(p, e_shared, lo, hi, t, indptr, indices, values, y_all, row_table, slot, sizes, thresholds,
+                         key_seed, key_id, purpose, weight, ccg, binary, n_lin, d, has_bias, acc):
+    """:func:`_round_item` for K = 1 step of B = 1 row, where every client of the cell starts from
+    the same state s⁰ = B S: its message is e_k = e_shared + (C c) ∇f(p; x_k) with
+    e_shared = C A s⁰ + D S and p = q s⁰ computed once per cell (:func:`_run_rounds`), so a client
+    costs its row's non-zeros, not a pass over the parameters. ``acc`` [P] (zeroed first) gets
+    Σ_k weight[g] ∇f(p; x_k); returns (the messages' non-zeros, whether every loss was finite,
+    Σ_k weight[g])."""
+    nm, p_total = e_shared.shape[0], e_shared.shape[1]
+    bias_at = n_lin * d
+    z = np.empty(n_lin)
+    dz = np.empty((1, n_lin))
+    loc = np.empty(1, dtype=np.int64)
     ent = np.empty((1, 4), dtype=np.uint64)
     pool = np.empty(4, dtype=np.uint64)
     words = np.empty(8, dtype=np.uint64)
@@ -717,121 +721,118 @@ def _round_item(p_traj, e_shared, lo, hi, t, indptr, indices, values, y_all, row
     for e in range(nm):
         for k in range(p_total):
             base += e_shared[e, k] != 0.0
-    acc[:, :] = 0.0
+    acc[:] = 0.0
     nnz = 0
     ok = True
     w_sum = 0.0
     for g in range(lo, hi):
-        _client_rows(g, t, per_client, key_seed, key_id, purpose, sizes, thresholds, row_table, slot, ent, pool,
-                     words, loc)
-        n_touched = 0
-        dense = False
-        total = 0.0
-        for st in range(k_steps):
-            pt = p_traj[st]
-            step_loss = 0.0
-            for b in range(b_size):
-                r = loc[st * b_size + b]
-                start, m = indptr[r], indptr[r + 1] - indptr[r]
-                for cl in range(n_lin):
-                    off = cl * d
-                    zz = 0.0
-                    for j in range(start, start + m):
-                        kk = off + indices[j]
-                        zz += values[j] * (pt[kk] + _point(u, qg, n, kk))
-                    if has_bias:
-                        zz += pt[bias_at + cl] + _point(u, qg, n, bias_at + cl)
-                    z[cl] = zz
-                step_loss += _loss_and_logit_grads(z, y_all[r], binary, n_lin, inv_b, dz[b], not one_row)
-            total += step_loss * inv_b
-            if dense:  # u ← A u, then + c ∇f
-                _linear_map(u, ag, n, p_total, tmp)
-            else:
-                for j in range(n_touched):
-                    _map_at(u, ag, n, touched[j], tmp)
-            for b in range(b_size):
-                r = loc[st * b_size + b]
-                start, m = indptr[r], indptr[r + 1] - indptr[r]
-                for cl in range(n_lin):
-                    off = cl * d
-                    gz = dz[b, cl]
-                    for j in range(start, start + m + (1 if has_bias else 0)):
-                        if j < start + m:
-                            kk, gv = off + indices[j], gz * values[j]
-                        else:
-                            kk, gv = bias_at + cl, gz
-                        _scatter(u, cg, n, kk, gv)
-                        if not mark[kk]:
-                            mark[kk] = True
-                            touched[n_touched] = kk
-                            n_touched += 1
-            if 2 * n_touched > p_total:
-                dense = True
-        ok = ok and math.isfinite(total)
+        _client_rows(g, t, 1, key_seed, key_id, purpose, sizes, thresholds, row_table, slot, ent, pool, words, loc)
+        r = loc[0]
+        start = indptr[r]
+        m = indptr[r + 1] - start
+        for cl in range(n_lin):
+            zz = 0.0
+            off = cl * d
+            for u in range(m):
+                zz += values[start + u] * p[off + indices[start + u]]
+            if has_bias:
+                zz += p[bias_at + cl]
+            z[cl] = zz
+        ok = ok and math.isfinite(_loss_and_logit_grads(z, y_all[r], binary, n_lin, 1.0, dz[0], False))
         wg = weight[g]
         w_sum += wg
         nnz += base
-        for j in range(p_total if dense else n_touched):  # e − e_shared = C u_K on the touched coordinates
-            kk = j if dense else touched[j]
-            if mark[kk]:
-                for e in range(nm):
-                    old = e_shared[e, kk]
-                    dev = 0.0
-                    for i in range(n):
-                        dev += cmg[e, i] * u[i, kk]
-                    nnz += (old + dev != 0.0) - (old != 0.0)
-                mark[kk] = False
-            for i in range(n):
-                acc[i, kk] += wg * u[i, kk]
-                u[i, kk] = 0.0
+        for cl in range(n_lin):
+            off = cl * d
+            gz = dz[0, cl]
+            for u in range(m + (1 if has_bias else 0)):
+                if u < m:
+                    k, gv = off + indices[start + u], gz * values[start + u]
+                else:
+                    k, gv = bias_at + cl, gz
+                acc[k] += wg * gv
+                for e in range(nm):  # the coordinates where e_k differs from e_shared
+                    old = e_shared[e, k]
+                    nnz += (old + ccg[e] * gv != 0.0) - (old != 0.0)
     return nnz, ok, w_sum
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_FLAGS)
-def _round_items(i0, i1, t, indptr, indices, values, y_all, row_table, slot, sizes, thresholds, key_seed, key_id,
-                 purpose, item_cell, item_lo, item_hi, weight, q, a, c, cm, k_steps, b_size, binary, n_lin, d, has_bias,
-                 p_traj, e_shared, part, item_nnz, item_ok, item_w):
-    """Work items i0..i1−1 of round t (:func:`_round_item`): their sums into ``part[it]``, their
-    non-zeros, loss checks and weights beside."""
-    for it in range(i0, i1):
-        ci = item_cell[it]
-        item_nnz[it], item_ok[it], item_w[it] = _round_item(
-            p_traj[ci], e_shared[ci], item_lo[it], item_hi[it], t, indptr, indices, values, y_all, row_table, slot,
-            sizes, thresholds, key_seed, key_id, purpose, weight, q[ci], a[ci], c[ci], cm[ci], k_steps, b_size,
-            binary, n_lin, d, has_bias, part[it])
+def _round_shared(server, q, a, bm, cm, dm, p_of, e_shared):
+    """What every client of a cell shares in a round of one step from s⁰ = B S (K = B = 1):
+    p_of[c] = q s⁰ and e_shared[c] = C A s⁰ + D S, for every cell c."""
+    n_cells, p_total = server.shape[0], server.shape[2]
+    n, nm = q.shape[1], cm.shape[1]
+    s0 = np.empty((n, p_total))
+    tmp = np.empty(max(n, 1))
+    for ci in range(n_cells):
+        sc = server[ci]
+        for i in range(n):
+            if not _combine(s0[i], bm[ci, i], sc, False):
+                s0[i, :] = 0.0
+        for k in range(p_total):
+            p_of[ci, k] = _point(s0, q[ci], n, k)
+        _linear_map(s0, a[ci], n, p_total, tmp)
+        for e in range(nm):
+            if not _combine(e_shared[ci, e], dm[ci, e], sc, _combine(e_shared[ci, e], cm[ci, e], s0, False)):
+                e_shared[ci, e, :] = 0.0
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_FLAGS)
-def _round_reduce(server, item_cell, cm, em, fm, e_shared, part, item_nnz, item_ok, item_w, nonzeros, diverged):
-    """The server updates of a round, cell by cell, each cell's items added in order:
-    ē = (Σ w) e_shared + C Σ w u_K, S ← E S + F ē; its messages' non-zeros added to
-    ``nonzeros[c]``; ``diverged[c]`` set where a loss or the new ``params`` (sequence 0) is not
-    finite. Returns whether a cell diverged."""
+def _round_items(i0, i1, t, server, indptr, indices, values, max_nnz, y_all, row_table, slot, sizes, thresholds,
+                 key_seed, key_id, purpose, item_cell, item_lo, item_hi, weight, q, a, c, bm, cm, dm, cc, k_steps,
+                 b_size, binary, n_lin, d, has_bias, p_of, e_shared, part, item_nnz, item_ok, item_w):
+    """Work items i0..i1−1 of round t (:func:`_round_item`, or :func:`_round_item_one_step` for
+    K = B = 1), their sums into ``part[it]``, their non-zeros, loss checks and weights beside."""
+    for it in range(i0, i1):
+        ci = item_cell[it]
+        if k_steps == 1 and b_size == 1:
+            item_nnz[it], item_ok[it], item_w[it] = _round_item_one_step(
+                p_of[ci], e_shared[ci], item_lo[it], item_hi[it], t, indptr, indices, values, y_all, row_table,
+                slot, sizes, thresholds, key_seed, key_id, purpose, weight, cc[ci], binary, n_lin, d, has_bias,
+                part[it, 0])
+        else:
+            item_nnz[it], item_ok[it] = _round_item(
+                server[ci], item_lo[it], item_hi[it], t, indptr, indices, values, max(1, max_nnz), y_all,
+                row_table, slot, sizes, thresholds, key_seed, key_id, purpose, weight, q[ci], a[ci], c[ci],
+                bm[ci], cm[ci], dm[ci], k_steps, b_size, binary, n_lin, d, has_bias, part[it])
+
+
+@numba.njit(cache=True, nogil=True, fastmath=_FLAGS)
+def _round_reduce(server, item_cell, em, fm, cc, one_step, e_shared, part, item_nnz, item_ok, item_w, nonzeros,
+                  diverged):
+    """The server updates of a round, cell by cell, each cell's items added in order: ē = Σ of its
+    items' sums (one step: Σ w e_shared + (C c) Σ w ∇f), S ← E S + F ē; its messages' non-zeros
+    added to ``nonzeros[c]``; ``diverged[c]`` set where a loss or the new ``params`` (sequence 0)
+    is not finite. Returns whether a cell diverged."""
     n_items = len(item_cell)
     ns, p_total = server.shape[1], server.shape[2]
-    n, nm = part.shape[1], e_shared.shape[1]
-    total = np.empty((n, p_total))
+    nm = part.shape[1]
     ebar = np.empty((nm, p_total))
     new = np.empty((ns, p_total))
     stop = False
     it = 0
     while it < n_items:
         ci = item_cell[it]
-        total[:, :] = 0.0
+        ebar[:, :] = 0.0
         w_sum = 0.0
         ok = True
         while it < n_items and item_cell[it] == ci:
-            w_sum += item_w[it]
-            for i in range(n):
+            if one_step:
+                w_sum += item_w[it]
                 for k in range(p_total):
-                    total[i, k] += part[it, i, k]
+                    ebar[0, k] += part[it, 0, k]
+            else:
+                for e in range(nm):
+                    for k in range(p_total):
+                        ebar[e, k] += part[it, e, k]
             nonzeros[ci] += item_nnz[it]
             ok = ok and item_ok[it]
             it += 1
-        for e in range(nm):
-            for k in range(p_total):
-                ebar[e, k] = w_sum * e_shared[ci, e, k]
-            _combine(ebar[e], cm[ci, e], total, True)
+        if one_step:  # ē_e = Σ w e_shared_e + (C c)_e Σ w ∇f (entry 0 last: it holds Σ w ∇f)
+            for e in range(nm - 1, -1, -1):
+                for k in range(p_total):
+                    ebar[e, k] = w_sum * e_shared[ci, e, k] + cc[ci, e] * ebar[0, k]
         sc = server[ci]
         for i in range(ns):
             if not _combine(new[i], fm[ci, i], ebar, _combine(new[i], em[ci, i], sc, False)):
@@ -854,35 +855,38 @@ def _thresholds(sizes):
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_FLAGS)
-def _run_rounds(server, indptr, indices, values, y_all, row_table, slot, sizes, key_seed, key_id, purpose,
-                item_cell, item_lo, item_hi, weight, q, a, c, bm, cm, dm, em, fm, k_steps, b_size, binary, n_lin,
+def _run_rounds(server, indptr, indices, values, max_nnz, y_all, row_table, slot, sizes, key_seed, key_id, purpose,
+                item_cell, item_lo, item_hi, weight, q, a, c, bm, cm, dm, em, fm, cc, k_steps, b_size, binary, n_lin,
                 d, has_bias, t0, t1, nonzeros, diverged):
     """Rounds t0..t1 of full participation of C cells (:func:`round_form`), in place on the server
     states ``server`` [C, n_s, P]; stops after a round in which a cell diverged (a client's loss or
     the cell's new ``params``, sequence 0, not finite: ``diverged[c]`` set). Returns the last round run.
 
-    Per round: the cells' shared trajectories (:func:`_round_shared`); the work items (clients
-    ``item_lo[it]`` to ``item_hi[it] − 1`` of cell ``item_cell[it]``, engine-wide ids;
-    :func:`_round_items`), each summing its clients' weighted deviations in client order; then
-    :func:`_round_reduce`. :meth:`LinearSteps.rounds` runs the same three parts with the items split
-    over threads (the same numbers: an item's sum does not depend on who runs it)."""
+    Per round: the work items (clients ``item_lo[it]`` to ``item_hi[it] − 1`` of cell
+    ``item_cell[it]``, engine-wide ids; :func:`_round_items`) each sum their clients' weighted
+    messages in client order; then :func:`_round_reduce`. ``cc`` [C, n_m] = C c (the one-step
+    path, K = B = 1: :func:`_round_shared`). :meth:`LinearSteps.rounds` runs the same three parts
+    with the items split over threads (the same numbers: an item's sum does not depend on who runs it)."""
     n_items, n_cells, p_total = len(item_cell), server.shape[0], server.shape[2]
-    n, nm = q.shape[1], cm.shape[1]
-    part = np.zeros((n_items, n, p_total))
+    nm = cm.shape[1]
+    one_step = k_steps == 1 and b_size == 1
+    part = np.zeros((n_items, nm, p_total))
     item_nnz = np.zeros(n_items, dtype=np.int64)
     item_ok = np.ones(n_items, dtype=np.bool_)
     item_w = np.zeros(n_items)
     thresholds = _thresholds(sizes)
-    p_traj = np.empty((n_cells, k_steps, p_total))
+    p_of = np.empty((n_cells, p_total))
     e_shared = np.empty((n_cells, nm, p_total))
     last = t0 - 1
     for t in range(t0, t1 + 1):
-        _round_shared(server, q, a, bm, cm, dm, p_traj, e_shared)
-        _round_items(0, n_items, t, indptr, indices, values, y_all, row_table, slot, sizes, thresholds, key_seed,
-                     key_id, purpose, item_cell, item_lo, item_hi, weight, q, a, c, cm, k_steps, b_size, binary, n_lin,
-                     d, has_bias, p_traj, e_shared, part, item_nnz, item_ok, item_w)
+        if one_step:
+            _round_shared(server, q, a, bm, cm, dm, p_of, e_shared)
+        _round_items(0, n_items, t, server, indptr, indices, values, max_nnz, y_all, row_table, slot, sizes,
+                     thresholds, key_seed, key_id, purpose, item_cell, item_lo, item_hi, weight, q, a, c, bm, cm, dm,
+                     cc, k_steps, b_size, binary, n_lin, d, has_bias, p_of, e_shared, part, item_nnz, item_ok, item_w)
         last = t
-        if _round_reduce(server, item_cell, cm, em, fm, e_shared, part, item_nnz, item_ok, item_w, nonzeros, diverged):
+        if _round_reduce(server, item_cell, em, fm, cc, one_step, e_shared, part, item_nnz, item_ok, item_w, nonzeros,
+                         diverged):
             break
     return last
 
@@ -1007,16 +1011,18 @@ class LinearSteps:
         """:func:`_run_rounds` with each round's work items split over ``threads`` threads (the
         compiled parts release the GIL): contiguous ranges of items with about equal clients; the
         items' sums and their order in the reduction are those of one thread, so are the results."""
-        (server, indptr, indices, values, y_all, row_table, slot, sizes, key_seed, key_id, purpose, item_cell,
-         item_lo, item_hi, weight, q, a, c, bm, cm, dm, em, fm, k_steps, b_size, binary, n_lin, d, has_bias) = args
+        (server, indptr, indices, values, max_nnz, y_all, row_table, slot, sizes, key_seed, key_id, purpose,
+         item_cell, item_lo, item_hi, weight, q, a, c, bm, cm, dm, em, fm, cc, k_steps, b_size, binary, n_lin, d,
+         has_bias) = args
         n_items, n_cells, p_total = len(item_cell), server.shape[0], server.shape[2]
-        n, nm = q.shape[1], cm.shape[1]
-        part = np.zeros((n_items, n, p_total))
+        nm = cm.shape[1]
+        one_step = k_steps == 1 and b_size == 1
+        part = np.zeros((n_items, nm, p_total))
         item_nnz = np.zeros(n_items, dtype=np.int64)
         item_ok = np.ones(n_items, dtype=np.bool_)
         item_w = np.zeros(n_items)
         thresholds = _thresholds(sizes)
-        p_traj = np.empty((n_cells, k_steps, p_total))
+        p_of = np.empty((n_cells, p_total))
         e_shared = np.empty((n_cells, nm, p_total))
         done = np.concatenate([[0], np.cumsum(item_hi - item_lo)])
         cuts = np.searchsorted(done, np.linspace(0, done[-1], threads + 1)[1:-1])
@@ -1025,20 +1031,22 @@ class LinearSteps:
             self._pool = ThreadPoolExecutor(threads - 1)
 
         def items(i0, i1, t):
-            _round_items(i0, i1, t, indptr, indices, values, y_all, row_table, slot, sizes, thresholds, key_seed,
-                         key_id, purpose, item_cell, item_lo, item_hi, weight, q, a, c, cm, k_steps, b_size, binary,
-                         n_lin, d, has_bias, p_traj, e_shared, part, item_nnz, item_ok, item_w)
+            _round_items(i0, i1, t, server, indptr, indices, values, max_nnz, y_all, row_table, slot, sizes,
+                         thresholds, key_seed, key_id, purpose, item_cell, item_lo, item_hi, weight, q, a, c, bm, cm,
+                         dm, cc, k_steps, b_size, binary, n_lin, d, has_bias, p_of, e_shared, part, item_nnz, item_ok,
+                         item_w)
 
         last = t0 - 1
         for t in range(t0, t1 + 1):
-            _round_shared(server, q, a, bm, cm, dm, p_traj, e_shared)
+            if one_step:
+                _round_shared(server, q, a, bm, cm, dm, p_of, e_shared)
             futures = [self._pool.submit(items, i0, i1, t) for i0, i1 in ranges[1:]]
             items(*ranges[0], t)
             for f in futures:
                 f.result()
             last = t
-            if _round_reduce(server, item_cell, cm, em, fm, e_shared, part, item_nnz, item_ok, item_w, nonzeros,
-                             diverged):
+            if _round_reduce(server, item_cell, em, fm, cc, one_step, e_shared, part, item_nnz, item_ok, item_w,
+                             nonzeros, diverged):
                 break
         return last
 
@@ -1106,6 +1114,7 @@ class LinearSteps:
         steps = [f[2] for f in forms]  # (q, A, c) per cell, then B, C, D, E, F per cell
         q, a, c, bm, cm, dm, em, fm = (np.ascontiguousarray(np.stack(m)) for m in
                                        (*zip(*steps), *zip(*(f[3:] for f in forms))))
+        cc = np.ascontiguousarray(np.einsum("cen,cn->ce", cm, c))  # C c: the one-step path's gradient coefficients
         weight_of = np.zeros(len(key_seed))
         item_cell, item_lo, item_hi = [], [], []
         for ci, (lo, hi) in enumerate(bounds):
@@ -1116,9 +1125,9 @@ class LinearSteps:
                 item_hi.append(min(hi, b0 + ROUND_BLOCK))
         nonzeros = np.zeros(len(servers), dtype=np.int64)
         diverged = np.zeros(len(servers), dtype=np.bool_)
-        args = (server, *rows[1:-1], y_all, row_table, slot, np.ascontiguousarray(sizes, dtype=np.int64), key_seed,
+        args = (server, *rows[1:], y_all, row_table, slot, np.ascontiguousarray(sizes, dtype=np.int64), key_seed,
                 key_id, _purpose_id("batches"), np.array(item_cell, dtype=np.int64), np.array(item_lo, dtype=np.int64),
-                np.array(item_hi, dtype=np.int64), weight_of, q, a, c, bm, cm, dm, em, fm, k_steps, int(batch_size),
+                np.array(item_hi, dtype=np.int64), weight_of, q, a, c, bm, cm, dm, em, fm, cc, k_steps, int(batch_size),
                 self.kind == "binary", n_lin, d, self.kind != "binary")
         threads = min(torch.get_num_threads(), len(key_seed) // MIN_ROUND_CLIENTS_PER_THREAD, len(item_cell))
         if threads > 1:
