@@ -344,3 +344,16 @@ def test_rounds_need_full_participation_and_no_entropy(monkeypatch):
         specs = [{**s, **change} for s in _round_specs("fedac")]
         _, calls = _run_rounds_spy(specs, ds, True, monkeypatch)
         assert calls == []
+
+
+def test_small_jobs_run_round_by_round(monkeypatch):
+    """Below ``compiled_min_seconds`` of estimated saving whole rounds are not run at once either."""
+    ds = _dataset(True)
+    monkeypatch.setattr(VectorizedClients, "fast_steps", True)
+    calls = []
+    real = VectorizedClients.train_rounds
+    monkeypatch.setattr(VectorizedClients, "train_rounds", lambda self, *a: calls.append(real(self, *a)))
+    specs = _round_specs("fedac")
+    parts = [make_partition(ds, {"scheme": "shared", "num_clients": 5}, seed=s["seed"]) for s in specs]
+    train_seeds(specs, ds, parts, device="cpu", engine="vectorized")
+    assert calls == [None]  # asked once, then round by round
