@@ -639,9 +639,9 @@ def _client_rows(g, t, per_client, key_seed, key_id, purpose, sizes, thresholds,
     with replacement (:mod:`fedbench.engine.keyed_integers`), mapped through its row array."""
     ent[0, 0], ent[0, 1], ent[0, 2], ent[0, 3] = key_seed[g], t, key_id[g] + 1, purpose
     keyed_integers_into(ent, 0, sizes[g], thresholds[g], loc, pool, words)
-    rows = row_table[slot[g]]
-    for j in range(per_client):
-        loc[j] = rows[loc[j]]
+    u = slot[g]
+    for j in range(per_client):  # (indexed directly: a view per client costs reference counting)
+        loc[j] = row_table[u, loc[j]]
 
 
 @numba.njit(cache=True, fastmath=_FLAGS)
@@ -712,7 +712,7 @@ def _round_item_one_step(p, e_shared, lo, hi, t, indptr, indices, values, y_all,
     nm, p_total = e_shared.shape[0], e_shared.shape[1]
     bias_at = n_lin * d
     z = np.empty(n_lin)
-    dz = np.empty((1, n_lin))
+    dz = np.empty(n_lin)
     loc = np.empty(1, dtype=np.int64)
     ent = np.empty((1, 4), dtype=np.uint64)
     pool = np.empty(4, dtype=np.uint64)
@@ -738,13 +738,13 @@ def _round_item_one_step(p, e_shared, lo, hi, t, indptr, indices, values, y_all,
             if has_bias:
                 zz += p[bias_at + cl]
             z[cl] = zz
-        ok = ok and math.isfinite(_loss_and_logit_grads(z, y_all[r], binary, n_lin, 1.0, dz[0], False))
+        ok = ok and math.isfinite(_loss_and_logit_grads(z, y_all[r], binary, n_lin, 1.0, dz, False))
         wg = weight[g]
         w_sum += wg
         nnz += base
         for cl in range(n_lin):
             off = cl * d
-            gz = dz[0, cl]
+            gz = dz[cl]
             for u in range(m + (1 if has_bias else 0)):
                 if u < m:
                     k, gv = off + indices[start + u], gz * values[start + u]
