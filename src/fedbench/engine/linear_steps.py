@@ -745,16 +745,29 @@ def _round_item_one_step(p, e_shared, lo, hi, t, indptr, indices, values, y_all,
         for cl in range(n_lin):
             off = cl * d
             gz = dz[cl]
-            for u in range(m + (1 if has_bias else 0)):
-                if u < m:
-                    k, gv = off + indices[start + u], gz * values[start + u]
-                else:
-                    k, gv = bias_at + cl, gz
-                acc[k] += wg * gv
-                for e in range(nm):  # the coordinates where e_k differs from e_shared
-                    old = e_shared[e, k]
-                    nnz += (old + ccg[e] * gv != 0.0) - (old != 0.0)
+            for u in range(m):
+                nnz += _one_step_coord(acc, e_shared, ccg, nm, off + indices[start + u], gz * values[start + u], wg)
+            if has_bias:
+                nnz += _one_step_coord(acc, e_shared, ccg, nm, bias_at + cl, gz, wg)
     return nnz, ok, w_sum
+
+
+@numba.njit(cache=True, inline="always", fastmath=_FLAGS)
+def _one_step_coord(acc, e_shared, ccg, nm, k, gv, wg):
+    """acc[k] += wg · gv for a coordinate k of a client's gradient (value gv), and the change in
+    its message's non-zeros there: e_k = e_shared + (C c) gv instead of e_shared."""
+    acc[k] += wg * gv
+    if nm == 1:
+        old = e_shared[0, k]
+        return (old + ccg[0] * gv != 0.0) - (old != 0.0)
+    if nm == 2:
+        old0, old1 = e_shared[0, k], e_shared[1, k]
+        return ((old0 + ccg[0] * gv != 0.0) - (old0 != 0.0)) + ((old1 + ccg[1] * gv != 0.0) - (old1 != 0.0))
+    change = 0
+    for e in range(nm):
+        old = e_shared[e, k]
+        change += (old + ccg[e] * gv != 0.0) - (old != 0.0)
+    return change
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_FLAGS)
