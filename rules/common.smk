@@ -148,6 +148,20 @@ def aggregate_code_version(wildcards):
     return code_version(["fedbench.analysis.tables", "fedbench.analysis.plots"], within="fedbench.analysis")
 
 
+#: Train resources that only a cluster scheduler reads (Slurm's --time, --cpus-per-task, --gres,
+#: --partition). The local executor ignores them, so a local run does not declare them and its
+#: job blocks do not print them; mem_mb and gpu stay (they are local limits under --resources).
+#: Dry runs and cluster runs keep them: a dry run shows what a cluster job would ask for.
+SCHEDULER_RESOURCES = ("runtime", "cpus_per_task", "gres", "slurm_partition")
+
+
+def _local_executor():
+    """Whether the jobs run on Snakemake's local executor (set before the DAG is built; None
+    while the Snakefile is parsed, when no resource is evaluated)."""
+    plugin = workflow.executor_plugin
+    return plugin is not None and plugin.name == "local"
+
+
 def _train_resource(key, cell=None):
     """A resource function of a train rule: fedbench.config.job_resources of the config's
     resources for the cell's (experiment, dataset), at this attempt (runtime and mem_mb grow
@@ -155,6 +169,8 @@ def _train_resource(key, cell=None):
     one the wildcards name, or ``cell`` for a stacked job (its first cell; all share the resources)."""
 
     def get(wildcards, attempt):
+        if key in SCHEDULER_RESOURCES and _local_executor():
+            return None  # Snakemake drops a None resource: not shown, not requested
         where = (cell["experiment"], cell["dataset"]) if cell else (wildcards.experiment, wildcards.dataset)
         return job_resources(TRAIN_RESOURCES[where], attempt)[key]
 
