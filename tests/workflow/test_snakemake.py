@@ -173,6 +173,13 @@ def test_end_to_end_tiny_run_and_report(tiny_run):
     assert report.stat().st_size > 50_000
     for needle in ("tiny_accuracy.png", "heatmap.png", "tiny.csv"):
         assert needle in html
+    # the landing page leads with each experiment's formatted table (% with the seeds column),
+    # starts at the top of the window (not Snakemake's vertically centred layout), and its text
+    # renders without a docutils error
+    desc = json.loads(re.search(r"workflow_desc = (\".*?(?<!\\)\");", html, re.S).group(1))
+    assert 'class="fedbench-table"' in desc and "<th class=\"r\">final acc. (%)</th>" in desc
+    assert "<td>fedprox</td>" in desc and "align-items: flex-start" in desc
+    assert "System Message" not in desc
 
 
 @pytest.mark.slow
