@@ -380,15 +380,25 @@ def stack_outputs(group):
 # Console (Snakefile onsuccess) -------------------------------------------------------------
 
 
+#: Rows of each table printed at the end of a run (the files hold them all).
+CONSOLE_ROWS = 40
+
+
 def print_results(wandb_enabled):
-    """After a successful run: each experiment's table (results/tables/<experiment>.md, as
-    written) and, for a sweep, its selection table (results/tables/sweeps/<experiment>.md), and
-    where the rest is, on stderr (where Snakemake's own messages go)."""
+    """After a successful run, on stderr (where Snakemake's own messages go): each experiment's
+    table (results/tables/<experiment>.md) or, for a sweep, its selection table
+    (results/tables/sweeps/<experiment>.md), each cut to its first CONSOLE_ROWS rows, and where
+    the rest is."""
+    from fedbench.analysis.tables import head_rows
+
     for experiment in EXPERIMENTS:
-        for path in (f"results/tables/{experiment}.md", f"results/tables/sweeps/{experiment}.md"):
-            if os.path.exists(path):
-                with open(path) as f:
-                    print(f"\n{path}:\n{f.read().rstrip()}", file=sys.stderr)
+        table, selection = f"results/tables/{experiment}.md", f"results/tables/sweeps/{experiment}.md"
+        path = selection if os.path.exists(selection) else table
+        if os.path.exists(path):
+            with open(path) as f:
+                text = head_rows(f.read(), CONSOLE_ROWS, path)
+            also = f"\n(every grid point: {table})" if path == selection else ""
+            print(f"\n{path}:\n{text}{also}", file=sys.stderr)
     wandb = ", W&B runs: results/wandb/ (upload: snakemake wandb_sync)" if wandb_enabled else ""
     print(
         "\nfedbench: done. tables: results/tables/<experiment>.md|.csv, plots: results/plots/, "

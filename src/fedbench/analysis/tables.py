@@ -271,6 +271,32 @@ def parse_markdown(md: str) -> dict:
     return {"title": title, "header": header, "align": align or ["l"] * len(header), "rows": rows, "notes": notes}
 
 
+def head_rows(md: str, max_rows: int, path: str) -> str:
+    """A Markdown text of one pipe table (as :func:`parse_markdown` reads) with at most
+    ``max_rows`` of its data rows, then a line saying how many more rows ``path`` holds; the
+    heading and notes are kept. For the console, where a sweep's table can have thousands of rows.
+
+    Raises:
+        ValueError: ``max_rows`` < 1.
+    """
+    if max_rows < 1:
+        raise ValueError(f"max_rows must be >= 1 (got {max_rows})")
+    out, table_lines, dropped = [], 0, 0
+    for line in md.rstrip().splitlines():
+        if line.lstrip().startswith("|"):
+            table_lines += 1
+            if table_lines > 2 + max_rows:  # header, rule line, then the data rows
+                dropped += 1
+                continue
+        elif dropped and table_lines:
+            out.append(f"… {dropped} more rows in {path}")
+            table_lines, dropped = 0, 0
+        out.append(line)
+    if dropped:
+        out.append(f"… {dropped} more rows in {path}")
+    return "\n".join(out)
+
+
 #: Scoped to the page's one ``div.fedbench-table``, so the page can also be embedded in another
 #: (the report's landing page, workflow/report/workflow.rst) without restyling it.
 _HTML_STYLE = """
