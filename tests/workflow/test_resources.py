@@ -110,4 +110,5 @@ def test_a_retry_asks_for_more_time_and_memory(tmp_path):
     # a local run declares no scheduler-only resources: its job blocks show none (the runtime
     # still grows with the attempt for a cluster: tests/test_config.py::test_job_resources_grow...)
     train_lines = re.findall(r"^\s+resources: .*mem_mb=.*$", out, re.M)
-    assert not [line for line in train_lines if re.search(r"runtime|cpus_per_task|slurm_partition|gres", line)], out[-3000:]
+    slurm_only = [line for line in train_lines if re.search(r"runtime|cpus_per_task|slurm_partition|gres", line)]
+    assert not slurm_only, out[-3000:]
