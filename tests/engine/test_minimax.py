@@ -45,7 +45,7 @@ def test_engines_agree_on_minimax_cells(data, case, sampling, problem, device): 
     info_s, info_v = _compare(spec, ds, part, device, rtol=1e-10)
     _, y = sgda.split(info_s["params"])
     assert sgda.in_set(y, projection)
-    assert 0.0 < info_v["padding_efficiency"] < 1.0
+    assert info_v["padding_efficiency"] == (1.0 if device == "cpu" else pytest.approx(1.0, abs=0.1))
     if "snapshot_period" in CASES[case]:
         assert info_s["server_state"]["snapshot"].keys() == sgda.split(info_s["params"])[0].keys()
 
