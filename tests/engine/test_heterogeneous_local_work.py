@@ -20,7 +20,7 @@ from fedbench.algorithms import get_algorithm
 from fedbench.data.partition import client_indices
 from fedbench.engine import vectorized
 from fedbench.engine.batches import local_work
-from fedbench.engine.loop import train
+from fedbench.engine.loop import train, train_seeds
 from fedbench.engine.sampling import sample_clients
 from fedbench.engine.sequential import SequentialClients
 from fedbench.engine.vectorized import VectorizedClients, plan_groups
@@ -140,3 +140,30 @@ def test_every_round_keeps_the_padding_floor(data, device):  # noqa: F811
             assert eng.executed_steps - executed == sum(steps)
         else:
             assert sum(steps) >= vectorized.PADDING_EFFICIENCY_FLOOR * (eng.executed_steps - executed)
+
+
+def test_stacked_cells_with_drawn_local_work(data, monkeypatch):  # noqa: F811
+    """Cells of different learning rates and momenta stacked in one engine, τ_i drawn per round:
+    chunks mix the cells (per-client hyperparameter tensors) and their clients leave at unequal
+    steps; each cell equals itself trained alone by the reference (float64, 1e-10 relative)."""
+    ds, part = data
+    local = _spec("fednova")["local"] | {"epochs": {**WORK, "per": "round"}, "steps": None}
+    specs = [_spec("fednova", local=local | {"lr": lr}, seed=seed, hparams={"server_lr": 0.8, "momentum": m})
+             | {"algorithm": f"fednova,lr={lr}"} for lr, seed, m in ((0.1, 0, 0.5), (0.05, 1, 0.0), (0.2, 0, 0.9))]
+    seen = {"mixed and unequal": 0}
+    original = VectorizedClients._retiring_steps
+
+    def recording(self, state, loss_sum, idx, y, aug, ks, hp, varying, *rest):
+        seen["mixed and unequal"] += varying is not None and len(set(ks.tolist())) > 1
+        return original(self, state, loss_sum, idx, y, aug, ks, hp, varying, *rest)
+
+    monkeypatch.setattr(VectorizedClients, "_retiring_steps", recording)
+    stacked = train_seeds(specs, ds, [part] * len(specs), device="cpu")
+    assert seen["mixed and unequal"] > 0
+    for spec, (rows, info) in zip(specs, stacked):
+        ref_rows, ref_info = train(spec, ds, part, device="cpu", engine="sequential")
+        assert _rel(ref_info["params"], info["params"]) <= 1e-10
+        assert _rel(ref_info["server_state"], info["server_state"]) <= 1e-10
+        for a, b in zip(ref_rows, rows, strict=True):
+            assert b["train_loss"] == pytest.approx(a["train_loss"], rel=1e-10)
+            assert b["test_accuracy"] == a["test_accuracy"]

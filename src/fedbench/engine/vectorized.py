@@ -956,7 +956,8 @@ class VectorizedClients:
                 eager_steps = idx.shape[0]
             executed = int(idx.shape[0]) * g
             if g > 1 and eager_steps and self.retire_finished:  # no padded step runs
-                state, loss_sum = self._retiring_steps(state, loss_sum, idx, y, aug, ks, hp, varying, step_v)
+                state, loss_sum = self._retiring_steps(state, loss_sum, idx, y, aug, ks, hp, varying, step_v,
+                                                       step_one)
                 executed, eager_steps = int(ks.sum()), 0
             if g == 1 and eager_steps:  # one client: its own tensors for the whole loop (no per-step slicing)
                 state = _take(state, 0)
@@ -997,11 +998,13 @@ class VectorizedClients:
         return parts, losses.tolist(), counted
 
     def _retiring_steps(self, state, loss_sum: torch.Tensor, idx: torch.Tensor, y: torch.Tensor, aug,
-                        ks: np.ndarray, hp: dict, varying: dict | None, step_v):
+                        ks: np.ndarray, hp: dict, varying: dict | None, step_v, step_one):
         """A chunk's S eager steps without padded steps: its clients are sorted by K_k, descending,
         so at step s the clients still stepping (K_k > s) are a prefix of n_s; the vmapped
         ``client_step`` runs over that prefix only, and a client whose K_k steps are done leaves
-        the chunk with its state and loss sum, which wait (views, untouched) until the chunk ends.
+        the chunk with its state and loss sum, which wait (views, untouched) until the chunk ends;
+        the last client left runs its remaining steps without vmap (``step_one``; None when the
+        chunk's hyperparameters vary per client), as a chunk of one does.
         The same no-op as a padded step under the masked select, without executing it: the step
         state, hence the result, is that of the client's own K_k steps (tested against the
         reference and against other groupings, ``tests/engine/test_heterogeneous_local_work.py``).
@@ -1022,6 +1025,14 @@ class VectorizedClients:
                 if varying is not None:
                     step_v = self._step_fns(hp, {k: v[:n] for k, v in varying.items()}, n)[1]
                 live = n
+            if n == 1 and step_one is not None:  # the last client's remaining steps without vmap
+                one = _take(state, 0)
+                for r in range(s, int(ks[0])):
+                    xs = self._gather(idx[r, :1], None if aug is None else tuple(a[r, :1] for a in aug))
+                    one = step_one(one, xs[0], y[r, 0])
+                    loss_sum = loss_sum + one["loss"].double()
+                state = pytree.tree_map(lambda v: v.unsqueeze(0), _tensorize(one, self.device))
+                break
             xs = self._gather(idx[s, :n], None if aug is None else tuple(a[s, :n] for a in aug))
             state = step_v(state, xs, y[s, :n])
             loss_sum = loss_sum + state["loss"].double()
