@@ -14,18 +14,25 @@ How a round is run
    draws its row indices from the keyed RNG (seed, t, k, "batches"), exactly as the reference
    does, so both engines consume identical minibatches. Indices are mapped to rows of the one
    on-device training tensor (``X_all``, ``Y_all``); no per-client copies of the data are made.
-2. **Groups.** Clients are sorted by step count K_k (descending, then by id) and cut into groups
-   (:func:`plan_groups`): a dynamic programme over the distinct step counts trades padded steps
-   against per-step launch overhead and against running a group's clients alone (chunks of one,
-   no vmap), keeping every vectorized group's padding efficiency ≥ :data:`PADDING_EFFICIENCY_FLOOR`
-   (so every round's); then each group is split into chunks of at most ``chunk_size`` clients
-   (memory bound; :func:`auto_chunk_size` by default).
-   Per group: an index tensor ``idx[S, G, B]``, labels ``y[S, G, B]`` and a step mask ``m[S, G]``.
-3. **Padded steps are exact no-ops.** A client with K_k < S runs S − K_k padded steps on real
-   rows of its own data; after every step the *whole* step state (parameters, optimizer and
-   algorithm state, step counter, loss) is selected with ``torch.where(m[s, g], new, old)``.
-   This is not ``lr * 0``: NaN/inf in a padded step cannot leak and momentum-like state does not
-   decay. A step where every client is real skips the select.
+2. **Groups.** Clients are sorted by step count K_k (descending, then by id) and cut into chunks
+   of at most ``chunk_size`` clients (memory bound; :func:`auto_chunk_size` by default), so in
+   every chunk the clients still stepping at any step are a prefix. Eager rounds (CPU; CUDA
+   chunks not graphed) take the round as one group (padding costs nothing there: point 3). Where
+   padded steps run (CUDA graphs), :func:`plan_groups` first cuts the clients into groups: a
+   dynamic programme over the distinct step counts trades padded steps against per-step launch
+   overhead, keeping every group's padding efficiency ≥ :data:`PADDING_EFFICIENCY_FLOOR` (so
+   every round's). Per chunk: an index tensor ``idx[S, G, B]``, labels ``y[S, G, B]`` and a step
+   mask ``m[S, G]``.
+3. **Unequal step counts: finished clients leave, padded steps are exact no-ops.** In an eager
+   chunk the vmapped step at step s runs over the prefix of clients with K_k > s only; a client
+   whose steps are done leaves the chunk with its state (:meth:`VectorizedClients._retiring_steps`),
+   and the last one runs on without vmap: no padded step is executed (padding efficiency 1).
+   A graphed chunk runs all its S steps over all its clients: a client with K_k < S runs S − K_k
+   padded steps on real rows of its own data; after every step the *whole* step state
+   (parameters, optimizer and algorithm state, step counter, loss) is selected with
+   ``torch.where(m[s, g], new, old)``. This is not ``lr * 0``: NaN/inf in a padded step cannot
+   leak and momentum-like state does not decay. A step where every client is real skips the
+   select. (:attr:`VectorizedClients.retire_finished` False runs eager chunks padded too.)
 4. **Unequal batch sizes within a step** (the last, partial batch of an epoch; or clients with
    n_k < B) are handled by *padding rows with the ignore label*: a padded row repeats a real row
    of the same client and gets label ``IGNORE_INDEX = -100``, which
@@ -1002,7 +1009,8 @@ class VectorizedClients:
         """A chunk's S eager steps without padded steps: its clients are sorted by K_k, descending,
         so at step s the clients still stepping (K_k > s) are a prefix of n_s; the vmapped
         ``client_step`` runs over that prefix only, and a client whose K_k steps are done leaves
-        the chunk with its state and loss sum, which wait (views, untouched) until the chunk ends;
+        the chunk with its state and loss sum, which wait (copied out: each client's state is held
+        once) until the chunk ends;
         the last client left runs its remaining steps without vmap (``step_one``; None when the
         chunk's hyperparameters vary per client), as a chunk of one does.
         The same no-op as a padded step under the masked select, without executing it: the step
@@ -1019,7 +1027,9 @@ class VectorizedClients:
         for s in range(int(ks[0]) if live else 0):
             n = int(np.searchsorted(-ks, -s, side="left"))  # clients with K_k > s
             if n < live:
-                done.insert(0, (pytree.tree_map(lambda v, n=n, live=live: v[n:live], state), loss_sum[n:live]))
+                # copies, not views: a view would keep this step's whole state alive to the end
+                done.insert(0, (pytree.tree_map(lambda v, n=n, live=live: v[n:live].clone(), state),
+                                loss_sum[n:live]))
                 state = pytree.tree_map(lambda v, n=n: v[:n], state)
                 loss_sum = loss_sum[:n]
                 if varying is not None:
