@@ -157,10 +157,12 @@ IGNORE_INDEX = -100
 #: by default execute no padded step at all (a chunk's finished clients leave it:
 #: :meth:`VectorizedClients._retiring_steps`), so there padding costs nothing and a round is one
 #: group, cut into chunks. CPU: measured with ``python benchmarks/local_work.py --probe``
-#: (benchmarks/RESULTS.md, "Padding floor", 2026-11-25; the engine's own padded steps, t(G) = a + b·G
-#: over G = 2..64, 1 thread): a = 1.04 ms, b = 0.043 ms, a / b = 24 for the digits MLP 64-64 at
-#: B = 32; a = 0.75 ms, b = 0.004 ms, a / b = 178 for logistic regression at B = 8 (a hardly
-#: depends on the model, b does; 32 is the larger model's scale). CUDA: not re-measured here.
+#: (benchmarks/RESULTS.md, "Padding floor", 2026-11-25; the engine's padded-step loop, t(G) = a + b·G
+#: fitted over G = 2..64, 1 thread, six runs on the shared 2-core VM, load 0.4–4): a ≈ 1 ms
+#: whatever the model (0.74–1.40 ms; 1.7–2.0 ms in the run at load 3.5), b = 0.038–0.075 ms for
+#: the digits MLP 64-64 at B = 32 (a / b = 18–28), 0.002–0.016 ms for logistic regression at
+#: B = 8 (a / b = 104–362). 32 is the larger model's scale; under the floor a larger value only
+#: changes which ≥ 90 %-efficient merges are made. CUDA: not re-measured here.
 DEFAULT_STEP_OVERHEAD = {"cpu": 32.0, "cuda": 256.0}
 
 #: The least padding efficiency (real / executed client-steps) of every group of clients
