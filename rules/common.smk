@@ -148,6 +148,20 @@ def aggregate_code_version(wildcards):
     return code_version(["fedbench.analysis.tables", "fedbench.analysis.plots"], within="fedbench.analysis")
 
 
+#: Train resources that only a cluster scheduler reads (Slurm's --time, --cpus-per-task, --gres,
+#: --partition). The local executor ignores them, so a local run does not declare them and its
+#: job blocks do not print them; mem_mb and gpu stay (they are local limits under --resources).
+#: Dry runs and cluster runs keep them: a dry run shows what a cluster job would ask for.
+SCHEDULER_RESOURCES = ("runtime", "cpus_per_task", "gres", "slurm_partition")
+
+
+def _local_executor():
+    """Whether the jobs run on Snakemake's local executor (set before the DAG is built; None
+    while the Snakefile is parsed, when no resource is evaluated)."""
+    plugin = workflow.executor_plugin
+    return plugin is not None and plugin.name == "local"
+
+
 def _train_resource(key, cell=None):
     """A resource function of a train rule: fedbench.config.job_resources of the config's
     resources for the cell's (experiment, dataset), at this attempt (runtime and mem_mb grow
@@ -155,6 +169,8 @@ def _train_resource(key, cell=None):
     one the wildcards name, or ``cell`` for a stacked job (its first cell; all share the resources)."""
 
     def get(wildcards, attempt):
+        if key in SCHEDULER_RESOURCES and _local_executor():
+            return None  # Snakemake drops a None resource: not shown, not requested
         where = (cell["experiment"], cell["dataset"]) if cell else (wildcards.experiment, wildcards.dataset)
         return job_resources(TRAIN_RESOURCES[where], attempt)[key]
 
@@ -364,15 +380,25 @@ def stack_outputs(group):
 # Console (Snakefile onsuccess) -------------------------------------------------------------
 
 
+#: Rows of each table printed at the end of a run (the files hold them all).
+CONSOLE_ROWS = 40
+
+
 def print_results(wandb_enabled):
-    """After a successful run: each experiment's table (results/tables/<experiment>.md, as
-    written) and, for a sweep, its selection table (results/tables/sweeps/<experiment>.md), and
-    where the rest is, on stderr (where Snakemake's own messages go)."""
+    """After a successful run, on stderr (where Snakemake's own messages go): each experiment's
+    table (results/tables/<experiment>.md) or, for a sweep, its selection table
+    (results/tables/sweeps/<experiment>.md), each cut to its first CONSOLE_ROWS rows, and where
+    the rest is."""
+    from fedbench.analysis.tables import head_rows
+
     for experiment in EXPERIMENTS:
-        for path in (f"results/tables/{experiment}.md", f"results/tables/sweeps/{experiment}.md"):
-            if os.path.exists(path):
-                with open(path) as f:
-                    print(f"\n{path}:\n{f.read().rstrip()}", file=sys.stderr)
+        table, selection = f"results/tables/{experiment}.md", f"results/tables/sweeps/{experiment}.md"
+        path = selection if os.path.exists(selection) else table
+        if os.path.exists(path):
+            with open(path) as f:
+                text = head_rows(f.read(), CONSOLE_ROWS, path)
+            also = f"\n(every grid point: {table})" if path == selection else ""
+            print(f"\n{path}:\n{text}{also}", file=sys.stderr)
     wandb = ", W&B runs: results/wandb/ (upload: snakemake wandb_sync)" if wandb_enabled else ""
     print(
         "\nfedbench: done. tables: results/tables/<experiment>.md|.csv, plots: results/plots/, "

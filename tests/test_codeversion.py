@@ -1,4 +1,4 @@
-"""Code versions (fedbench.codeversion, fedbench.algorithms.code_version): what changes them."""
+"""Code versions (fedbench.codeversion): what changes them."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import textwrap
 
 import pytest
 
-from fedbench.algorithms import ALGORITHMS, code_version
+from fedbench.algorithms import ALGORITHMS
 from fedbench.codeversion import code_version as cv
-from fedbench.codeversion import module_closure
+from fedbench.codeversion import module_closure, train_version
 
 
 @pytest.fixture
@@ -58,19 +58,18 @@ def test_algorithm_versions_follow_the_algorithms_imports():
     assert "fedbench.algorithms.fedavg" in closure["fedprox"]
     assert "fedbench.algorithms.local" in closure["scaffold"]
     assert "fedbench.algorithms.fedprox" not in closure["fedavg"]
-    versions = {a: code_version(a) for a in ALGORITHMS}
+    versions = {a: train_version(a, "logreg") for a in ALGORITHMS}
     assert len(set(versions.values())) == len(ALGORITHMS)
     assert all(len(v) == 16 for v in versions.values())
-    assert code_version("fedprox") == code_version("fedprox")
-    with pytest.raises(KeyError, match="unknown algorithm"):
-        code_version("nope")
+    assert train_version("fedprox", "logreg") == train_version("fedprox", "logreg")
 
 
 def test_computing_versions_imports_no_algorithm_module():
     import subprocess
 
-    code = ("import sys; from fedbench.algorithms import code_version, ALGORITHMS; "
-            "[code_version(a) for a in ALGORITHMS]; "
+    code = ("import sys; from fedbench.algorithms import ALGORITHMS; "
+            "from fedbench.codeversion import train_version; "
+            "[train_version(a, 'logreg') for a in ALGORITHMS]; "
             "print(sorted(m for m in sys.modules if m.startswith('fedbench.algorithms.')), 'torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[] False"

@@ -267,3 +267,15 @@ def test_the_round_0_row_of_eval_initial(mr):
     assert a["best_accuracy_mean"] == pytest.approx(0.875)
     assert b["n_diverged"] == 1 and b["best_accuracy_mean"] is None  # θ⁰'s 0.95 never counts for a diverged run
     assert re.search(r"\| +1\.0 \(2/2\) \|", markdown_table(s))
+
+
+def test_head_rows_keeps_the_heading_and_notes_and_counts_what_it_cut():
+    from fedbench.analysis.tables import head_rows
+
+    md = "# e\n\n| a | b |\n|---|--:|\n" + "".join(f"| r{i} | {i} |\n" for i in range(5)) + "\nA note.\n"
+    short = head_rows(md, 2, "results/tables/e.md")
+    assert short.splitlines() == ["# e", "", "| a | b |", "|---|--:|", "| r0 | 0 |", "| r1 | 1 |",
+                                  "… 3 more rows in results/tables/e.md", "", "A note."]
+    assert head_rows(md, 5, "x") == md.rstrip()  # nothing cut, nothing added
+    with pytest.raises(ValueError, match="max_rows"):
+        head_rows(md, 0, "x")

@@ -10,6 +10,7 @@ import torch
 from test_vectorized import DEVICES, SAMPLING, _compare, _spec, data  # noqa: F401  (data: the fixture)
 
 from fedbench.algorithms import sgda
+from fedbench.engine.vectorized import PADDING_EFFICIENCY_FLOOR
 
 WORK = {"distribution": "uniform", "low": 1, "high": 4, "per": "round"}
 CASES = {
@@ -45,7 +46,9 @@ def test_engines_agree_on_minimax_cells(data, case, sampling, problem, device): 
     info_s, info_v = _compare(spec, ds, part, device, rtol=1e-10)
     _, y = sgda.split(info_s["params"])
     assert sgda.in_set(y, projection)
-    assert 0.0 < info_v["padding_efficiency"] < 1.0
+    # CPU: finished clients leave their chunk (nothing padded runs); CUDA graphs: the padding floor
+    assert (info_v["padding_efficiency"] == 1.0 if device == "cpu"
+            else info_v["padding_efficiency"] >= PADDING_EFFICIENCY_FLOOR)
     if "snapshot_period" in CASES[case]:
         assert info_s["server_state"]["snapshot"].keys() == sgda.split(info_s["params"])[0].keys()
 

@@ -7,6 +7,8 @@ Tolerances (relative: max_leaf |a − b| / max |a|):
 - the same cell twice: bitwise-identical metrics and parameters.
 """
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -261,6 +263,72 @@ def test_plan_groups_covers_every_client_once_and_bounds_chunks():
     assert len(plan_groups(steps[:-2], 100, 1e9)) == 1
     assert [len(g) for g in plan_groups(steps, 100, 1e9)] == [57, 2]  # K = 0 clients cost nothing apart
     assert plan_groups([], 4) == []
+
+
+def _executed(steps, plan):
+    """Client-steps the engine executes for ``plan``: each chunk runs its largest K."""
+    return sum(max(steps[i] for i in g) * len(g) for g in plan)
+
+
+def _plan_cost(steps, plan, overhead):
+    """The modelled cost Σ_chunks S · (overhead + |chunk|) of a plan of one chunk per group."""
+    return sum(max(steps[i] for i in g) * (overhead + len(g)) for g in plan)
+
+
+@pytest.mark.parametrize("floor", [0.5, 0.9, 1.0])
+def test_plan_groups_keeps_the_padding_floor(floor):
+    """Every plan executes at most Σ K_k / floor client-steps, whatever the chunk size and step
+    overhead (the drawn τ_i of issue 18 times unequal client sizes); floor 1 never pads."""
+    rng = np.random.default_rng(1)
+    for _ in range(40):
+        n = int(rng.integers(1, 80))
+        steps = (rng.integers(2, 8, size=n) * rng.integers(1, 6, size=n)).tolist()
+        for chunk in (1, 3, 1000):
+            for overhead in (0.0, 4.0, 32.0, 1e9, math.inf):
+                plan = plan_groups(steps, chunk, overhead, min_efficiency=floor)
+                assert sorted(np.concatenate(plan).tolist()) == list(range(n))
+                assert all(1 <= len(g) <= chunk for g in plan)
+                assert sum(steps) >= floor * _executed(steps, plan) - 1e-9
+                if floor == 1.0:
+                    assert all(len({steps[i] for i in g}) == 1 for g in plan)
+    assert [len(g) for g in plan_groups([5, 0, 0, 5], 10, 1e9, min_efficiency=0.9)] == [2, 2]  # K = 0 apart
+    for bad in (1.5, -0.1):
+        with pytest.raises(ValueError, match="min_efficiency"):
+            plan_groups([1, 2], 4, 4.0, min_efficiency=bad)
+    with pytest.raises(ValueError, match="step_overhead"):
+        plan_groups([1, 2], 4, float("nan"))
+
+
+def test_plan_groups_is_the_least_cost_plan_within_the_floor():
+    """Against brute force over every grouping of consecutive distinct step counts (one chunk per
+    group): the plan keeps every group's efficiency ≥ the floor and has the least modelled cost
+    Σ_g S_g · (overhead + |G_g|) among such groupings; an infinite overhead without a floor gives
+    one group (the eager engine's plan: padding costs nothing there)."""
+    import itertools
+
+    rng = np.random.default_rng(2)
+    for _ in range(80):
+        values = np.sort(rng.choice(np.arange(1, 30), size=int(rng.integers(1, 7)), replace=False))[::-1]
+        counts = rng.integers(1, 6, size=len(values))
+        steps = np.repeat(values, counts)[rng.permutation(int(counts.sum()))].tolist()
+        overhead, floor = float(rng.choice([0.0, 2.0, 8.0, 32.0, 1e9])), float(rng.choice([0.0, 0.8, 0.9]))
+        plan = plan_groups(steps, 1000, overhead, min_efficiency=floor)
+        by_value = [[i for i, k in enumerate(steps) if k == v] for v in values]
+        best = np.inf
+        for cuts in itertools.product([False, True], repeat=len(values) - 1):
+            groups, cur = [], list(by_value[0])
+            for cut, members in zip(cuts, by_value[1:]):
+                if cut:
+                    groups.append(cur)
+                    cur = []
+                cur = cur + members
+            groups.append(cur)
+            if all(sum(steps[i] for i in g) >= floor * _executed(steps, [g]) for g in groups):
+                best = min(best, _plan_cost(steps, groups, overhead))
+        assert all(sum(steps[i] for i in g) >= floor * _executed(steps, [g]) - 1e-9 for g in plan)
+        assert _plan_cost(steps, plan, overhead) == pytest.approx(best, rel=1e-12)
+        one = plan_groups(steps, 1000, math.inf)
+        assert len(one) == 1 and [steps[i] for i in one[0]] == sorted(steps, reverse=True)
 
 
 @pytest.mark.parametrize("device", DEVICES)

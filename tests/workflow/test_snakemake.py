@@ -144,8 +144,22 @@ def test_a_config_file_with_a_duplicate_key_fails_before_any_job(tmp_path):
 def tiny_run(tmp_path_factory):
     """The tiny config run for real once; shared by the slow tests below."""
     workdir = tmp_path_factory.mktemp("tiny_run")
-    ok(snakemake(workdir, TINY))
+    proc = ok(snakemake(workdir, TINY))
+    (workdir / "console.txt").write_text(proc.stdout + proc.stderr)
     return workdir
+
+
+@pytest.mark.slow
+def test_the_console_ends_with_the_tables_and_shows_no_cluster_settings(tiny_run):
+    """issue: what a researcher sees at the end of `snakemake`: the experiment's table and where
+    the report is; job blocks without Slurm resources or empty shell-command lines."""
+    out = (tiny_run / "console.txt").read_text()
+    tail = out[out.index("results/tables/tiny.md:"):]
+    assert "| fedprox " in tail and "final acc. (%)" in tail
+    assert "snakemake --report results/report.html" in tail
+    resources = re.findall(r"^\s+resources: (.*)$", out, re.M)
+    assert resources and not [r for r in resources if re.search(r"runtime|cpus_per_task|slurm", r)]
+    assert "Shell command: None" not in out
 
 
 @pytest.mark.slow
@@ -173,6 +187,13 @@ def test_end_to_end_tiny_run_and_report(tiny_run):
     assert report.stat().st_size > 50_000
     for needle in ("tiny_accuracy.png", "heatmap.png", "tiny.csv"):
         assert needle in html
+    # the landing page leads with each experiment's formatted table (% with the seeds column),
+    # starts at the top of the window (not Snakemake's vertically centred layout), and its text
+    # renders without a docutils error
+    desc = json.loads(re.search(r"workflow_desc = (\".*?(?<!\\)\");", html, re.S).group(1))
+    assert 'class="fedbench-table"' in desc and "<th class=\"r\">final acc. (%)</th>" in desc
+    assert "<td>fedprox</td>" in desc and "align-items: flex-start" in desc
+    assert "System Message" not in desc
 
 
 @pytest.mark.slow

@@ -125,20 +125,3 @@ def get_algorithm(name: str) -> ModuleType:
     if name not in ALGORITHMS:
         raise KeyError(f"unknown algorithm {name!r}; known algorithms: {', '.join(ALGORITHMS)}")
     return importlib.import_module(f"fedbench.algorithms.{name}")
-
-
-def code_version(name: str) -> str:
-    """A short digest of algorithm ``name``'s code: its module and the ``fedbench.algorithms``
-    modules it imports (e.g. FedProx: fedprox, fedavg, local), comments and blank lines ignored.
-
-    The train rule puts it in its params, so editing an algorithm's module reruns exactly the
-    cells that use it (see :mod:`fedbench.codeversion`). Reads the files; imports nothing heavy.
-
-    Raises:
-        KeyError: unknown name.
-    """
-    if name not in ALGORITHMS:
-        raise KeyError(f"unknown algorithm {name!r}; known algorithms: {', '.join(ALGORITHMS)}")
-    from fedbench.codeversion import code_version as _code_version
-
-    return _code_version(f"fedbench.algorithms.{name}", within="fedbench.algorithms")

@@ -271,22 +271,51 @@ def parse_markdown(md: str) -> dict:
     return {"title": title, "header": header, "align": align or ["l"] * len(header), "rows": rows, "notes": notes}
 
 
+def head_rows(md: str, max_rows: int, path: str) -> str:
+    """A Markdown text of one pipe table (as :func:`parse_markdown` reads) with at most
+    ``max_rows`` of its data rows, then a line saying how many more rows ``path`` holds; the
+    heading and notes are kept. For the console, where a sweep's table can have thousands of rows.
+
+    Raises:
+        ValueError: ``max_rows`` < 1.
+    """
+    if max_rows < 1:
+        raise ValueError(f"max_rows must be >= 1 (got {max_rows})")
+    out, table_lines, dropped = [], 0, 0
+    for line in md.rstrip().splitlines():
+        if line.lstrip().startswith("|"):
+            table_lines += 1
+            if table_lines > 2 + max_rows:  # header, rule line, then the data rows
+                dropped += 1
+                continue
+        elif dropped and table_lines:
+            out.append(f"… {dropped} more rows in {path}")
+            table_lines, dropped = 0, 0
+        out.append(line)
+    if dropped:
+        out.append(f"… {dropped} more rows in {path}")
+    return "\n".join(out)
+
+
+#: Scoped to the page's one ``div.fedbench-table``, so the page can also be embedded in another
+#: (the report's landing page, workflow/report/workflow.rst) without restyling it.
 _HTML_STYLE = """
-body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 1rem; color: #222; }
-h1 { font-size: 1.2rem; margin: 0 0 .6rem; }
-table { border-collapse: collapse; font-size: .9rem; }
-th, td { padding: .25rem .6rem; border-bottom: 1px solid #ddd; white-space: nowrap; }
-th { border-bottom: 2px solid #444; text-align: left; }
-td.r, th.r { text-align: right; font-variant-numeric: tabular-nums; }
-tr:hover td { background: #f3f6fa; }
-td.diverged { color: #b22222; }
-p.note { font-size: .8rem; color: #555; max-width: 60rem; margin: .3rem 0; }
+.fedbench-table { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 1rem 0; color: #222; }
+.fedbench-table h1 { font-size: 1.2rem; margin: 0 0 .6rem; }
+.fedbench-table table { border-collapse: collapse; font-size: .9rem; margin: 0; }
+.fedbench-table th, .fedbench-table td { padding: .25rem .6rem; border-bottom: 1px solid #ddd; white-space: nowrap; }
+.fedbench-table th { border-bottom: 2px solid #444; text-align: left; }
+.fedbench-table td.r, .fedbench-table th.r { text-align: right; font-variant-numeric: tabular-nums; }
+.fedbench-table tr:hover td { background: #f3f6fa; }
+.fedbench-table td.diverged { color: #b22222; }
+.fedbench-table p.note { font-size: .8rem; color: #555; max-width: 60rem; margin: .3rem 0; }
 """
 
 
 def markdown_to_html(md: str) -> str:
     """A standalone HTML page of a Markdown pipe table (:func:`parse_markdown`): the heading,
-    the table (right-aligned numeric columns, cells saying "diverged" in red) and the notes."""
+    the table (right-aligned numeric columns, cells saying "diverged" in red) and the notes, in
+    one ``div.fedbench-table`` that the page's style is scoped to."""
     t = parse_markdown(md)
     esc = html.escape
 
@@ -298,7 +327,8 @@ def markdown_to_html(md: str) -> str:
         return f"<{tag}{attr}>{esc(text)}</{tag}>"
 
     out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-           f"<title>{esc(t['title'] or 'table')}</title><style>{_HTML_STYLE}</style></head><body>"]
+           f"<title>{esc(t['title'] or 'table')}</title><style>{_HTML_STYLE}</style></head><body>",
+           '<div class="fedbench-table">']
     if t["title"]:
         out.append(f"<h1>{esc(t['title'])}</h1>")
     out.append("<table><thead><tr>" + "".join(cell("th", h, a) for h, a in zip(t["header"], t["align"]))
@@ -307,7 +337,7 @@ def markdown_to_html(md: str) -> str:
         out.append("<tr>" + "".join(cell("td", c, a) for c, a in zip(r, t["align"])) + "</tr>")
     out.append("</tbody></table>")
     out += [f'<p class="note">{esc(n)}</p>' for n in t["notes"]]
-    out.append("</body></html>")
+    out.append("</div></body></html>")
     return "\n".join(out) + "\n"
 
 

@@ -14,16 +14,25 @@ How a round is run
    draws its row indices from the keyed RNG (seed, t, k, "batches"), exactly as the reference
    does, so both engines consume identical minibatches. Indices are mapped to rows of the one
    on-device training tensor (``X_all``, ``Y_all``); no per-client copies of the data are made.
-2. **Groups.** Clients are sorted by step count K_k (descending, then by id) and cut into groups
-   (:func:`plan_groups`): a dynamic programme over the distinct step counts trades padded steps
-   against per-step launch overhead, then each group is split into chunks of at most
-   ``chunk_size`` clients (memory bound; :func:`auto_chunk_size` by default).
-   Per group: an index tensor ``idx[S, G, B]``, labels ``y[S, G, B]`` and a step mask ``m[S, G]``.
-3. **Padded steps are exact no-ops.** A client with K_k < S runs S − K_k padded steps on real
-   rows of its own data; after every step the *whole* step state (parameters, optimizer and
-   algorithm state, step counter, loss) is selected with ``torch.where(m[s, g], new, old)``.
-   This is not ``lr * 0``: NaN/inf in a padded step cannot leak and momentum-like state does not
-   decay. A step where every client is real skips the select.
+2. **Groups.** Clients are sorted by step count K_k (descending, then by id) and cut into chunks
+   of at most ``chunk_size`` clients (memory bound; :func:`auto_chunk_size` by default), so in
+   every chunk the clients still stepping at any step are a prefix. Eager rounds (CPU; CUDA
+   chunks not graphed) take the round as one group (padding costs nothing there: point 3). Where
+   padded steps run (CUDA graphs), :func:`plan_groups` first cuts the clients into groups: a
+   dynamic programme over the distinct step counts trades padded steps against per-step launch
+   overhead, keeping every group's padding efficiency ≥ :data:`PADDING_EFFICIENCY_FLOOR` (so
+   every round's). Per chunk: an index tensor ``idx[S, G, B]``, labels ``y[S, G, B]`` and a step
+   mask ``m[S, G]``.
+3. **Unequal step counts: finished clients leave, padded steps are exact no-ops.** In an eager
+   chunk the vmapped step at step s runs over the prefix of clients with K_k > s only; a client
+   whose steps are done leaves the chunk with its state (:meth:`VectorizedClients._retiring_steps`),
+   and the last one runs on without vmap: no padded step is executed (padding efficiency 1).
+   A graphed chunk runs all its S steps over all its clients: a client with K_k < S runs S − K_k
+   padded steps on real rows of its own data; after every step the *whole* step state
+   (parameters, optimizer and algorithm state, step counter, loss) is selected with
+   ``torch.where(m[s, g], new, old)``. This is not ``lr * 0``: NaN/inf in a padded step cannot
+   leak and momentum-like state does not decay. A step where every client is real skips the
+   select. (:attr:`VectorizedClients.retire_finished` False runs eager chunks padded too.)
 4. **Unequal batch sizes within a step** (the last, partial batch of an epoch; or clients with
    n_k < B) are handled by *padding rows with the ignore label*: a padded row repeats a real row
    of the same client and gets label ``IGNORE_INDEX = -100``, which
@@ -144,10 +153,27 @@ from fedbench.tree import tree_numel
 #: The label of a padded row: cross-entropy's default ``ignore_index``.
 IGNORE_INDEX = -100
 
-#: Relative per-step overhead of launching one vectorized step, in units of one client's work;
-#: used by :func:`plan_groups` (a merge of two step-count groups pays when the padded client
-#: steps cost less than the saved launches).
-DEFAULT_STEP_OVERHEAD = {"cpu": 4.0, "cuda": 256.0}
+#: The fixed cost of one vectorized step, in units of one client's share of it (b), for
+#: :func:`plan_groups` where padded steps are executed: CUDA graphs (a captured step runs over its
+#: whole chunk), or eager chunks with :attr:`VectorizedClients.retire_finished` False. Eager steps
+#: by default execute no padded step at all (a chunk's finished clients leave it:
+#: :meth:`VectorizedClients._retiring_steps`), so there padding costs nothing and a round is one
+#: group, cut into chunks. CPU: measured with ``python benchmarks/local_work.py --probe``
+#: (benchmarks/RESULTS.md, "Padding floor", 2026-11-25; the engine's padded-step loop, t(G) = a + b·G
+#: fitted over G = 2..64, 1 thread, six runs on the shared 2-core VM, load 0.4–4): a ≈ 1 ms
+#: whatever the model (0.74–1.40 ms; 1.7–2.0 ms in the run at load 3.5), b = 0.038–0.075 ms for
+#: the digits MLP 64-64 at B = 32 (a / b = 18–28), 0.002–0.016 ms for logistic regression at
+#: B = 8 (a / b = 104–362). 32 is the larger model's scale; under the floor a larger value only
+#: changes which ≥ 90 %-efficient merges are made. CUDA: not re-measured here.
+DEFAULT_STEP_OVERHEAD = {"cpu": 32.0, "cuda": 256.0}
+
+#: The least padding efficiency (real / executed client-steps) of every group of clients
+#: :func:`plan_groups` forms where padded steps are executed (CUDA graphs), hence of every round:
+#: clients of unequal step counts (heterogeneous local work, τ_i ~ Uniform{2..E} epochs; unequal
+#: client sizes) share a group only while it wastes at most 10 % of its client-steps on padding.
+#: Eager rounds execute no padding (efficiency 1). An engine constant, not a config key: the
+#: grouping never changes a result (padded steps are exact no-ops), only the time.
+PADDING_EFFICIENCY_FLOOR = 0.9
 
 #: Memory budget of one chunk of clients (bytes) used by :func:`auto_chunk_size`.
 #: On CPU a stacked step is bound by memory traffic, not arithmetic, once a chunk's state leaves
@@ -173,15 +199,39 @@ CPU_STACK_MAX_MACS = 1_000_000
 # planning
 
 
-def plan_groups(steps: Sequence[int], chunk_size: int, step_overhead: float = 4.0) -> list[np.ndarray]:
-    """Positions (into ``steps``) of the clients of each group, groups in execution order.
+def plan_groups(steps: Sequence[int], chunk_size: int, step_overhead: float = 256.0,
+                min_efficiency: float = 0.0) -> list[np.ndarray]:
+    """Positions (into ``steps``) of the clients of each chunk, chunks in execution order.
 
-    Clients are sorted by step count, descending (ties by position). Groups are unions of
-    consecutive distinct step counts chosen by a dynamic programme minimising
-    Σ_groups S_g · (step_overhead · chunks_g + |G_g|), the cost of S_g vectorized steps over
-    |G_g| clients; each group is then cut into ⌈|G|/chunk_size⌉ chunks of near-equal size.
+    Clients are sorted by step count K_k, descending (ties by position), so within every chunk
+    the clients still stepping at any step are a prefix. Groups are unions of consecutive distinct
+    step counts chosen by a dynamic programme minimising Σ_groups S_g · (step_overhead · chunks_g
+    + |G_g|), the cost of S_g = max_{k∈G_g} K_k vectorized steps over |G_g| clients (padded steps
+    included), among the groupings whose every group keeps its padding efficiency
+    Σ_{k∈G_g} K_k / (S_g · |G_g|) ≥ ``min_efficiency`` (a group of one step count, efficiency 1,
+    always qualifies); each group is then cut into ⌈|G|/chunk_size⌉ chunks of near-equal size.
+    A chunk runs at most S_g steps, so the executed client-steps of the call are at most
+    Σ_g S_g · |G_g| and its padding efficiency is ≥ ``min_efficiency``. ``step_overhead`` inf
+    with ``min_efficiency`` 0 gives one group (clients with K_k = 0 apart): the plan where padding
+    costs nothing.
     Deterministic: the same inputs give the same plan.
+
+    Args:
+        steps: K_k per client (ints ≥ 0; a client with K_k = 0 only runs padding).
+        chunk_size: at most this many clients per chunk (≥ 1; smaller is taken as 1).
+        step_overhead: the fixed cost of one vectorized step, in client-steps
+            (:data:`DEFAULT_STEP_OVERHEAD`); 0 gives one group per distinct step count.
+        min_efficiency: the least padding efficiency of a group, in [0, 1]
+            (:data:`PADDING_EFFICIENCY_FLOOR` in the engine); 0 leaves the grouping to the cost alone.
+
+    Raises:
+        ValueError: ``min_efficiency`` outside [0, 1], or ``step_overhead`` negative or NaN.
     """
+    if not 0.0 <= min_efficiency <= 1.0:
+        raise ValueError(f"plan_groups: min_efficiency {min_efficiency} is not in [0, 1]")
+    if not step_overhead >= 0.0:
+        raise ValueError(f"plan_groups: step_overhead {step_overhead} is not ≥ 0")
+    step_overhead = min(step_overhead, 1e18)  # inf: the fewest launches, ties broken by padding
     steps = np.asarray(steps, dtype=np.int64)
     if steps.size == 0:
         return []
@@ -191,10 +241,13 @@ def plan_groups(steps: Sequence[int], chunk_size: int, step_overhead: float = 4.
     values = -values  # distinct step counts, descending
     nv = len(values)
     starts = np.concatenate([[0], np.cumsum(counts)])
+    real = np.concatenate([[0], np.cumsum(values * counts)])  # client-steps of values[:i]
 
-    def cost(i, j):  # distinct values i..j-1 in one group
-        n = starts[j] - starts[i]
-        return values[i] * (step_overhead * math.ceil(n / chunk_size) + n)
+    def cost(i, j):  # distinct values i..j-1 in one group; inf where its padding breaks the floor
+        n = int(starts[j] - starts[i])
+        if real[j] - real[i] < min_efficiency * values[i] * n:
+            return math.inf
+        return float(values[i] * (step_overhead * math.ceil(n / chunk_size) + n))
 
     best = [0.0] + [math.inf] * nv
     cut = [0] * (nv + 1)
@@ -207,12 +260,12 @@ def plan_groups(steps: Sequence[int], chunk_size: int, step_overhead: float = 4.
     while j > 0:
         bounds.append((cut[j], j))
         j = cut[j]
-    groups = []
-    for i, j in reversed(bounds):
+    bounds.reverse()
+    chunks = []
+    for i, j in bounds:
         members = order[starts[i] : starts[j]]
-        n_chunks = math.ceil(len(members) / chunk_size)
-        groups.extend(np.array_split(members, n_chunks))
-    return groups
+        chunks.extend(np.array_split(members, math.ceil(len(members) / chunk_size)))
+    return chunks
 
 
 def _saved_activation_numel(apply, params: dict, x: torch.Tensor) -> int:
@@ -473,6 +526,18 @@ class VectorizedClients:
     #: import numba. Tests set it to 0.
     compiled_min_seconds = 2.0
 
+    #: :func:`plan_groups`'s ``min_efficiency`` where padded steps run (CUDA graphs, or
+    #: :attr:`retire_finished` False): every group, so every round, keeps at least this padding
+    #: efficiency. Benchmarks set 0 to plan by the step cost alone.
+    min_padding_efficiency = PADDING_EFFICIENCY_FLOOR
+
+    #: Eager chunks of several clients run no padded step: a client whose K_k steps are done
+    #: leaves the chunk (:meth:`_retiring_steps`), and a round is one group (cut into chunks). A
+    #: runtime choice (the same results to float rounding): False runs every chunk's S steps
+    #: over all its clients, padded ones masked by ``torch.where``, grouped by :func:`plan_groups`
+    #: as for CUDA graphs; tests and benchmarks set it to run that path on CPU.
+    retire_finished = True
+
     def __init__(self, algorithm: ModuleType, model, grad_fn, x_all: torch.Tensor, y_all: torch.Tensor,
                  clients: Sequence[np.ndarray], local: dict, seed: int, chunk_size=None,
                  step_overhead: float | None = None, augmentation: dict | None = None,
@@ -499,7 +564,7 @@ class VectorizedClients:
         self.cell_of = np.zeros(self.m, dtype=np.int64)
         self.offsets = np.array([0, self.m], dtype=np.int64)  # cell c owns clients offsets[c]:offsets[c+1]
         self.chunk_size = None if chunk_size in (None, "auto") else int(chunk_size)
-        self.step_overhead = (DEFAULT_STEP_OVERHEAD.get(self.device.type, 4.0)
+        self.step_overhead = (DEFAULT_STEP_OVERHEAD.get(self.device.type, 256.0)
                               if step_overhead is None else float(step_overhead))
         self.store: dict | None = None  # stacked client state: pytree of [m, ...] tensors
         self.store_spec = None
@@ -858,7 +923,10 @@ class VectorizedClients:
         else:
             steps = [len(batches[int(k)]) for k in sampled]
         chunk = self.chunk_size or self._auto_chunk(any_server, hp_any, int(max(steps, default=0)))
-        plan = plan_groups(steps, chunk, self.step_overhead)
+        if self.graphs is None and self.retire_finished:  # eager: finished clients leave, padding costs nothing
+            plan = plan_groups(steps, chunk, math.inf)
+        else:  # graphed steps run every padded client-step: group by step count, above the floor
+            plan = plan_groups(steps, chunk, self.step_overhead, self.min_padding_efficiency)
 
         def final_for(server, hp):
             def final_one(state):
@@ -902,6 +970,11 @@ class VectorizedClients:
                 eager_steps = 0  # every step ran graphed
             else:
                 eager_steps = idx.shape[0]
+            executed = int(idx.shape[0]) * g
+            if g > 1 and eager_steps and self.retire_finished:  # no padded step runs
+                state, loss_sum = self._retiring_steps(state, loss_sum, idx, y, aug, ks, hp, varying, step_v,
+                                                       step_one)
+                executed, eager_steps = int(ks.sum()), 0
             if g == 1 and eager_steps:  # one client: its own tensors for the whole loop (no per-step slicing)
                 state = _take(state, 0)
             for s in range(eager_steps):
@@ -936,9 +1009,57 @@ class VectorizedClients:
                 parts.append((np.asarray(at, dtype=np.int64), msg))
             with np.errstate(invalid="ignore", divide="ignore"):
                 losses[positions] = loss_sum.cpu().numpy() / ks
-            self.executed_steps += int(idx.shape[0]) * g
+            self.executed_steps += executed
             self.real_steps += int(ks.sum())
         return parts, losses.tolist(), counted
+
+    def _retiring_steps(self, state, loss_sum: torch.Tensor, idx: torch.Tensor, y: torch.Tensor, aug,
+                        ks: np.ndarray, hp: dict, varying: dict | None, step_v, step_one):
+        """A chunk's S eager steps without padded steps: its clients are sorted by K_k, descending,
+        so at step s the clients still stepping (K_k > s) are a prefix of n_s; the vmapped
+        ``client_step`` runs over that prefix only, and a client whose K_k steps are done leaves
+        the chunk with its state and loss sum, which wait (copied out: each client's state is held
+        once) until the chunk ends;
+        the last client left runs its remaining steps without vmap (``step_one``; None when the
+        chunk's hyperparameters vary per client), as a chunk of one does.
+        The same no-op as a padded step under the masked select, without executing it: the step
+        state, hence the result, is that of the client's own K_k steps (tested against the
+        reference and against other groupings, ``tests/engine/test_heterogeneous_local_work.py``).
+
+        Returns the chunk's final step state ``[G, ...]`` and loss sums ``[G]`` (float64), rows in
+        the chunk's order."""
+        if (np.diff(ks) > 0).any():
+            raise RuntimeError(f"vectorized engine: a chunk's clients are not sorted by step count ({ks.tolist()}); "
+                               "chunks come from plan_groups")
+        live = len(ks)
+        done: list = []  # (state rows, loss sums) of the clients that left, latest first
+        for s in range(int(ks[0]) if live else 0):
+            n = int(np.searchsorted(-ks, -s, side="left"))  # clients with K_k > s
+            if n < live:
+                # copies, not views: a view would keep this step's whole state alive to the end
+                done.insert(0, (pytree.tree_map(lambda v, n=n, live=live: v[n:live].clone(), state),
+                                loss_sum[n:live]))
+                state = pytree.tree_map(lambda v, n=n: v[:n], state)
+                loss_sum = loss_sum[:n]
+                if varying is not None:
+                    step_v = self._step_fns(hp, {k: v[:n] for k, v in varying.items()}, n)[1]
+                live = n
+            if n == 1 and step_one is not None:  # the last client's remaining steps without vmap
+                one = _take(state, 0)
+                for r in range(s, int(ks[0])):
+                    xs = self._gather(idx[r, :1], None if aug is None else tuple(a[r, :1] for a in aug))
+                    one = step_one(one, xs[0], y[r, 0])
+                    loss_sum = loss_sum + one["loss"].double()
+                state = pytree.tree_map(lambda v: v.unsqueeze(0), _tensorize(one, self.device))
+                break
+            xs = self._gather(idx[s, :n], None if aug is None else tuple(a[s, :n] for a in aug))
+            state = step_v(state, xs, y[s, :n])
+            loss_sum = loss_sum + state["loss"].double()
+        if done:
+            parts = [state, *(d[0] for d in done)]
+            state = pytree.tree_map(lambda *vs: torch.cat(vs), *parts)
+            loss_sum = torch.cat([loss_sum, *(d[1] for d in done)])
+        return state, loss_sum
 
     def train_rounds(self, servers: Sequence[dict], hps: Sequence[dict], t0: int, t1: int,
                      cells: Sequence[int]) -> tuple[int, list[dict]] | None:
