@@ -62,7 +62,7 @@ __all__ = [
     "expand_cells", "training_spec", "datasets", "partitions",
     "train_resources", "job_resources", "stacked_experiments", "wandb_settings", "table_settings", "SCHEMA_PATH",
     "ID_PATTERN", "CELL_ID_PATTERN", "RESOURCE_DEFAULTS", "WANDB_DEFAULTS", "TABLE_DEFAULTS", "REPORT_KEYS",
-    "SELECT_DEFAULTS", "select_metrics",
+    "SELECT_DEFAULTS", "select_metrics", "workflow_config",
 ]
 
 #: The JSON schema of the config (structure, types, ranges, defaults).
@@ -533,8 +533,10 @@ def _resolve_model(path: str, cfg: Any) -> dict:
 
     try:  # the model registry's own value checks (list lengths, paddings, ...)
         name, opts = model_options(resolved)
-    except ValueError as e:
-        raise ConfigError(f"{path}: {e}") from None
+    except ValueError as e:  # a minimax option's message names it: the key path does too
+        said = re.match(r"minimax (?:option '(\w+)'|problem '\w+' has no option '(\w+)'|(problem) must)", str(e))
+        key = next(g for g in said.groups() if g) if said else None
+        raise ConfigError(f"{path}.minimax.{key}: {e}" if key else f"{path}: {e}") from None
     return {"name": name, **opts}
 
 
@@ -607,10 +609,17 @@ def _check_sizes(dpath: str, dataset_id: str, dataset: dict, parts: dict[str, di
 
 
 def _merge_local(base: dict, over: dict | None, path: str) -> dict:
+    """``base`` overridden by the level's ``over`` (epochs and steps clear each other). The level's
+    own local-work distributions and lr schedule are checked here, at their key paths, even where
+    an inner level or a sweep replaces them in every cell."""
     over = over or {}
     if over.get("epochs") is not None and over.get("steps") is not None:
         raise ConfigError(f"{path}: give exactly one of epochs or steps (got epochs={over['epochs']}, "
                           f"steps={over['steps']}); delete one of them")
+    for key in ("epochs", "steps"):
+        _local_work(over.get(key), f"{path}.{key}")
+    if over.get("lr_schedule") is not None:
+        _lr_schedule(over["lr_schedule"], f"{path}.lr_schedule")
     out = dict(base)
     if over.get("epochs") is not None:
         out["steps"] = None
@@ -801,6 +810,7 @@ def _dataset_settings(exp: dict, ecfg: dict, ds: str, dcfg: dict, known: dict, d
     if hist is not None:
         shared["delta_histogram"] = {"rounds": hist}
     if ecfg.get("collapse") is not None:  # only when set: the engine's defaults otherwise, same spec_id
+        _check_chance_margin(ecfg["collapse"], known[ds], f"{epath}.collapse.chance_margin", ds)
         shared["collapse"] = ecfg["collapse"]
     if inherited_or_none("eval_initial"):  # only when true: no round-0 row otherwise, same spec_id
         shared["eval_initial"] = True
@@ -811,11 +821,26 @@ def _dataset_settings(exp: dict, ecfg: dict, ds: str, dcfg: dict, known: dict, d
             "local": _merge_local(exp["local"], dcfg.get("local"), f"{dpath}.local"), "local_path": local_path}
 
 
+def _check_chance_margin(collapse: Any, dataset: dict, path: str, dataset_id: str) -> None:
+    """A collapse rule's ``chance_margin`` leaves room above chance: 1/C + margin < 1, C the
+    dataset's number of classes where the registry knows it (else every run would count as at
+    chance, :func:`fedbench.engine.cell.collapse_reason`)."""
+    from fedbench.data.registry import train_classes
+
+    margin = collapse.get("chance_margin") if isinstance(collapse, dict) else None
+    c = train_classes(dataset["source"], {k: v for k, v in dataset.items() if k != "source"})
+    if margin is not None and c is not None and c >= 2 and 1 / c + margin >= 1:
+        raise ConfigError(f"{path}: must be < 1 - 1/C = {_n(1 - 1 / c)} for dataset {dataset_id!r} ({c} classes; "
+                          f"got {_n(margin)}): with 1/C + chance_margin >= 1 every run counts as at chance and "
+                          f"diverged; the default is 0.02")
+
+
 def _check_algorithm_cell(name: str, hparams: dict, local: dict, path: str) -> None:
     """The algorithm module's own check of a cell's settings, made before any job: its optional
     ``check_cell(round_hparams)`` (:mod:`fedbench.algorithms`, e.g. FedAc needs ``local.steps`` and
     no clipping) gets the hyperparameters of round 1 (:func:`fedbench.engine.loop.round_hparams`);
-    its ValueError becomes a ConfigError at ``path``."""
+    its ValueError becomes a ConfigError at ``path``, or at ``path.<hyperparameter>`` when the
+    message starts with a hyperparameter's name ("variant must be one of ...")."""
     import fedbench.algorithms as algorithms
 
     check = getattr(algorithms.get_algorithm(name), "check_cell", None)
@@ -826,7 +851,9 @@ def _check_algorithm_cell(name: str, hparams: dict, local: dict, path: str) -> N
     try:
         check(round_hparams({"hparams": hparams, "local": local}, 1))
     except ValueError as e:
-        raise ConfigError(f"{path}: {e}") from None
+        said = re.match(r"(?:[\w ]+: )?(\w+) must ", str(e))  # "fedac: variant must be one of ..."
+        key = said.group(1) if said and said.group(1) in hparams else None
+        raise ConfigError(f"{path}.{key}: {e}" if key else f"{path}: {e}") from None
 
 
 def _check_minimax(name: str, hparams: dict, model: dict, path: str) -> None:
@@ -1341,6 +1368,35 @@ def check_config(config: dict) -> None:
     """Check ``config``: its structure against the schema, then its meaning. Raises
     :class:`ConfigError` naming the key path and the fix."""
     expand_cells(config)
+
+
+def workflow_config(config: dict, configfiles: list = (), overrides: dict | None = None) -> dict:
+    """Every check the workflow makes at parse time, before any job (``rules/common.smk`` calls
+    this): each of ``configfiles`` re-read refusing a key given twice (:func:`load_yaml_strict`);
+    the ``--config`` ``overrides`` (as Snakemake parsed them) typed as the schema says
+    (:func:`typed_overrides`) and merged into ``config`` (Snakemake's ``update_config``); the
+    result checked against the schema, its defaults filled, and expanded into cells.
+
+    ``config`` is the dict Snakemake built from the config files and the overrides; it is updated
+    in place with the typed overrides and the schema's defaults (the scripts read it).
+
+    Returns:
+        ``{"cells": expand_cells, "datasets", "partitions", "train_resources", "wandb", "tables",
+        "stacked"}``: the results of the public functions of the same names.
+
+    Raises:
+        ConfigError: the first problem, naming the file and line (a duplicate key) or the key path.
+    """
+    from snakemake.utils import update_config
+
+    for path in configfiles:
+        load_yaml_strict(path)
+    update_config(config, typed_overrides(overrides or {}))
+    config.update(validated(config))
+    cells, parts = _expand(config)
+    return {"cells": cells, "datasets": _datasets(config), "partitions": parts,
+            "train_resources": train_resources(config), "wandb": wandb_settings(config),
+            "tables": table_settings(config), "stacked": stacked_experiments(config)}
 
 
 def _check_runtime(cfg: dict) -> None:
