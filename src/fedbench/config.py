@@ -120,10 +120,14 @@ _DATASET_BOUNDS = {
     "dim": "[1, inf)",
     "num_classes": "[2, inf)",
     "test_fraction": "(0, 1)",  # digits, synthetic, shakespeare: a share held out for the test split
+    "split_seed": "[0, 4294967295]",  # scikit-learn's random_state of the test split: < 2^32
 }
 # A source's own bounds where they differ (libsvm_file: no test split is allowed, test_fraction 0).
-_SOURCE_BOUNDS = {"libsvm_file": {"test_fraction": "[0, 1)", "n_features": "[1, inf)", "split_seed": "[0, inf)"},
-                  "breast_cancer": {"test_fraction": "[0, 1)", "split_seed": "[0, inf)"}}
+_SOURCE_BOUNDS = {"libsvm_file": {"test_fraction": "[0, 1)", "n_features": "[1, inf)"},
+                  "breast_cancer": {"test_fraction": "[0, 1)"}}
+#: Bernoulli client sampling draws round t of seed s from numpy's RandomState(s + t - 1), whose
+#: seeds are < 2^32 (fedbench.engine.sampling.sample_clients).
+BERNOULLI_SEED_LIMIT = 2**32
 
 
 class ConfigError(ValueError):
@@ -184,9 +188,13 @@ def _n(x: Any) -> str:
 
 
 def _interval(text: str) -> tuple:
-    """``"[0, 1)"`` -> (0.0, True, 1.0, False); an infinite end is None."""
+    """``"[0, 1)"`` -> (0, True, 1, False); an infinite end is None, an integer end an int."""
     lo, hi = (x.strip() for x in text[1:-1].split(","))
-    return (None if lo == "-inf" else float(lo), text[0] == "[", None if hi == "inf" else float(hi), text[-1] == "]")
+
+    def end(x):  # an integer end stays an int: "<= 4294967295", not "<= 4.29497e+09"
+        return None if x in ("inf", "-inf") else int(x) if x.lstrip("-").isdigit() else float(x)
+
+    return end(lo), text[0] == "[", end(hi), text[-1] == "]"
 
 
 def _check_range(v: Any, path: str, interval: str | None) -> None:
@@ -883,6 +891,13 @@ def _seed_cells(exp: dict, dset: dict, pid: str, label: str, algo: tuple[str, di
     """The cells of one (partition, algorithm label) of a dataset of an experiment, one per seed."""
     name, hparams, local_over = algo
     after_local = {k: v for k, v in dset["shared"].items() if k != "model"}
+    if after_local["sampling"]["scheme"] == "bernoulli":
+        for i, seed in enumerate(exp["seeds"]):
+            if seed + after_local["rounds"] > BERNOULLI_SEED_LIMIT:
+                raise ConfigError(
+                    f"{exp['path']}.seeds[{i}]: with sampling.scheme bernoulli, seed + rounds must be <= 2^32 = "
+                    f"{BERNOULLI_SEED_LIMIT} (got {seed} + {after_local['rounds']}): round t draws its clients from "
+                    f"numpy's RandomState(seed + t - 1); use a smaller seed, or sampling.scheme uniform")
     apath = f"{exp['path']}.algorithms.{label}.local"
     local = _finish_local(_merge_local(dset["local"], local_over, apath), apath if local_over else dset["local_path"])
     _check_algorithm_cell(name, hparams, local, f"{exp['path']}.algorithms.{label}")
