@@ -18,8 +18,11 @@ from fedbench.config import (
     workflow_config,
 )
 
+# Only the `--config` values are typed (config_settings.config), not the `--configfile` contents
+# that Snakemake also puts in config_settings.overwrite_config: a quoted "60" in a file stays a
+# string, rejected as in config/config.yaml.
 try:  # every check before any job (fedbench.config.workflow_config); fills the schema's defaults into config
-    _parsed = workflow_config(config, workflow.configfiles, workflow.config_settings.overwrite_config)
+    _parsed = workflow_config(config, workflow.configfiles, workflow.config_settings.config)
 except ConfigError as e:
     raise WorkflowError(f"Invalid config: {e}") from None
 CELLS = _parsed["cells"]

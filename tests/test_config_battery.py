@@ -131,7 +131,7 @@ def verdict(entry: dict, proc: subprocess.CompletedProcess) -> str:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["cli-wandb-nested", "cli-rounds-zero-nested", "duplicate-rounds", "seed-2-64",
-                                  "sweep-mu-negative"])
+                                  "rounds-string"])
 def test_representative_entries_through_a_real_snakemake_dry_run(name, tmp_path):
     entry = BY_ID[name]
     proc = run_snakemake(entry, tmp_path)
