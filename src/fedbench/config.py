@@ -952,6 +952,10 @@ def _swept_cells(ctx: dict, ds: str, pid: str, label: str, axes: dict, factors: 
             if not hit:
                 msg += f" (at the sweep point {', '.join(f'{where[a]} = {_fmt(v)}' for a, (_, v) in point.items())})"
             raise ConfigError(msg) from None
+        why = _unmeasured(select["metric"], point_cells[0])
+        if why is not None:
+            raise ConfigError(f"{select['metric_path']}: the sweep of cell {label!r} ({ds}/{pid}) cannot select on "
+                              f"{select['metric']!r}: {why}; choose a metric its cells record, e.g. test_accuracy")
         values = {a: _canonical(a, point_cells[0], part) for a in axes}
         for a in axes:
             canon[a][idx[a]] = values[a]
@@ -974,7 +978,8 @@ def _swept_cells(ctx: dict, ds: str, pid: str, label: str, axes: dict, factors: 
             ctx["add_partition"]((ds, name[0]), part, f"{dpath}.partitions.{pid} swept by {', '.join(where.values())}")
         for c in point_cells:
             c["partition"], c["algorithm"] = name
-            c["sweep"] = {"label": label, "partition": pid, "point": dict(values), "grid": None, "select": dict(select)}
+            c["sweep"] = {"label": label, "partition": pid, "point": dict(values), "grid": None,
+                          "select": {k: v for k, v in select.items() if k != "metric_path"}}
         cells += point_cells
     grid = {a: [canon[a][i] for i in rows] for group, rows in factors for a in group}
     grid = {a: grid[a] for a in axes}
@@ -1228,7 +1233,18 @@ def _select(levels: list[dict | None]) -> dict:
                           f"(numeric per-round columns of fedbench.metrics.schema)")
     out.setdefault("direction", "max" if "accuracy" in out["metric"] else "min")
     keys = ("metric", "statistic", "last", "direction", "average_seeds") + (("over",) if out["over"] else ())
-    return {**{k: out[k] for k in keys}, "over_path": over_path}
+    return {**{k: out[k] for k in keys}, "over_path": over_path, "metric_path": where}
+
+
+def _unmeasured(metric: str, cell: dict) -> str | None:
+    """Why ``metric`` is null in every row of ``cell`` (a sweep could not select on it), or None."""
+    has_optimum = cell["model"]["name"] == "binary_logreg" and cell["local"]["weight_decay"] > 0  # rule optimum
+    if metric == "suboptimality" and not has_optimum:
+        return ("suboptimality needs F*, computed only for model binary_logreg with local.weight_decay > 0 "
+                f"(model {cell['model']['name']!r}, weight_decay {_n(cell['local']['weight_decay'])})")
+    if metric.startswith("uplink_entropy") and cell.get("uplink_entropy") is False:
+        return f"{metric} is not measured with uplink_entropy: false"
+    return None
 
 
 def _inner_sets(axis: str, cfgs: list[dict], levels: list[dict | None], li: int) -> bool:
