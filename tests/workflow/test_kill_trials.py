@@ -183,10 +183,11 @@ def trial(reference: dict, workdir: Path, suite: str, victim: str, duration: flo
             os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
         deadline = time.time() + 10  # a job polls its ancestors every second
-        while time.time() < deadline and set(jobs) & set(_training_jobs(workdir)):
+        while time.time() < deadline and _processes_in(workdir):
             time.sleep(0.2)
-        result["orphans"] = sorted(set(jobs) & set(_training_jobs(workdir)))
-        for pid in result["orphans"]:  # end what the trial started and left behind
+        orphans = _processes_in(workdir)  # anything the killed Snakemake started: jobs, shells, executors
+        result["orphans"] = [f"{pid} {cmd[:120]}" for pid, cmd in sorted(orphans.items())]
+        for pid in orphans:  # end what the trial started and left behind
             os.kill(pid, signal.SIGKILL)
         result["killed_jobs"] = len(jobs)
     else:
