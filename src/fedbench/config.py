@@ -372,8 +372,15 @@ def _typed(v: Any, sub: Any) -> Any:
     """``v`` with every string that the (sub)schema ``sub`` does not accept as a string, but does
     accept as the YAML value it spells (true, 3, 0.5, null), replaced by that value."""
     sub = _resolve_ref(sub)
-    if not isinstance(sub, dict):
-        return v
+    if not isinstance(sub, dict):  # untyped by the schema (registry parameters, hyperparameters): as in a file
+        if isinstance(v, str):
+            try:
+                return yaml.safe_load(v)
+            except yaml.YAMLError:
+                return v
+        if isinstance(v, dict):
+            return {k: _typed(x, None) for k, x in v.items()}
+        return [_typed(x, None) for x in v] if isinstance(v, list) else v
     if isinstance(v, str):
         if _type_fits(sub, v):
             return v
@@ -402,7 +409,8 @@ def typed_overrides(overrides: dict) -> dict:
     is a string (``{"enabled": "true"}``). Where the schema does not accept a string there, the
     string's YAML value is used instead when the schema accepts that (true, 3, 0.5, null);
     everything else is left for :func:`validated` to reject. Values the schema leaves untyped
-    (registry parameters, hyperparameters) are left as they are."""
+    (registry parameters, hyperparameters, model options, sweep values) become what the same YAML
+    would give in a config file (``mu: 0.5`` -> 0.5, ``hidden: [32]`` -> [32], ``theta: all`` -> 'all')."""
     return _typed(copy.deepcopy(dict(overrides)), schema())
 
 
