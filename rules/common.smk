@@ -7,41 +7,31 @@
 # the last), and nested `--config` values, which Snakemake hands over as strings, are typed as the
 # schema says (fedbench.config.typed_overrides).
 from snakemake.exceptions import WorkflowError
-from snakemake.utils import update_config
 
 from fedbench.codeversion import code_version
 from fedbench.config import (
     CELL_ID_PATTERN,
     ID_PATTERN,
     ConfigError,
-    datasets as config_datasets,
-    expand_cells,
     job_resources,
-    load_yaml_strict,
-    partitions as config_partitions,
-    stacked_experiments,
-    table_settings,
-    train_resources,
     training_spec,
-    typed_overrides,
-    validated,
-    wandb_settings,
+    workflow_config,
 )
 
-try:
-    for _configfile in workflow.configfiles:
-        load_yaml_strict(_configfile)  # a key given twice is an error, not "the last one wins"
-    update_config(config, typed_overrides(workflow.config_settings.overwrite_config or {}))
-    config.update(validated(config))  # the schema's defaults, for the scripts that read the config
-    CELLS = expand_cells(config)  # every check (fedbench.config.check_config)
-    DATASETS = config_datasets(config)
-    PARTITIONS = config_partitions(config)
-    TRAIN_RESOURCES = train_resources(config)
-    WANDB = wandb_settings(config)
-    TABLES = table_settings(config)
-    STACKED = stacked_experiments(config)  # experiments whose stackable cells train in one job
+# Only the `--config` values are typed (config_settings.config), not the `--configfile` contents
+# that Snakemake also puts in config_settings.overwrite_config: a quoted "60" in a file stays a
+# string, rejected as in config/config.yaml.
+try:  # every check before any job (fedbench.config.workflow_config); fills the schema's defaults into config
+    _parsed = workflow_config(config, workflow.configfiles, workflow.config_settings.config)
 except ConfigError as e:
     raise WorkflowError(f"Invalid config: {e}") from None
+CELLS = _parsed["cells"]
+DATASETS = _parsed["datasets"]
+PARTITIONS = _parsed["partitions"]
+TRAIN_RESOURCES = _parsed["train_resources"]
+WANDB = _parsed["wandb"]
+TABLES = _parsed["tables"]
+STACKED = _parsed["stacked"]  # experiments whose stackable cells train in one job
 
 # One spec per cell, keyed by the wildcard values (strings) of its output path.
 CELL_INDEX = {

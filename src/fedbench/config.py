@@ -62,7 +62,7 @@ __all__ = [
     "expand_cells", "training_spec", "datasets", "partitions",
     "train_resources", "job_resources", "stacked_experiments", "wandb_settings", "table_settings", "SCHEMA_PATH",
     "ID_PATTERN", "CELL_ID_PATTERN", "RESOURCE_DEFAULTS", "WANDB_DEFAULTS", "TABLE_DEFAULTS", "REPORT_KEYS",
-    "SELECT_DEFAULTS", "select_metrics",
+    "SELECT_DEFAULTS", "select_metrics", "workflow_config",
 ]
 
 #: The JSON schema of the config (structure, types, ranges, defaults).
@@ -120,10 +120,14 @@ _DATASET_BOUNDS = {
     "dim": "[1, inf)",
     "num_classes": "[2, inf)",
     "test_fraction": "(0, 1)",  # digits, synthetic, shakespeare: a share held out for the test split
+    "split_seed": "[0, 4294967295]",  # scikit-learn's random_state of the test split: < 2^32
 }
 # A source's own bounds where they differ (libsvm_file: no test split is allowed, test_fraction 0).
-_SOURCE_BOUNDS = {"libsvm_file": {"test_fraction": "[0, 1)", "n_features": "[1, inf)", "split_seed": "[0, inf)"},
-                  "breast_cancer": {"test_fraction": "[0, 1)", "split_seed": "[0, inf)"}}
+_SOURCE_BOUNDS = {"libsvm_file": {"test_fraction": "[0, 1)", "n_features": "[1, inf)"},
+                  "breast_cancer": {"test_fraction": "[0, 1)"}}
+#: Bernoulli client sampling draws round t of seed s from numpy's RandomState(s + t - 1), whose
+#: seeds are < 2^32 (fedbench.engine.sampling.sample_clients).
+BERNOULLI_SEED_LIMIT = 2**32
 
 
 class ConfigError(ValueError):
@@ -184,9 +188,13 @@ def _n(x: Any) -> str:
 
 
 def _interval(text: str) -> tuple:
-    """``"[0, 1)"`` -> (0.0, True, 1.0, False); an infinite end is None."""
+    """``"[0, 1)"`` -> (0, True, 1, False); an infinite end is None, an integer end an int."""
     lo, hi = (x.strip() for x in text[1:-1].split(","))
-    return (None if lo == "-inf" else float(lo), text[0] == "[", None if hi == "inf" else float(hi), text[-1] == "]")
+
+    def end(x):  # an integer end stays an int: "<= 4294967295", not "<= 4.29497e+09"
+        return None if x in ("inf", "-inf") else int(x) if x.lstrip("-").isdigit() else float(x)
+
+    return end(lo), text[0] == "[", end(hi), text[-1] == "]"
 
 
 def _check_range(v: Any, path: str, interval: str | None) -> None:
@@ -364,8 +372,15 @@ def _typed(v: Any, sub: Any) -> Any:
     """``v`` with every string that the (sub)schema ``sub`` does not accept as a string, but does
     accept as the YAML value it spells (true, 3, 0.5, null), replaced by that value."""
     sub = _resolve_ref(sub)
-    if not isinstance(sub, dict):
-        return v
+    if not isinstance(sub, dict):  # untyped by the schema (registry parameters, hyperparameters): as in a file
+        if isinstance(v, str):
+            try:
+                return yaml.safe_load(v)
+            except yaml.YAMLError:
+                return v
+        if isinstance(v, dict):
+            return {k: _typed(x, None) for k, x in v.items()}
+        return [_typed(x, None) for x in v] if isinstance(v, list) else v
     if isinstance(v, str):
         if _type_fits(sub, v):
             return v
@@ -394,7 +409,8 @@ def typed_overrides(overrides: dict) -> dict:
     is a string (``{"enabled": "true"}``). Where the schema does not accept a string there, the
     string's YAML value is used instead when the schema accepts that (true, 3, 0.5, null);
     everything else is left for :func:`validated` to reject. Values the schema leaves untyped
-    (registry parameters, hyperparameters) are left as they are."""
+    (registry parameters, hyperparameters, model options, sweep values) become what the same YAML
+    would give in a config file (``mu: 0.5`` -> 0.5, ``hidden: [32]`` -> [32], ``theta: all`` -> 'all')."""
     return _typed(copy.deepcopy(dict(overrides)), schema())
 
 
@@ -533,8 +549,10 @@ def _resolve_model(path: str, cfg: Any) -> dict:
 
     try:  # the model registry's own value checks (list lengths, paddings, ...)
         name, opts = model_options(resolved)
-    except ValueError as e:
-        raise ConfigError(f"{path}: {e}") from None
+    except ValueError as e:  # a minimax option's message names it: the key path does too
+        said = re.match(r"minimax (?:option '(\w+)'|problem '\w+' has no option '(\w+)'|(problem) must)", str(e))
+        key = next(g for g in said.groups() if g) if said else None
+        raise ConfigError(f"{path}.minimax.{key}: {e}" if key else f"{path}: {e}") from None
     return {"name": name, **opts}
 
 
@@ -607,10 +625,17 @@ def _check_sizes(dpath: str, dataset_id: str, dataset: dict, parts: dict[str, di
 
 
 def _merge_local(base: dict, over: dict | None, path: str) -> dict:
+    """``base`` overridden by the level's ``over`` (epochs and steps clear each other). The level's
+    own local-work distributions and lr schedule are checked here, at their key paths, even where
+    an inner level or a sweep replaces them in every cell."""
     over = over or {}
     if over.get("epochs") is not None and over.get("steps") is not None:
         raise ConfigError(f"{path}: give exactly one of epochs or steps (got epochs={over['epochs']}, "
                           f"steps={over['steps']}); delete one of them")
+    for key in ("epochs", "steps"):
+        _local_work(over.get(key), f"{path}.{key}")
+    if over.get("lr_schedule") is not None:
+        _lr_schedule(over["lr_schedule"], f"{path}.lr_schedule")
     out = dict(base)
     if over.get("epochs") is not None:
         out["steps"] = None
@@ -801,6 +826,7 @@ def _dataset_settings(exp: dict, ecfg: dict, ds: str, dcfg: dict, known: dict, d
     if hist is not None:
         shared["delta_histogram"] = {"rounds": hist}
     if ecfg.get("collapse") is not None:  # only when set: the engine's defaults otherwise, same spec_id
+        _check_chance_margin(ecfg["collapse"], known[ds], f"{epath}.collapse.chance_margin", ds)
         shared["collapse"] = ecfg["collapse"]
     if inherited_or_none("eval_initial"):  # only when true: no round-0 row otherwise, same spec_id
         shared["eval_initial"] = True
@@ -811,11 +837,26 @@ def _dataset_settings(exp: dict, ecfg: dict, ds: str, dcfg: dict, known: dict, d
             "local": _merge_local(exp["local"], dcfg.get("local"), f"{dpath}.local"), "local_path": local_path}
 
 
+def _check_chance_margin(collapse: Any, dataset: dict, path: str, dataset_id: str) -> None:
+    """A collapse rule's ``chance_margin`` leaves room above chance: 1/C + margin < 1, C the
+    dataset's number of classes where the registry knows it (else every run would count as at
+    chance, :func:`fedbench.engine.cell.collapse_reason`)."""
+    from fedbench.data.registry import train_classes
+
+    margin = collapse.get("chance_margin") if isinstance(collapse, dict) else None
+    c = train_classes(dataset["source"], {k: v for k, v in dataset.items() if k != "source"})
+    if margin is not None and c is not None and c >= 2 and 1 / c + margin >= 1:
+        raise ConfigError(f"{path}: must be < 1 - 1/C = {_n(1 - 1 / c)} for dataset {dataset_id!r} ({c} classes; "
+                          f"got {_n(margin)}): with 1/C + chance_margin >= 1 every run counts as at chance and "
+                          f"diverged; the default is 0.02")
+
+
 def _check_algorithm_cell(name: str, hparams: dict, local: dict, path: str) -> None:
     """The algorithm module's own check of a cell's settings, made before any job: its optional
     ``check_cell(round_hparams)`` (:mod:`fedbench.algorithms`, e.g. FedAc needs ``local.steps`` and
     no clipping) gets the hyperparameters of round 1 (:func:`fedbench.engine.loop.round_hparams`);
-    its ValueError becomes a ConfigError at ``path``."""
+    its ValueError becomes a ConfigError at ``path``, or at ``path.<hyperparameter>`` when the
+    message starts with a hyperparameter's name ("variant must be one of ...")."""
     import fedbench.algorithms as algorithms
 
     check = getattr(algorithms.get_algorithm(name), "check_cell", None)
@@ -826,7 +867,9 @@ def _check_algorithm_cell(name: str, hparams: dict, local: dict, path: str) -> N
     try:
         check(round_hparams({"hparams": hparams, "local": local}, 1))
     except ValueError as e:
-        raise ConfigError(f"{path}: {e}") from None
+        said = re.match(r"(?:[\w ]+: )?(\w+) must ", str(e))  # "fedac: variant must be one of ..."
+        key = said.group(1) if said and said.group(1) in hparams else None
+        raise ConfigError(f"{path}.{key}: {e}" if key else f"{path}: {e}") from None
 
 
 def _check_minimax(name: str, hparams: dict, model: dict, path: str) -> None:
@@ -856,6 +899,13 @@ def _seed_cells(exp: dict, dset: dict, pid: str, label: str, algo: tuple[str, di
     """The cells of one (partition, algorithm label) of a dataset of an experiment, one per seed."""
     name, hparams, local_over = algo
     after_local = {k: v for k, v in dset["shared"].items() if k != "model"}
+    if after_local["sampling"]["scheme"] == "bernoulli":
+        for i, seed in enumerate(exp["seeds"]):
+            if seed + after_local["rounds"] > BERNOULLI_SEED_LIMIT:
+                raise ConfigError(
+                    f"{exp['path']}.seeds[{i}]: with sampling.scheme bernoulli, seed + rounds must be <= 2^32 = "
+                    f"{BERNOULLI_SEED_LIMIT} (got {seed} + {after_local['rounds']}): round t draws its clients from "
+                    f"numpy's RandomState(seed + t - 1); use a smaller seed, or sampling.scheme uniform")
     apath = f"{exp['path']}.algorithms.{label}.local"
     local = _finish_local(_merge_local(dset["local"], local_over, apath), apath if local_over else dset["local_path"])
     _check_algorithm_cell(name, hparams, local, f"{exp['path']}.algorithms.{label}")
@@ -910,6 +960,10 @@ def _swept_cells(ctx: dict, ds: str, pid: str, label: str, axes: dict, factors: 
             if not hit:
                 msg += f" (at the sweep point {', '.join(f'{where[a]} = {_fmt(v)}' for a, (_, v) in point.items())})"
             raise ConfigError(msg) from None
+        why = _unmeasured(select["metric"], point_cells[0])
+        if why is not None:
+            raise ConfigError(f"{select['metric_path']}: the sweep of cell {label!r} ({ds}/{pid}) cannot select on "
+                              f"{select['metric']!r}: {why}; choose a metric its cells record, e.g. test_accuracy")
         values = {a: _canonical(a, point_cells[0], part) for a in axes}
         for a in axes:
             canon[a][idx[a]] = values[a]
@@ -932,7 +986,8 @@ def _swept_cells(ctx: dict, ds: str, pid: str, label: str, axes: dict, factors: 
             ctx["add_partition"]((ds, name[0]), part, f"{dpath}.partitions.{pid} swept by {', '.join(where.values())}")
         for c in point_cells:
             c["partition"], c["algorithm"] = name
-            c["sweep"] = {"label": label, "partition": pid, "point": dict(values), "grid": None, "select": dict(select)}
+            c["sweep"] = {"label": label, "partition": pid, "point": dict(values), "grid": None,
+                          "select": {k: v for k, v in select.items() if k != "metric_path"}}
         cells += point_cells
     grid = {a: [canon[a][i] for i in rows] for group, rows in factors for a in group}
     grid = {a: grid[a] for a in axes}
@@ -1186,7 +1241,18 @@ def _select(levels: list[dict | None]) -> dict:
                           f"(numeric per-round columns of fedbench.metrics.schema)")
     out.setdefault("direction", "max" if "accuracy" in out["metric"] else "min")
     keys = ("metric", "statistic", "last", "direction", "average_seeds") + (("over",) if out["over"] else ())
-    return {**{k: out[k] for k in keys}, "over_path": over_path}
+    return {**{k: out[k] for k in keys}, "over_path": over_path, "metric_path": where}
+
+
+def _unmeasured(metric: str, cell: dict) -> str | None:
+    """Why ``metric`` is null in every row of ``cell`` (a sweep could not select on it), or None."""
+    has_optimum = cell["model"]["name"] == "binary_logreg" and cell["local"]["weight_decay"] > 0  # rule optimum
+    if metric == "suboptimality" and not has_optimum:
+        return ("suboptimality needs F*, computed only for model binary_logreg with local.weight_decay > 0 "
+                f"(model {cell['model']['name']!r}, weight_decay {_n(cell['local']['weight_decay'])})")
+    if metric.startswith("uplink_entropy") and cell.get("uplink_entropy") is False:
+        return f"{metric} is not measured with uplink_entropy: false"
+    return None
 
 
 def _inner_sets(axis: str, cfgs: list[dict], levels: list[dict | None], li: int) -> bool:
@@ -1341,6 +1407,35 @@ def check_config(config: dict) -> None:
     """Check ``config``: its structure against the schema, then its meaning. Raises
     :class:`ConfigError` naming the key path and the fix."""
     expand_cells(config)
+
+
+def workflow_config(config: dict, configfiles: list = (), overrides: dict | None = None) -> dict:
+    """Every check the workflow makes at parse time, before any job (``rules/common.smk`` calls
+    this): each of ``configfiles`` re-read refusing a key given twice (:func:`load_yaml_strict`);
+    the ``--config`` ``overrides`` (as Snakemake parsed them) typed as the schema says
+    (:func:`typed_overrides`) and merged into ``config`` (Snakemake's ``update_config``); the
+    result checked against the schema, its defaults filled, and expanded into cells.
+
+    ``config`` is the dict Snakemake built from the config files and the overrides; it is updated
+    in place with the typed overrides and the schema's defaults (the scripts read it).
+
+    Returns:
+        ``{"cells": expand_cells, "datasets", "partitions", "train_resources", "wandb", "tables",
+        "stacked"}``: the results of the public functions of the same names.
+
+    Raises:
+        ConfigError: the first problem, naming the file and line (a duplicate key) or the key path.
+    """
+    from snakemake.utils import update_config
+
+    for path in configfiles:
+        load_yaml_strict(path)
+    update_config(config, typed_overrides(overrides or {}))
+    config.update(validated(config))
+    cells, parts = _expand(config)
+    return {"cells": cells, "datasets": _datasets(config), "partitions": parts,
+            "train_resources": train_resources(config), "wandb": wandb_settings(config),
+            "tables": table_settings(config), "stacked": stacked_experiments(config)}
 
 
 def _check_runtime(cfg: dict) -> None:
