@@ -867,6 +867,17 @@ def _thresholds(sizes):
     return out
 
 
+@numba.njit(cache=True)
+def _round_buffers(n_items, server, cm, sizes):
+    """The scratch arrays of a segment of rounds (:func:`_run_rounds`, and the threaded
+    :meth:`LinearSteps._threaded_rounds`): per work item its summed messages ``part`` [items, n_m,
+    P], non-zero count, finiteness and weight; the draw thresholds of ``sizes``; and per cell the
+    one-step path's shared point ``p_of`` [C, P] and messages ``e_shared`` [C, n_m, P]."""
+    n_cells, p_total, nm = server.shape[0], server.shape[2], cm.shape[1]
+    return (np.zeros((n_items, nm, p_total)), np.zeros(n_items, dtype=np.int64), np.ones(n_items, dtype=np.bool_),
+            np.zeros(n_items), _thresholds(sizes), np.empty((n_cells, p_total)), np.empty((n_cells, nm, p_total)))
+
+
 @numba.njit(cache=True, nogil=True, fastmath=_FLAGS)
 def _run_rounds(server, indptr, indices, values, max_nnz, y_all, row_table, slot, sizes, key_seed, key_id, purpose,
                 item_cell, item_lo, item_hi, weight, q, a, c, bm, cm, dm, em, fm, cc, k_steps, b_size, binary, n_lin,
@@ -880,16 +891,9 @@ def _run_rounds(server, indptr, indices, values, max_nnz, y_all, row_table, slot
     messages in client order; then :func:`_round_reduce`. ``cc`` [C, n_m] = C c (the one-step
     path, K = B = 1: :func:`_round_shared`). :meth:`LinearSteps.rounds` runs the same three parts
     with the items split over threads (the same numbers: an item's sum does not depend on who runs it)."""
-    n_items, n_cells, p_total = len(item_cell), server.shape[0], server.shape[2]
-    nm = cm.shape[1]
+    n_items = len(item_cell)
     one_step = k_steps == 1 and b_size == 1
-    part = np.zeros((n_items, nm, p_total))
-    item_nnz = np.zeros(n_items, dtype=np.int64)
-    item_ok = np.ones(n_items, dtype=np.bool_)
-    item_w = np.zeros(n_items)
-    thresholds = _thresholds(sizes)
-    p_of = np.empty((n_cells, p_total))
-    e_shared = np.empty((n_cells, nm, p_total))
+    part, item_nnz, item_ok, item_w, thresholds, p_of, e_shared = _round_buffers(n_items, server, cm, sizes)
     last = t0 - 1
     for t in range(t0, t1 + 1):
         if one_step:
@@ -1027,16 +1031,9 @@ class LinearSteps:
         (server, indptr, indices, values, max_nnz, y_all, row_table, slot, sizes, key_seed, key_id, purpose,
          item_cell, item_lo, item_hi, weight, q, a, c, bm, cm, dm, em, fm, cc, k_steps, b_size, binary, n_lin, d,
          has_bias) = args
-        n_items, n_cells, p_total = len(item_cell), server.shape[0], server.shape[2]
-        nm = cm.shape[1]
+        n_items = len(item_cell)
         one_step = k_steps == 1 and b_size == 1
-        part = np.zeros((n_items, nm, p_total))
-        item_nnz = np.zeros(n_items, dtype=np.int64)
-        item_ok = np.ones(n_items, dtype=np.bool_)
-        item_w = np.zeros(n_items)
-        thresholds = _thresholds(sizes)
-        p_of = np.empty((n_cells, p_total))
-        e_shared = np.empty((n_cells, nm, p_total))
+        part, item_nnz, item_ok, item_w, thresholds, p_of, e_shared = _round_buffers(n_items, server, cm, sizes)
         done = np.concatenate([[0], np.cumsum(item_hi - item_lo)])
         cuts = np.searchsorted(done, np.linspace(0, done[-1], threads + 1)[1:-1])
         ranges = list(zip([0, *cuts], [*cuts, n_items]))
