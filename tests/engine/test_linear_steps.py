@@ -12,7 +12,7 @@ import torch
 from fedbench.algorithms import ALGORITHMS, fedac, get_algorithm
 from fedbench.data.partition import make_partition
 from fedbench.data.store import Dataset
-from fedbench.engine.linear_steps import affine_form, sparse_rows
+from fedbench.engine.linear_steps import affine_form, lane_groups, sparse_rows
 from fedbench.engine.loop import train_seeds
 from fedbench.engine.vectorized import VectorizedClients
 
@@ -357,3 +357,34 @@ def test_small_jobs_run_round_by_round(monkeypatch):
     parts = [make_partition(ds, {"scheme": "shared", "num_clients": 5}, seed=s["seed"]) for s in specs]
     train_seeds(specs, ds, parts, device="cpu", engine="vectorized")
     assert calls == [None]  # asked once, then round by round
+
+
+def test_lane_groups_are_the_cells_that_draw_the_same_rows():
+    """Cells of one seed whose clients hold equal rows (by content, not by array identity) form one
+    group; another seed, other rows or another client count do not join it."""
+    rows_a, rows_b = np.arange(10), np.arange(10)[::-1].copy()
+    row_table = np.stack([rows_a, rows_a.copy(), rows_b, rows_a.copy(), rows_a.copy()])
+    # five cells of two clients: seeds 0, 0, 0, 1, 0; cell 2's clients hold other rows
+    bounds = [(0, 2), (2, 4), (4, 6), (6, 8), (8, 10)]
+    key_seed = np.array([0, 0, 0, 0, 0, 0, 1, 1, 0, 0])
+    key_id = np.tile([0, 1], 5)
+    slot = np.array([0, 0, 1, 1, 2, 2, 3, 3, 4, 4])
+    sizes = np.full(10, 10)
+    assert lane_groups(bounds, key_seed, key_id, row_table, slot, sizes) == [[0, 1, 4], [2], [3]]
+    assert lane_groups([(0, 2), (2, 3)], key_seed, key_id, row_table, slot, sizes) == [[0], [1]]
+
+
+@pytest.mark.parametrize("steps", [1, 3])
+def test_every_lane_of_a_wide_grid_equals_its_cell_alone(steps, monkeypatch):
+    """17 learning rates of one seed run as the 17 lanes of one loop (vectorized across lanes, with
+    a remainder): each lane is bit for bit its cell trained alone, and within 1e-10 of the generic path."""
+    ds = _dataset(True)
+    lrs = tuple(float(v) for v in np.geomspace(0.01, 0.8, 17))
+    specs = _round_specs("fedac", steps=steps, lrs=lrs, seeds=(0,), rounds=4, eval_every=2)
+    base, calls = _run_rounds_spy(specs, ds, True, monkeypatch)
+    assert calls and all(ran for *_, ran in calls)
+    for i in (0, 7, 15, 16):
+        alone, _ = _run_rounds_spy(specs[i:i + 1], ds, True, monkeypatch)
+        _assert_rows_equal(alone, base[i:i + 1], rtol=0)
+    generic, _ = _run_rounds_spy(specs, ds, False, monkeypatch)
+    _assert_rows_equal(base, generic)

@@ -49,6 +49,12 @@ messages' non-zeros and weighted mean, each cell's server update, round after ro
 evaluation or checkpoint is due (:meth:`fedbench.engine.vectorized.VectorizedClients.train_rounds`).
 For K = 1 step of one row the clients of a cell share their start, so a client costs its row's
 non-zeros (:func:`_round_item_one_step`).
+
+The stacked cells whose clients draw the same rows (one seed's learning-rate grid:
+:func:`lane_groups`) run as the lanes of one loop, states laid out [sequences, P·L] with the L
+lanes of a coordinate side by side: a client's rows are drawn and read once for the whole group,
+the work at a row's non-zeros runs across the lanes, and the dense passes are single loops over
+P·L. Nothing is summed across lanes, so each lane's numbers are its cell's alone.
 """
 
 from __future__ import annotations
@@ -609,26 +615,134 @@ def _run_dense(state, x, idx, lab, coef_of, q, a, c, binary, n_lin, d, has_bias,
 
 
 #: Clients per work item of :func:`_run_rounds`: each item sums its clients' weighted messages in
-#: client order, and the items of a cell are added in order, so the result does not depend on how
+#: client order, and the items of a group are added in order, so the result does not depend on how
 #: many threads share the items.
 ROUND_BLOCK = 64
 
+#: The lane kernels vectorize across lanes (cells), never along a sum, so they do not reassociate:
+#: a lane's numbers are the same with 1 lane or 13, in the vector body or its scalar remainder.
+_LANE_FLAGS = {"contract"}
 
-@numba.njit(cache=True, inline="always", fastmath=_FLAGS)
-def _combine(out, coef, src, started):
-    """out (+)= Σ_j coef[j] src[j] over the non-zero coefficients (out = when not ``started``);
-    returns whether anything was written. Skipping exact zeros keeps a copy a copy (0 · inf is NaN)."""
-    for j in range(len(coef)):
-        cf = coef[j]
-        if cf != 0.0:
-            if started:
-                for k in range(len(out)):
-                    out[k] += cf * src[j, k]
-            else:
-                for k in range(len(out)):
-                    out[k] = cf * src[j, k]
-                started = True
-    return started
+
+@numba.njit(cache=True, inline="always", fastmath=_LANE_FLAGS)
+def _mix(out, coef, src, add):
+    """out (+)= Σ_j coef[j] src[j] elementwise over the flat (coordinate, lane) index i = k·L + l,
+    a zero coefficient skipped (0 · inf is NaN: a copy stays a copy); ``out`` [P·L], ``coef`` [J, P·L]
+    (a lane's coefficient repeated at every coordinate, so the loop is one long vectorizable pass),
+    ``src`` [J, P·L]; without ``add`` out starts at 0."""
+    size = out.shape[0]
+    if not add:
+        out[:] = 0.0
+    for j in range(coef.shape[0]):
+        cj, sj = coef[j], src[j]
+        for i in range(size):
+            cf = cj[i]
+            v = out[i]
+            out[i] = v + cf * sj[i] if cf != 0.0 else v
+
+
+@numba.njit(cache=True, inline="always", fastmath=_LANE_FLAGS)
+def _linear_map_lanes(s, af, n):
+    """s ← A s elementwise over the flat (coordinate, lane) index (``s`` [n, P·L], ``af`` [n, n, P·L]:
+    each lane's A repeated at every coordinate; unrolled for n ≤ 3)."""
+    size = s.shape[1]
+    if n == 1:
+        for i in range(size):
+            s[0, i] = af[0, 0, i] * s[0, i]
+    elif n == 2:
+        for i in range(size):
+            v0, v1 = s[0, i], s[1, i]
+            s[0, i] = af[0, 0, i] * v0 + af[0, 1, i] * v1
+            s[1, i] = af[1, 0, i] * v0 + af[1, 1, i] * v1
+    elif n == 3:
+        for i in range(size):
+            v0, v1, v2 = s[0, i], s[1, i], s[2, i]
+            s[0, i] = af[0, 0, i] * v0 + af[0, 1, i] * v1 + af[0, 2, i] * v2
+            s[1, i] = af[1, 0, i] * v0 + af[1, 1, i] * v1 + af[1, 2, i] * v2
+            s[2, i] = af[2, 0, i] * v0 + af[2, 1, i] * v1 + af[2, 2, i] * v2
+    else:
+        tmp = np.empty(n)
+        for i in range(size):
+            for j in range(n):
+                tmp[j] = s[j, i]
+            for r in range(n):
+                acc = 0.0
+                for j in range(n):
+                    acc += af[r, j, i] * tmp[j]
+                s[r, i] = acc
+
+
+@numba.njit(cache=True, inline="always", fastmath=_LANE_FLAGS)
+def _grads_lanes(z, lab, binary, n_lin, inv_b, dz, loss, with_loss, zl, dzl):
+    """Per lane l: the cross-entropy of the logits z[:, l] for class ``lab`` added to loss[l]
+    (:func:`_loss_and_logit_grads`, the same numbers), its logit gradients in dz[:, l]."""
+    lanes = z.shape[1]
+    for ln in range(lanes):
+        for cl in range(n_lin):
+            zl[cl] = z[cl, ln]
+        loss[ln] += _loss_and_logit_grads(zl, lab, binary, n_lin, inv_b, dzl, with_loss)
+        for cl in range(n_lin):
+            dz[cl, ln] = dzl[cl]
+
+
+@numba.njit(cache=True, inline="always", fastmath=_LANE_FLAGS)
+def _lanes_point(s, qg, i0, out):
+    """out[l] = Σ_j q_jl s_j,i0+l for every lane: p at one coordinate (flat index i0 = k·L), a
+    pass over the lanes per sequence."""
+    lanes = out.shape[0]
+    s0, q0 = s[0, i0:i0 + lanes], qg[0]
+    for ln in range(lanes):
+        out[ln] = q0[ln] * s0[ln]
+    for j in range(1, s.shape[0]):
+        sj, qj = s[j, i0:i0 + lanes], qg[j]
+        for ln in range(lanes):
+            out[ln] += qj[ln] * sj[ln]
+
+
+@numba.njit(cache=True, inline="always", fastmath=_LANE_FLAGS)
+def _sparse_step_lanes(s, qg, af, cg, buf_i, buf_v, cnt, j0, labs, binary, n_lin, d, has_bias, z, dz, step_loss, zl,
+                       dzl, pz):
+    """:func:`_sparse_step` for the L lanes of one client (``s`` [n, P·L], flat index k·L + l; ``qg``,
+    ``cg`` [n, L]; ``af`` [n, n, P·L]): the rows are read once for every lane. step_loss [L] = the
+    step's mean loss per lane; ``pz`` [L] scratch."""
+    n, lanes = s.shape[0], qg.shape[1]
+    b_size = len(labs)
+    inv_b = 1.0 / b_size
+    bias_at = n_lin * d
+    step_loss[:] = 0.0
+    for b in range(b_size):
+        j = j0 + b
+        m = cnt[j]
+        for cl in range(n_lin):
+            off = cl * d
+            z[cl, :] = 0.0
+            zc = z[cl]
+            for u in range(m + (1 if has_bias else 0)):
+                k, v = (off + buf_i[j, u], buf_v[j, u]) if u < m else (bias_at + cl, 1.0)
+                _lanes_point(s, qg, k * lanes, pz)
+                if u < m:
+                    for ln in range(lanes):
+                        zc[ln] += v * pz[ln]
+                else:  # the bias: its input is 1
+                    for ln in range(lanes):
+                        zc[ln] += pz[ln]
+        _grads_lanes(z, labs[b], binary, n_lin, inv_b, dz[b], step_loss, True, zl, dzl)
+    for ln in range(lanes):
+        step_loss[ln] *= inv_b
+    _linear_map_lanes(s, af, n)  # s ← A s, every coordinate
+    for b in range(b_size):  # s ← s + c ∇f: the gradient's non-zero coordinates only
+        j = j0 + b
+        m = cnt[j]
+        for cl in range(n_lin):
+            off = cl * d
+            for u in range(m + (1 if has_bias else 0)):
+                k, v = (off + buf_i[j, u], buf_v[j, u]) if u < m else (bias_at + cl, 1.0)
+                i0 = k * lanes
+                dzc = dz[b, cl]
+                for r in range(n):
+                    sr, cr = s[r, i0:i0 + lanes], cg[r]
+                    for ln in range(lanes):
+                        sr[ln] += cr[ln] * (dzc[ln] * v)
 
 
 @numba.njit(cache=True, inline="always")
@@ -644,21 +758,29 @@ def _client_rows(g, t, per_client, key_seed, key_id, purpose, sizes, thresholds,
         loc[j] = row_table[u, loc[j]]
 
 
-@numba.njit(cache=True, fastmath=_FLAGS)
+@numba.njit(cache=True, fastmath=_LANE_FLAGS)
 def _round_item(sc, lo, hi, t, indptr, indices, values, width, y_all, row_table, slot, sizes, thresholds, key_seed,
-                key_id, purpose, weight, qg, ag, cg, bg, cmg, dmg, k_steps, b_size, binary, n_lin, d, has_bias, acc):
-    """One round of clients lo..hi−1 of one cell (server state ``sc`` [n_s, P]; the cell's forms):
-    each client's rows drawn, its state s = B S, K steps (:func:`_sparse_step`), its message
-    e = C s + D S counted and added times weight[g] to ``acc`` [n_m, P] (zeroed first), in client
-    order. Returns (the messages' non-zeros, whether every client's loss was finite)."""
-    n, p_total = bg.shape[0], sc.shape[1]
-    nm = cmg.shape[0]
+                key_id, purpose, weight, qg, af, cg, bf, cmf, dmf, k_steps, b_size, binary, n_lin, d, has_bias, acc,
+                nnz, ok):
+    """One round of clients lo..hi−1 of one group of L lanes (server states ``sc`` [n_s, P·L], flat
+    index k·L + l; the lanes' forms, ``qg``, ``cg`` [n, L] and the rest repeated over the
+    coordinates, [..., P·L]): each client's rows drawn and gathered once, then for every lane its
+    state s = B S, K steps (:func:`_sparse_step_lanes`), its message e = C s + D S counted into
+    nnz[l] and added times weight[g] to ``acc`` [n_m, P·L] (zeroed first), in client order; ok[l]
+    cleared where a lane's loss is not finite."""
+    n, size, lanes = bf.shape[0], sc.shape[1], qg.shape[1]
+    nm = cmf.shape[0]
     per_client = k_steps * b_size
-    s = np.empty((n, p_total))
-    ev = np.empty(p_total)
-    tmp = np.empty(n)
-    z = np.empty(n_lin)
-    dz = np.empty((b_size, n_lin))
+    s = np.empty((n, size))
+    ev = np.empty(size)
+    z = np.empty((n_lin, lanes))
+    dz = np.empty((b_size, n_lin, lanes))
+    step_loss = np.empty(lanes)
+    total = np.empty(lanes)
+    pz = np.empty(lanes)
+    count = np.zeros(lanes)
+    zl = np.empty(n_lin)
+    dzl = np.empty(n_lin)
     loc = np.empty(per_client, dtype=np.int64)
     labs = np.empty(per_client, dtype=np.int64)
     buf_i = np.empty((per_client, width), dtype=indices.dtype)
@@ -668,8 +790,6 @@ def _round_item(sc, lo, hi, t, indptr, indices, values, width, y_all, row_table,
     pool = np.empty(4, dtype=np.uint64)
     words = np.empty(8, dtype=np.uint64)
     acc[:, :] = 0.0
-    nnz = 0
-    ok = True
     for g in range(lo, hi):
         _client_rows(g, t, per_client, key_seed, key_id, purpose, sizes, thresholds, row_table, slot, ent, pool,
                      words, loc)
@@ -683,47 +803,59 @@ def _round_item(sc, lo, hi, t, indptr, indices, values, width, y_all, row_table,
                 buf_i[j, u] = indices[start + u]
                 buf_v[j, u] = values[start + u]
         for i in range(n):  # client_init
-            if not _combine(s[i], bg[i], sc, False):
-                s[i, :] = 0.0
-        total = 0.0
+            _mix(s[i], bf[i], sc, False)
+        total[:] = 0.0
         for t_local in range(k_steps):
-            total += _sparse_step(s, qg, ag, cg, buf_i, buf_v, cnt, t_local * b_size,
-                                  labs[t_local * b_size:(t_local + 1) * b_size], binary, n_lin, d, has_bias, z, dz, tmp)
-        ok = ok and math.isfinite(total)
+            _sparse_step_lanes(s, qg, af, cg, buf_i, buf_v, cnt, t_local * b_size,
+                               labs[t_local * b_size:(t_local + 1) * b_size], binary, n_lin, d, has_bias, z, dz,
+                               step_loss, zl, dzl, pz)
+            for ln in range(lanes):
+                total[ln] += step_loss[ln]
+        for ln in range(lanes):
+            ok[ln] = ok[ln] and math.isfinite(total[ln])
         wg = weight[g]
         for e in range(nm):  # client_final, counted and summed
-            if not _combine(ev, dmg[e], sc, _combine(ev, cmg[e], s, False)):
-                ev[:] = 0.0
-            for k in range(p_total):
-                nnz += ev[k] != 0.0
-                acc[e, k] += wg * ev[k]
-    return nnz, ok
+            _mix(ev, cmf[e], s, False)
+            _mix(ev, dmf[e], sc, True)
+            ae = acc[e]
+            for i in range(size):
+                ae[i] += wg * ev[i]
+            for k in range(size // lanes):
+                evk = ev[k * lanes:(k + 1) * lanes]
+                for ln in range(lanes):
+                    count[ln] += 1.0 if evk[ln] != 0.0 else 0.0
+    for ln in range(lanes):
+        nnz[ln] += int(count[ln])
 
 
-@numba.njit(cache=True, fastmath=_FLAGS)
+@numba.njit(cache=True, fastmath=_LANE_FLAGS)
 def _round_item_one_step(p, e_shared, lo, hi, t, indptr, indices, values, y_all, row_table, slot, sizes, thresholds,
-                         key_seed, key_id, purpose, weight, ccg, binary, n_lin, d, has_bias, acc):
-    """:func:`_round_item` for K = 1 step of B = 1 row, where every client of the cell starts from
+                         key_seed, key_id, purpose, weight, ccg, binary, n_lin, d, has_bias, acc, nnz, ok):
+    """:func:`_round_item` for K = 1 step of B = 1 row, where every client of a lane starts from
     the same state s⁰ = B S: its message is e_k = e_shared + (C c) ∇f(p; x_k) with
-    e_shared = C A s⁰ + D S and p = q s⁰ computed once per cell (:func:`_run_rounds`), so a client
-    costs its row's non-zeros, not a pass over the parameters. ``acc`` [P] (zeroed first) gets
-    Σ_k weight[g] ∇f(p; x_k); returns (the messages' non-zeros, whether every loss was finite,
-    Σ_k weight[g])."""
-    nm, p_total = e_shared.shape[0], e_shared.shape[1]
+    e_shared = C A s⁰ + D S and p = q s⁰ computed once per lane (:func:`_round_shared`), so a
+    client costs its row's non-zeros, not a pass over the parameters. ``p`` [P·L], ``e_shared``
+    [n_m, P·L] (flat index k·L + l), ``ccg`` [n_m, L]; ``acc`` [P·L] (zeroed first) gets
+    Σ_k weight[g] ∇f(p; x_k). Returns Σ_k weight[g]."""
+    nm, size, lanes = e_shared.shape[0], e_shared.shape[1], ccg.shape[1]
     bias_at = n_lin * d
-    z = np.empty(n_lin)
-    dz = np.empty(n_lin)
+    z = np.empty((n_lin, lanes))
+    dz = np.empty((n_lin, lanes))
+    fin = np.zeros(lanes)
+    zl = np.empty(n_lin)
+    dzl = np.empty(n_lin)
     loc = np.empty(1, dtype=np.int64)
     ent = np.empty((1, 4), dtype=np.uint64)
     pool = np.empty(4, dtype=np.uint64)
     words = np.empty(8, dtype=np.uint64)
-    base = 0
+    gvs = np.empty(lanes)
+    change = np.zeros(lanes)  # Σ over the clients of the change in their messages' non-zeros (exact in float64)
+    base = np.zeros(lanes, dtype=np.int64)
     for e in range(nm):
-        for k in range(p_total):
-            base += e_shared[e, k] != 0.0
+        for k in range(size // lanes):
+            for ln in range(lanes):
+                base[ln] += e_shared[e, k * lanes + ln] != 0.0
     acc[:] = 0.0
-    nnz = 0
-    ok = True
     w_sum = 0.0
     for g in range(lo, hi):
         _client_rows(g, t, 1, key_seed, key_id, purpose, sizes, thresholds, row_table, slot, ent, pool, words, loc)
@@ -731,131 +863,134 @@ def _round_item_one_step(p, e_shared, lo, hi, t, indptr, indices, values, y_all,
         start = indptr[r]
         m = indptr[r + 1] - start
         for cl in range(n_lin):
-            zz = 0.0
             off = cl * d
+            z[cl, :] = 0.0
+            zc = z[cl]
             for u in range(m):
-                zz += values[start + u] * p[off + indices[start + u]]
+                i0, v = (off + indices[start + u]) * lanes, values[start + u]
+                pk = p[i0:i0 + lanes]
+                for ln in range(lanes):
+                    zc[ln] += v * pk[ln]
             if has_bias:
-                zz += p[bias_at + cl]
-            z[cl] = zz
-        ok = ok and math.isfinite(_loss_and_logit_grads(z, y_all[r], binary, n_lin, 1.0, dz, False))
+                i0 = (bias_at + cl) * lanes
+                pk = p[i0:i0 + lanes]
+                for ln in range(lanes):
+                    zc[ln] += pk[ln]
+        fin[:] = 0.0
+        _grads_lanes(z, y_all[r], binary, n_lin, 1.0, dz, fin, False, zl, dzl)  # finite where the loss is
+        for ln in range(lanes):
+            ok[ln] = ok[ln] and math.isfinite(fin[ln])
         wg = weight[g]
         w_sum += wg
-        nnz += base
         for cl in range(n_lin):
             off = cl * d
-            gz = dz[cl]
-            for u in range(m):
-                nnz += _one_step_coord(acc, e_shared, ccg, nm, off + indices[start + u], gz * values[start + u], wg)
-            if has_bias:
-                nnz += _one_step_coord(acc, e_shared, ccg, nm, bias_at + cl, gz, wg)
-    return nnz, ok, w_sum
+            dzc = dz[cl]
+            for u in range(m + (1 if has_bias else 0)):
+                k, v = (off + indices[start + u], values[start + u]) if u < m else (bias_at + cl, 1.0)
+                i0 = k * lanes
+                ak = acc[i0:i0 + lanes]
+                for ln in range(lanes):
+                    gv = dzc[ln] * v
+                    gvs[ln] = gv
+                    ak[ln] += wg * gv
+                for e in range(nm):  # the change in the message's non-zeros at k
+                    ek, ce = e_shared[e, i0:i0 + lanes], ccg[e]
+                    for ln in range(lanes):
+                        old = ek[ln]
+                        change[ln] += (1.0 if old + ce[ln] * gvs[ln] != 0.0 else 0.0) - (1.0 if old != 0.0 else 0.0)
+    for ln in range(lanes):
+        nnz[ln] += base[ln] * (hi - lo) + int(change[ln])
+    return w_sum
 
 
-@numba.njit(cache=True, inline="always", fastmath=_FLAGS)
-def _one_step_coord(acc, e_shared, ccg, nm, k, gv, wg):
-    """acc[k] += wg · gv for a coordinate k of a client's gradient (value gv), and the change in
-    its message's non-zeros there: e_k = e_shared + (C c) gv instead of e_shared."""
-    acc[k] += wg * gv
-    if nm == 1:
-        old = e_shared[0, k]
-        return (old + ccg[0] * gv != 0.0) - (old != 0.0)
-    if nm == 2:
-        old0, old1 = e_shared[0, k], e_shared[1, k]
-        return ((old0 + ccg[0] * gv != 0.0) - (old0 != 0.0)) + ((old1 + ccg[1] * gv != 0.0) - (old1 != 0.0))
-    change = 0
-    for e in range(nm):
-        old = e_shared[e, k]
-        change += (old + ccg[e] * gv != 0.0) - (old != 0.0)
-    return change
-
-
-@numba.njit(cache=True, nogil=True, fastmath=_FLAGS)
-def _round_shared(server, q, a, bm, cm, dm, p_of, e_shared):
-    """What every client of a cell shares in a round of one step from s⁰ = B S (K = B = 1):
-    p_of[c] = q s⁰ and e_shared[c] = C A s⁰ + D S, for every cell c."""
-    n_cells, p_total = server.shape[0], server.shape[2]
-    n, nm = q.shape[1], cm.shape[1]
-    s0 = np.empty((n, p_total))
-    tmp = np.empty(max(n, 1))
-    for ci in range(n_cells):
-        sc = server[ci]
+@numba.njit(cache=True, nogil=True, fastmath=_LANE_FLAGS)
+def _round_shared(server, q, af, bf, cmf, dmf, p_of, e_shared):
+    """What every client of a lane shares in a round of one step from s⁰ = B S (K = B = 1):
+    p_of[g] = q s⁰ and e_shared[g] = C A s⁰ + D S, for every group g and lane."""
+    n_groups, size, lanes = server.shape[0], server.shape[2], q.shape[2]
+    n, nm = q.shape[1], cmf.shape[1]
+    s0 = np.empty((n, size))
+    for gi in range(n_groups):
+        sc = server[gi]
         for i in range(n):
-            if not _combine(s0[i], bm[ci, i], sc, False):
-                s0[i, :] = 0.0
-        for k in range(p_total):
-            p_of[ci, k] = _point(s0, q[ci], n, k)
-        _linear_map(s0, a[ci], n, p_total, tmp)
+            _mix(s0[i], bf[gi, i], sc, False)
+        for k in range(size // lanes):
+            _lanes_point(s0, q[gi], k * lanes, p_of[gi, k * lanes:(k + 1) * lanes])
+        _linear_map_lanes(s0, af[gi], n)
         for e in range(nm):
-            if not _combine(e_shared[ci, e], dm[ci, e], sc, _combine(e_shared[ci, e], cm[ci, e], s0, False)):
-                e_shared[ci, e, :] = 0.0
+            _mix(e_shared[gi, e], cmf[gi, e], s0, False)
+            _mix(e_shared[gi, e], dmf[gi, e], sc, True)
 
 
-@numba.njit(cache=True, nogil=True, fastmath=_FLAGS)
+@numba.njit(cache=True, nogil=True, fastmath=_LANE_FLAGS)
 def _round_items(i0, i1, t, server, indptr, indices, values, max_nnz, y_all, row_table, slot, sizes, thresholds,
-                 key_seed, key_id, purpose, item_cell, item_lo, item_hi, weight, q, a, c, bm, cm, dm, cc, k_steps,
+                 key_seed, key_id, purpose, item_group, item_lo, item_hi, weight, q, af, c, bf, cmf, dmf, cc, k_steps,
                  b_size, binary, n_lin, d, has_bias, p_of, e_shared, part, item_nnz, item_ok, item_w):
     """Work items i0..i1−1 of round t (:func:`_round_item`, or :func:`_round_item_one_step` for
-    K = B = 1), their sums into ``part[it]``, their non-zeros, loss checks and weights beside."""
+    K = B = 1), their sums into ``part[it]``, their non-zeros and loss checks per lane, weights beside."""
     for it in range(i0, i1):
-        ci = item_cell[it]
+        gi = item_group[it]
+        item_nnz[it, :] = 0
+        item_ok[it, :] = True
         if k_steps == 1 and b_size == 1:
-            item_nnz[it], item_ok[it], item_w[it] = _round_item_one_step(
-                p_of[ci], e_shared[ci], item_lo[it], item_hi[it], t, indptr, indices, values, y_all, row_table,
-                slot, sizes, thresholds, key_seed, key_id, purpose, weight, cc[ci], binary, n_lin, d, has_bias,
-                part[it, 0])
+            item_w[it] = _round_item_one_step(
+                p_of[gi], e_shared[gi], item_lo[it], item_hi[it], t, indptr, indices, values, y_all, row_table,
+                slot, sizes, thresholds, key_seed, key_id, purpose, weight, cc[gi], binary, n_lin, d, has_bias,
+                part[it, 0], item_nnz[it], item_ok[it])
         else:
-            item_nnz[it], item_ok[it] = _round_item(
-                server[ci], item_lo[it], item_hi[it], t, indptr, indices, values, max(1, max_nnz), y_all,
-                row_table, slot, sizes, thresholds, key_seed, key_id, purpose, weight, q[ci], a[ci], c[ci],
-                bm[ci], cm[ci], dm[ci], k_steps, b_size, binary, n_lin, d, has_bias, part[it])
+            _round_item(server[gi], item_lo[it], item_hi[it], t, indptr, indices, values, max(1, max_nnz), y_all,
+                        row_table, slot, sizes, thresholds, key_seed, key_id, purpose, weight, q[gi], af[gi], c[gi],
+                        bf[gi], cmf[gi], dmf[gi], k_steps, b_size, binary, n_lin, d, has_bias, part[it],
+                        item_nnz[it], item_ok[it])
 
 
-@numba.njit(cache=True, nogil=True, fastmath=_FLAGS)
-def _round_reduce(server, item_cell, em, fm, cc, one_step, e_shared, part, item_nnz, item_ok, item_w, nonzeros,
+@numba.njit(cache=True, nogil=True, fastmath=_LANE_FLAGS)
+def _round_reduce(server, item_group, emf, fmf, cc, one_step, e_shared, part, item_nnz, item_ok, item_w, nonzeros,
                   diverged):
-    """The server updates of a round, cell by cell, each cell's items added in order: ē = Σ of its
-    items' sums (one step: Σ w e_shared + (C c) Σ w ∇f), S ← E S + F ē; its messages' non-zeros
-    added to ``nonzeros[c]``; ``diverged[c]`` set where a loss or the new ``params`` (sequence 0)
-    is not finite. Returns whether a cell diverged."""
-    n_items = len(item_cell)
-    ns, p_total = server.shape[1], server.shape[2]
+    """The server updates of a round, group by group, a group's items added in order: ē = Σ of its
+    items' sums (one step: Σ w e_shared + (C c) Σ w ∇f), S ← E S + F ē, every lane at once; the
+    messages' non-zeros added to ``nonzeros[g, l]``; ``diverged[g, l]`` set where a loss or the new
+    ``params`` (sequence 0) is not finite. Returns whether a lane diverged."""
+    n_items = len(item_group)
+    ns, size, lanes = server.shape[1], server.shape[2], cc.shape[2]
     nm = part.shape[1]
-    ebar = np.empty((nm, p_total))
-    new = np.empty((ns, p_total))
+    ebar = np.empty((nm, size))
+    new = np.empty((ns, size))
+    ok = np.empty(lanes, dtype=np.bool_)
     stop = False
     it = 0
     while it < n_items:
-        ci = item_cell[it]
+        gi = item_group[it]
         ebar[:, :] = 0.0
         w_sum = 0.0
-        ok = True
-        while it < n_items and item_cell[it] == ci:
-            if one_step:
-                w_sum += item_w[it]
-                for k in range(p_total):
-                    ebar[0, k] += part[it, 0, k]
-            else:
-                for e in range(nm):
-                    for k in range(p_total):
-                        ebar[e, k] += part[it, e, k]
-            nonzeros[ci] += item_nnz[it]
-            ok = ok and item_ok[it]
+        ok[:] = True
+        while it < n_items and item_group[it] == gi:
+            w_sum += item_w[it]
+            for e in range(1 if one_step else nm):
+                for i in range(size):
+                    ebar[e, i] += part[it, e, i]
+            for ln in range(lanes):
+                nonzeros[gi, ln] += item_nnz[it, ln]
+                ok[ln] = ok[ln] and item_ok[it, ln]
             it += 1
         if one_step:  # ē_e = Σ w e_shared_e + (C c)_e Σ w ∇f (entry 0 last: it holds Σ w ∇f)
             for e in range(nm - 1, -1, -1):
-                for k in range(p_total):
-                    ebar[e, k] = w_sum * e_shared[ci, e, k] + cc[ci, e] * ebar[0, k]
-        sc = server[ci]
+                for k in range(size // lanes):
+                    for ln in range(lanes):
+                        i = k * lanes + ln
+                        ebar[e, i] = w_sum * e_shared[gi, e, i] + cc[gi, e, ln] * ebar[0, i]
+        sc = server[gi]
         for i in range(ns):
-            if not _combine(new[i], fm[ci, i], ebar, _combine(new[i], em[ci, i], sc, False)):
-                new[i, :] = 0.0
+            _mix(new[i], emf[gi, i], sc, False)
+            _mix(new[i], fmf[gi, i], ebar, True)
         sc[:, :] = new
-        for k in range(p_total):
-            ok = ok and math.isfinite(sc[0, k])
-        if not ok:
-            diverged[ci] = True
-            stop = True
+        for k in range(size // lanes):
+            for ln in range(lanes):
+                ok[ln] = ok[ln] and math.isfinite(sc[0, k * lanes + ln])
+        for ln in range(lanes):
+            if not ok[ln]:
+                diverged[gi, ln] = True
+                stop = True
     return stop
 
 
@@ -868,48 +1003,79 @@ def _thresholds(sizes):
 
 
 @numba.njit(cache=True)
-def _round_buffers(n_items, server, cm, sizes):
+def _round_buffers(n_items, server, cmf, cc, sizes):
     """The scratch arrays of a segment of rounds (:func:`_run_rounds`, and the threaded
     :meth:`LinearSteps._threaded_rounds`): per work item its summed messages ``part`` [items, n_m,
-    P], non-zero count, finiteness and weight; the draw thresholds of ``sizes``; and per cell the
-    one-step path's shared point ``p_of`` [C, P] and messages ``e_shared`` [C, n_m, P]."""
-    n_cells, p_total, nm = server.shape[0], server.shape[2], cm.shape[1]
-    return (np.zeros((n_items, nm, p_total)), np.zeros(n_items, dtype=np.int64), np.ones(n_items, dtype=np.bool_),
-            np.zeros(n_items), _thresholds(sizes), np.empty((n_cells, p_total)), np.empty((n_cells, nm, p_total)))
+    P·L], its non-zero counts and finiteness per lane, and its weight; the draw thresholds of
+    ``sizes``; and per group the one-step path's shared points ``p_of`` [G, P·L] and messages
+    ``e_shared`` [G, n_m, P·L]."""
+    n_groups, size, lanes, nm = server.shape[0], server.shape[2], cc.shape[2], cmf.shape[1]
+    return (np.zeros((n_items, nm, size)), np.zeros((n_items, lanes), dtype=np.int64),
+            np.ones((n_items, lanes), dtype=np.bool_), np.zeros(n_items), _thresholds(sizes),
+            np.empty((n_groups, size)), np.empty((n_groups, nm, size)))
 
 
-@numba.njit(cache=True, nogil=True, fastmath=_FLAGS)
+@numba.njit(cache=True, nogil=True, fastmath=_LANE_FLAGS)
 def _run_rounds(server, indptr, indices, values, max_nnz, y_all, row_table, slot, sizes, key_seed, key_id, purpose,
-                item_cell, item_lo, item_hi, weight, q, a, c, bm, cm, dm, em, fm, cc, k_steps, b_size, binary, n_lin,
-                d, has_bias, t0, t1, nonzeros, diverged):
-    """Rounds t0..t1 of full participation of C cells (:func:`round_form`), in place on the server
-    states ``server`` [C, n_s, P]; stops after a round in which a cell diverged (a client's loss or
-    the cell's new ``params``, sequence 0, not finite: ``diverged[c]`` set). Returns the last round run.
+                item_group, item_lo, item_hi, weight, q, af, c, bf, cmf, dmf, emf, fmf, cc, k_steps, b_size, binary,
+                n_lin, d, has_bias, t0, t1, nonzeros, diverged):
+    """Rounds t0..t1 of full participation of G groups of L lanes (cells whose clients draw the same
+    rows: :func:`lane_groups`), in place on the server states ``server`` [G, n_s, P·L] (flat index
+    k·L + l: the lanes of a coordinate side by side); stops after a round in which a lane diverged
+    (a client's loss or the lane's new ``params``, sequence 0, not finite: ``diverged[g, l]`` set).
+    Returns the last round run.
 
-    Per round: the work items (clients ``item_lo[it]`` to ``item_hi[it] − 1`` of cell
-    ``item_cell[it]``, engine-wide ids; :func:`_round_items`) each sum their clients' weighted
-    messages in client order; then :func:`_round_reduce`. ``cc`` [C, n_m] = C c (the one-step
-    path, K = B = 1: :func:`_round_shared`). :meth:`LinearSteps.rounds` runs the same three parts
-    with the items split over threads (the same numbers: an item's sum does not depend on who runs it)."""
-    n_items = len(item_cell)
+    The forms of :func:`round_form`, per group: ``q``, ``c`` [G, n, L] and ``cc`` [G, n_m, L] = C c
+    (read at one coordinate at a time); A, B, C, D, E, F as ``af``, ``bf``, ``cmf``, ``dmf``, ``emf``,
+    ``fmf`` [G, rows, cols, P·L], each lane's coefficient repeated at every coordinate so the dense
+    passes are single vectorized loops.
+
+    Per round: the work items (clients ``item_lo[it]`` to ``item_hi[it] − 1`` of group
+    ``item_group[it]``, engine-wide ids of its first cell; :func:`_round_items`) each sum their
+    clients' weighted messages in client order; then :func:`_round_reduce`. The one-step path (K =
+    B = 1) first computes what a round's clients share (:func:`_round_shared`).
+    :meth:`LinearSteps.rounds` runs the same three parts with the items split over threads (the same
+    numbers: an item's sum does not depend on who runs it)."""
+    n_items = len(item_group)
     one_step = k_steps == 1 and b_size == 1
-    part, item_nnz, item_ok, item_w, thresholds, p_of, e_shared = _round_buffers(n_items, server, cm, sizes)
+    part, item_nnz, item_ok, item_w, thresholds, p_of, e_shared = _round_buffers(n_items, server, cmf, cc, sizes)
     last = t0 - 1
     for t in range(t0, t1 + 1):
         if one_step:
-            _round_shared(server, q, a, bm, cm, dm, p_of, e_shared)
+            _round_shared(server, q, af, bf, cmf, dmf, p_of, e_shared)
         _round_items(0, n_items, t, server, indptr, indices, values, max_nnz, y_all, row_table, slot, sizes,
-                     thresholds, key_seed, key_id, purpose, item_cell, item_lo, item_hi, weight, q, a, c, bm, cm, dm,
-                     cc, k_steps, b_size, binary, n_lin, d, has_bias, p_of, e_shared, part, item_nnz, item_ok, item_w)
+                     thresholds, key_seed, key_id, purpose, item_group, item_lo, item_hi, weight, q, af, c, bf, cmf,
+                     dmf, cc, k_steps, b_size, binary, n_lin, d, has_bias, p_of, e_shared, part, item_nnz, item_ok,
+                     item_w)
         last = t
-        if _round_reduce(server, item_cell, em, fm, cc, one_step, e_shared, part, item_nnz, item_ok, item_w, nonzeros,
-                         diverged):
+        if _round_reduce(server, item_group, emf, fmf, cc, one_step, e_shared, part, item_nnz, item_ok, item_w,
+                         nonzeros, diverged):
             break
     return last
 
 
 # ----------------------------------------------------------------------------------------------
 # the engine's side
+
+
+def lane_groups(bounds: list[tuple[int, int]], key_seed: np.ndarray, key_id: np.ndarray, row_table: np.ndarray,
+                slot: np.ndarray, sizes: np.ndarray) -> list[list[int]]:
+    """The cells whose clients draw the same rows every round, as groups of cell positions (in
+    order): the same number of clients with the same randomness keys (seed and id: the stacked cells
+    of one seed, e.g. a learning-rate grid) and the same row arrays (``row_table[slot[g],
+    :sizes[g]]``, compared by content). The compiled rounds run a group's cells as lanes of one
+    loop: a client's rows are drawn and read once for all of them."""
+    content: dict = {}
+    same = {}  # slot -> the first slot with the same rows
+    for u in np.unique(slot):
+        n = int(sizes[np.flatnonzero(slot == u)[0]])
+        same[int(u)] = content.setdefault(row_table[u, :n].tobytes(), int(u))
+    canonical = np.array([same[int(u)] for u in slot], dtype=np.int64)
+    groups: dict = {}
+    for ci, (lo, hi) in enumerate(bounds):
+        sig = (hi - lo, key_seed[lo:hi].tobytes(), key_id[lo:hi].tobytes(), canonical[lo:hi].tobytes())
+        groups.setdefault(sig, []).append(ci)
+    return list(groups.values())
 
 
 class LinearSteps:
@@ -1029,11 +1195,11 @@ class LinearSteps:
         compiled parts release the GIL): contiguous ranges of items with about equal clients; the
         items' sums and their order in the reduction are those of one thread, so are the results."""
         (server, indptr, indices, values, max_nnz, y_all, row_table, slot, sizes, key_seed, key_id, purpose,
-         item_cell, item_lo, item_hi, weight, q, a, c, bm, cm, dm, em, fm, cc, k_steps, b_size, binary, n_lin, d,
+         item_group, item_lo, item_hi, weight, q, af, c, bf, cmf, dmf, emf, fmf, cc, k_steps, b_size, binary, n_lin, d,
          has_bias) = args
-        n_items = len(item_cell)
+        n_items = len(item_group)
         one_step = k_steps == 1 and b_size == 1
-        part, item_nnz, item_ok, item_w, thresholds, p_of, e_shared = _round_buffers(n_items, server, cm, sizes)
+        part, item_nnz, item_ok, item_w, thresholds, p_of, e_shared = _round_buffers(n_items, server, cmf, cc, sizes)
         done = np.concatenate([[0], np.cumsum(item_hi - item_lo)])
         cuts = np.searchsorted(done, np.linspace(0, done[-1], threads + 1)[1:-1])
         ranges = list(zip([0, *cuts], [*cuts, n_items]))
@@ -1042,20 +1208,20 @@ class LinearSteps:
 
         def items(i0, i1, t):
             _round_items(i0, i1, t, server, indptr, indices, values, max_nnz, y_all, row_table, slot, sizes,
-                         thresholds, key_seed, key_id, purpose, item_cell, item_lo, item_hi, weight, q, a, c, bm, cm,
-                         dm, cc, k_steps, b_size, binary, n_lin, d, has_bias, p_of, e_shared, part, item_nnz, item_ok,
-                         item_w)
+                         thresholds, key_seed, key_id, purpose, item_group, item_lo, item_hi, weight, q, af, c, bf,
+                         cmf, dmf, cc, k_steps, b_size, binary, n_lin, d, has_bias, p_of, e_shared, part, item_nnz,
+                         item_ok, item_w)
 
         last = t0 - 1
         for t in range(t0, t1 + 1):
             if one_step:
-                _round_shared(server, q, a, bm, cm, dm, p_of, e_shared)
+                _round_shared(server, q, af, bf, cmf, dmf, p_of, e_shared)
             futures = [self._pool.submit(items, i0, i1, t) for i0, i1 in ranges[1:]]
             items(*ranges[0], t)
             for f in futures:
                 f.result()
             last = t
-            if _round_reduce(server, item_cell, em, fm, cc, one_step, e_shared, part, item_nnz, item_ok, item_w,
+            if _round_reduce(server, item_group, emf, fmf, cc, one_step, e_shared, part, item_nnz, item_ok, item_w,
                              nonzeros, diverged):
                 break
         return last
@@ -1115,45 +1281,60 @@ class LinearSteps:
         d = weight.shape[-1]
         n_lin = 1 if self.kind == "binary" else weight.shape[0]
         width = n_lin * d + (0 if self.kind == "binary" else n_lin)
-        server = np.empty((len(servers), len(server_keys), width))
-        for ci, srv in enumerate(servers):
-            for i, k in enumerate(server_keys):
-                server[ci, i, : n_lin * d] = srv[k]["weight"].detach().reshape(-1).numpy()
-                if self.kind != "binary":
-                    server[ci, i, n_lin * d:] = srv[k]["bias"].detach().numpy()
+        lanes = lane_groups(bounds, key_seed, key_id, row_table, slot, sizes)
+        n_lanes = max(len(g) for g in lanes)
+        # Per group, its cells as lanes, the last one repeated up to n_lanes (its copies' numbers are dropped).
+        lane_cell = np.array([g + [g[-1]] * (n_lanes - len(g)) for g in lanes], dtype=np.int64)  # [G, L]
+        server = np.empty((len(lanes), len(server_keys), width, n_lanes))  # [G, n_s, P, L], flat below
+        for gi in range(len(lanes)):
+            for ln in range(n_lanes):
+                srv = servers[lane_cell[gi, ln]]
+                for i, k in enumerate(server_keys):
+                    server[gi, i, : n_lin * d, ln] = srv[k]["weight"].detach().reshape(-1).numpy()
+                    if self.kind != "binary":
+                        server[gi, i, n_lin * d:, ln] = srv[k]["bias"].detach().numpy()
+        server = server.reshape(len(lanes), len(server_keys), width * n_lanes)
         steps = [f[2] for f in forms]  # (q, A, c) per cell, then B, C, D, E, F per cell
-        q, a, c, bm, cm, dm, em, fm = (np.ascontiguousarray(np.stack(m)) for m in
-                                       (*zip(*steps), *zip(*(f[3:] for f in forms))))
-        cc = np.ascontiguousarray(np.einsum("cen,cn->ce", cm, c))  # C c: the one-step path's gradient coefficients
+        per_cell = [np.stack(m) for m in (*zip(*steps), *zip(*(f[3:] for f in forms)))]
+        per_cell.append(np.einsum("cen,cn->ce", per_cell[4], per_cell[2]))  # C c: the one-step path's coefficients
+        # [C, ...] → [G, ..., L]: a group's lanes last
+        q, a, c, bm, cm, dm, em, fm, cc = (np.moveaxis(m[lane_cell], 1, -1) for m in per_cell)
+        q, c, cc = (np.ascontiguousarray(m) for m in (q, c, cc))
+        # the maps of the dense passes with each lane's coefficient repeated at every coordinate: [G, r, c, P·L]
+        af, bf, cmf, dmf, emf, fmf = (np.ascontiguousarray(np.tile(m, width)) for m in (a, bm, cm, dm, em, fm))
         weight_of = np.zeros(len(key_seed))
-        item_cell, item_lo, item_hi = [], [], []
-        for ci, (lo, hi) in enumerate(bounds):
+        item_group, item_lo, item_hi = [], [], []
+        for gi, group in enumerate(lanes):
+            lo, hi = bounds[group[0]]
             weight_of[lo:hi] = _mean_weights(torch.as_tensor(sizes[lo:hi], dtype=torch.float64), hi - lo).numpy()
             for b0 in range(lo, hi, ROUND_BLOCK):
-                item_cell.append(ci)
+                item_group.append(gi)
                 item_lo.append(b0)
                 item_hi.append(min(hi, b0 + ROUND_BLOCK))
-        nonzeros = np.zeros(len(servers), dtype=np.int64)
-        diverged = np.zeros(len(servers), dtype=np.bool_)
+        nonzeros = np.zeros((len(lanes), n_lanes), dtype=np.int64)
+        diverged = np.zeros((len(lanes), n_lanes), dtype=np.bool_)
         args = (server, *rows[1:], y_all, row_table, slot, np.ascontiguousarray(sizes, dtype=np.int64), key_seed,
-                key_id, _purpose_id("batches"), np.array(item_cell, dtype=np.int64), np.array(item_lo, dtype=np.int64),
-                np.array(item_hi, dtype=np.int64), weight_of, q, a, c, bm, cm, dm, em, fm, cc, k_steps, int(batch_size),
-                self.kind == "binary", n_lin, d, self.kind != "binary")
-        threads = min(torch.get_num_threads(), len(key_seed) // MIN_ROUND_CLIENTS_PER_THREAD, len(item_cell))
+                key_id, _purpose_id("batches"), np.array(item_group, dtype=np.int64),
+                np.array(item_lo, dtype=np.int64), np.array(item_hi, dtype=np.int64), weight_of, q, af, c, bf, cmf,
+                dmf, emf, fmf, cc, k_steps, int(batch_size), self.kind == "binary", n_lin, d, self.kind != "binary")
+        draws = sum(bounds[g[0]][1] - bounds[g[0]][0] for g in lanes) * n_lanes
+        threads = min(torch.get_num_threads(), draws // MIN_ROUND_CLIENTS_PER_THREAD, len(item_group))
         if threads > 1:
             last = self._threaded_rounds(threads, args, int(t0), int(t1), nonzeros, diverged)
         else:
             last = _run_rounds(*args, int(t0), int(t1), nonzeros, diverged)
         out = []
         ran = last - t0 + 1
+        at = {ci: (gi, ln) for gi, group in enumerate(lanes) for ln, ci in enumerate(group)}
         for ci, (lo, hi) in enumerate(bounds):
+            gi, ln = at[ci]
             new = dict(servers[ci])
             for i, k in enumerate(server_keys):
-                arr = torch.from_numpy(server[ci, i].copy())
+                arr = torch.from_numpy(server[gi, i, ln::n_lanes].copy())
                 leaf = {"weight": arr[: n_lin * d].reshape(weight.shape)}
                 if self.kind != "binary":
                     leaf["bias"] = arr[n_lin * d:]
                 new[k] = leaf
             out.append({"server": new, "uplink_floats": ran * (hi - lo) * len(forms[ci][1]) * width,
-                        "uplink_nonzeros": int(nonzeros[ci]), "diverged": bool(diverged[ci])})
+                        "uplink_nonzeros": int(nonzeros[gi, ln]), "diverged": bool(diverged[gi, ln])})
         return last, out
