@@ -625,16 +625,22 @@ _LANE_FLAGS = {"contract"}
 
 
 @numba.njit(cache=True, inline="always", fastmath=_LANE_FLAGS)
-def _mix(out, coef, src, add):
+def _mix(out, coef, src, add, lanes):
     """out (+)= Σ_j coef[j] src[j] elementwise over the flat (coordinate, lane) index i = k·L + l,
-    a zero coefficient skipped (0 · inf is NaN: a copy stays a copy); ``out`` [P·L], ``coef`` [J, P·L]
-    (a lane's coefficient repeated at every coordinate, so the loop is one long vectorizable pass),
-    ``src`` [J, P·L]; without ``add`` out starts at 0."""
+    a zero coefficient skipped (0 · inf is NaN: a copy stays a copy), and a j whose L lane
+    coefficients are all zero not passed over; ``out`` [P·L], ``coef`` [J, P·L] (a lane's
+    coefficient repeated at every coordinate, so the loop is one long vectorizable pass), ``src``
+    [J, P·L]; without ``add`` out starts at 0."""
     size = out.shape[0]
     if not add:
         out[:] = 0.0
     for j in range(coef.shape[0]):
         cj, sj = coef[j], src[j]
+        used = False
+        for ln in range(lanes):
+            used = used or cj[ln] != 0.0
+        if not used:
+            continue
         for i in range(size):
             cf = cj[i]
             v = out[i]
@@ -803,7 +809,7 @@ def _round_item(sc, lo, hi, t, indptr, indices, values, width, y_all, row_table,
                 buf_i[j, u] = indices[start + u]
                 buf_v[j, u] = values[start + u]
         for i in range(n):  # client_init
-            _mix(s[i], bf[i], sc, False)
+            _mix(s[i], bf[i], sc, False, lanes)
         total[:] = 0.0
         for t_local in range(k_steps):
             _sparse_step_lanes(s, qg, af, cg, buf_i, buf_v, cnt, t_local * b_size,
@@ -815,8 +821,8 @@ def _round_item(sc, lo, hi, t, indptr, indices, values, width, y_all, row_table,
             ok[ln] = ok[ln] and math.isfinite(total[ln])
         wg = weight[g]
         for e in range(nm):  # client_final, counted and summed
-            _mix(ev, cmf[e], s, False)
-            _mix(ev, dmf[e], sc, True)
+            _mix(ev, cmf[e], s, False, lanes)
+            _mix(ev, dmf[e], sc, True, lanes)
             ae = acc[e]
             for i in range(size):
                 ae[i] += wg * ev[i]
@@ -913,13 +919,13 @@ def _round_shared(server, q, af, bf, cmf, dmf, p_of, e_shared):
     for gi in range(n_groups):
         sc = server[gi]
         for i in range(n):
-            _mix(s0[i], bf[gi, i], sc, False)
+            _mix(s0[i], bf[gi, i], sc, False, lanes)
         for k in range(size // lanes):
             _lanes_point(s0, q[gi], k * lanes, p_of[gi, k * lanes:(k + 1) * lanes])
         _linear_map_lanes(s0, af[gi], n)
         for e in range(nm):
-            _mix(e_shared[gi, e], cmf[gi, e], s0, False)
-            _mix(e_shared[gi, e], dmf[gi, e], sc, True)
+            _mix(e_shared[gi, e], cmf[gi, e], s0, False, lanes)
+            _mix(e_shared[gi, e], dmf[gi, e], sc, True, lanes)
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_LANE_FLAGS)
@@ -981,8 +987,8 @@ def _round_reduce(server, item_group, emf, fmf, cc, one_step, e_shared, part, it
                         ebar[e, i] = w_sum * e_shared[gi, e, i] + cc[gi, e, ln] * ebar[0, i]
         sc = server[gi]
         for i in range(ns):
-            _mix(new[i], emf[gi, i], sc, False)
-            _mix(new[i], fmf[gi, i], ebar, True)
+            _mix(new[i], emf[gi, i], sc, False, lanes)
+            _mix(new[i], fmf[gi, i], ebar, True, lanes)
         sc[:, :] = new
         for k in range(size // lanes):
             for ln in range(lanes):
