@@ -1072,11 +1072,11 @@ def lane_groups(bounds: list[tuple[int, int]], key_seed: np.ndarray, key_id: np.
     :sizes[g]]``, compared by content). The compiled rounds run a group's cells as lanes of one
     loop: a client's rows are drawn and read once for all of them."""
     content: dict = {}
-    same = {}  # slot -> the first slot with the same rows
-    for u in np.unique(slot):
-        n = int(sizes[np.flatnonzero(slot == u)[0]])
-        same[int(u)] = content.setdefault(row_table[u, :n].tobytes(), int(u))
-    canonical = np.array([same[int(u)] for u in slot], dtype=np.int64)
+    used, first = np.unique(slot, return_index=True)
+    same = np.zeros(int(used.max(initial=0)) + 1, dtype=np.int64)  # slot -> the first slot with the same rows
+    for u, g in zip(used.tolist(), first.tolist()):
+        same[u] = content.setdefault(row_table[u, :int(sizes[g])].tobytes(), u)
+    canonical = same[slot]
     groups: dict = {}
     for ci, (lo, hi) in enumerate(bounds):
         sig = (hi - lo, key_seed[lo:hi].tobytes(), key_id[lo:hi].tobytes(), canonical[lo:hi].tobytes())
