@@ -160,7 +160,7 @@ def warm_compiled() -> float:
     three, four, i64 = np.ones((1, 1, 1)), np.ones((1, 1, 1, 1)), np.zeros(1, dtype=np.int64)
     linear_steps._run_rounds(np.zeros((1, 1, 3)), *csr, 1, np.zeros(3, dtype=np.int64), np.arange(3)[None], i64,
                              np.full(1, 3), i64, i64, 1, i64, i64, np.ones(1, dtype=np.int64), np.ones(1), three, four,
-                             three, four, four, four, four, four, three, 1, 1, True, 1, 3, False, 1, 1,
+                             three, four, four, four, four, four, three, 1, 1, True, 1, 3, False, 1, 1, 1,
                              np.zeros((1, 1), dtype=np.int64), np.zeros((1, 1), dtype=np.bool_))
     return time.perf_counter() - t0
 

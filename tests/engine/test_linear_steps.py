@@ -388,3 +388,53 @@ def test_every_lane_of_a_wide_grid_equals_its_cell_alone(steps, monkeypatch):
         _assert_rows_equal(alone, base[i:i + 1], rtol=0)
     generic, _ = _run_rounds_spy(specs, ds, False, monkeypatch)
     _assert_rows_equal(base, generic)
+
+
+@pytest.mark.parametrize("algorithm,variant", [("fedavg", None), ("fedac", "I"), ("fedac", "II"), ("mb_sgd", None),
+                                               ("mb_ac_sgd", None)])
+@pytest.mark.parametrize("model,steps,batch_size", [("binary_logreg", 2, 1), ("binary_logreg", 3, 2),
+                                                    ("logreg", 2, 1)])
+def test_touched_coordinates_path_equals_the_dense_and_the_generic_path(algorithm, variant, model, steps, batch_size,
+                                                                          monkeypatch):
+    """Where a client's rows touch few of the coordinates (64 features, 3 non-zeros a row) each
+    client computes only those (the others hold the round's shared trajectory): the same rows as
+    every coordinate computed (float64, 1e-12) and as the generic path (1e-10)."""
+    from fedbench.engine import linear_steps
+
+    ds = _dataset(True, classes=3 if model == "logreg" else 2, d=64)
+    specs = _round_specs(algorithm, model, steps=steps, batch_size=batch_size, variant=variant, rounds=5, eval_every=2)
+    modes = []
+    real = linear_steps._run_rounds
+
+    def spy(*args):
+        modes.append(args[-5])
+        return real(*args)
+
+    monkeypatch.setattr(linear_steps, "_run_rounds", spy)
+    touched, _ = _run_rounds_spy(specs, ds, True, monkeypatch)
+    assert modes and set(modes) == {linear_steps.TOUCHED}
+    monkeypatch.setattr(linear_steps, "TOUCHED_FRACTION", 0.0)
+    dense, _ = _run_rounds_spy(specs, ds, True, monkeypatch)
+    assert modes[-1] == linear_steps.DENSE
+    _assert_rows_equal(touched, dense, rtol=1e-12)
+    generic, _ = _run_rounds_spy(specs, ds, False, monkeypatch)
+    _assert_rows_equal(touched, generic)
+
+
+def test_touched_coordinates_path_does_not_depend_on_segments_threads_or_stacking(monkeypatch, tmp_path):
+    ds = _dataset(True, d=64)
+    specs = _round_specs("fedac", steps=2, seeds=(0, 1, 2), lrs=(0.05, 0.1, 0.3))
+    base, _ = _run_rounds_spy(specs, ds, True, monkeypatch)
+    paths = [tmp_path / f"ckpt{i}.pt" for i in range(len(specs))]
+    cut, _ = _run_rounds_spy(specs, ds, True, monkeypatch, checkpoint_paths=paths, checkpoint_every=2)
+    _assert_rows_equal(cut, base, rtol=0)
+    old = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        monkeypatch.setattr("fedbench.engine.linear_steps.MIN_ROUND_CLIENTS_PER_THREAD", 1)
+        two, _ = _run_rounds_spy(specs, ds, True, monkeypatch)
+    finally:
+        torch.set_num_threads(old)
+    _assert_rows_equal(two, base, rtol=0)
+    alone, _ = _run_rounds_spy(specs[4:5], ds, True, monkeypatch)
+    _assert_rows_equal(alone, base[4:5], rtol=0)

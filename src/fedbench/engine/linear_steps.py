@@ -54,7 +54,9 @@ The stacked cells whose clients draw the same rows (one seed's learning-rate gri
 :func:`lane_groups`) run as the lanes of one loop, states laid out [sequences, P·L] with the L
 lanes of a coordinate side by side: a client's rows are drawn and read once for the whole group,
 the work at a row's non-zeros runs across the lanes, and the dense passes are single loops over
-P·L. Nothing is summed across lanes, so each lane's numbers are its cell's alone.
+P·L. Nothing is summed across lanes, so each lane's numbers are its cell's alone. Where a client's
+K·B rows touch few coordinates (:func:`round_mode`), it computes only those
+(:func:`_round_item_touched`): the others hold the round's shared trajectory.
 """
 
 from __future__ import annotations
@@ -619,6 +621,15 @@ def _run_dense(state, x, idx, lab, coef_of, q, a, c, binary, n_lin, d, has_bias,
 #: many threads share the items.
 ROUND_BLOCK = 64
 
+#: How :func:`_run_rounds` computes a round's clients: every coordinate of every client
+#: (:func:`_round_item`); K = B = 1, every client from the same point (:func:`_round_item_one_step`);
+#: only the coordinates a client's rows touch (:func:`_round_item_touched`).
+DENSE, ONE_STEP, TOUCHED = 0, 1, 2
+
+#: The touched path is taken where a client's K·B rows have at most this fraction of the
+#: parameters' coordinates as non-zeros in all (a9a: 14 of 123 a row, so K ≤ 4 at B = 1).
+TOUCHED_FRACTION = 0.5
+
 #: The lane kernels vectorize across lanes (cells), never along a sum, so they do not reassociate:
 #: a lane's numbers are the same with 1 lane or 13, in the vector body or its scalar remainder.
 _LANE_FLAGS = {"contract"}
@@ -648,10 +659,9 @@ def _mix(out, coef, src, add, lanes):
 
 
 @numba.njit(cache=True, inline="always", fastmath=_LANE_FLAGS)
-def _linear_map_lanes(s, af, n):
-    """s ← A s elementwise over the flat (coordinate, lane) index (``s`` [n, P·L], ``af`` [n, n, P·L]:
-    each lane's A repeated at every coordinate; unrolled for n ≤ 3)."""
-    size = s.shape[1]
+def _linear_map_lanes(s, af, n, size):
+    """s ← A s elementwise over the flat (coordinate, lane) index i < ``size`` (``s`` [n, ≥ size],
+    ``af`` [n, n, ≥ size]: each lane's A repeated at every coordinate; unrolled for n ≤ 3)."""
     if n == 1:
         for i in range(size):
             s[0, i] = af[0, 0, i] * s[0, i]
@@ -735,7 +745,7 @@ def _sparse_step_lanes(s, qg, af, cg, buf_i, buf_v, cnt, j0, labs, binary, n_lin
         _grads_lanes(z, labs[b], binary, n_lin, inv_b, dz[b], step_loss, True, zl, dzl)
     for ln in range(lanes):
         step_loss[ln] *= inv_b
-    _linear_map_lanes(s, af, n)  # s ← A s, every coordinate
+    _linear_map_lanes(s, af, n, s.shape[1])  # s ← A s, every coordinate
     for b in range(b_size):  # s ← s + c ∇f: the gradient's non-zero coordinates only
         j = j0 + b
         m = cnt[j]
@@ -909,6 +919,162 @@ def _round_item_one_step(p, e_shared, lo, hi, t, indptr, indices, values, y_all,
     return w_sum
 
 
+@numba.njit(cache=True, fastmath=_LANE_FLAGS)
+def _round_item_touched(traj, ptraj, e_shared, d_shared, lo, hi, t, indptr, indices, values, width, y_all, row_table,
+                        slot, sizes, thresholds, key_seed, key_id, purpose, weight, qg, af, cg, cmf, k_steps, b_size,
+                        binary, n_lin, d, has_bias, acc, acc_w, nnz, ok):
+    """:func:`_round_item` computing only the coordinates a client's rows touch (K·B rows of a few
+    non-zeros each, against P coordinates): every client of a lane starts from the same s⁰ = B S,
+    and the step acts coordinate by coordinate, so a coordinate none of its rows has touched holds
+    the shared trajectory ``traj[t]`` = Aᵗ s⁰ (computed once per round by :func:`_round_trajectory`,
+    the same operations, so the same bits) and ends with the shared message ``e_shared`` = C Aᴷ s⁰
+    + D S. A client keeps its own values only at its touched coordinates, packed in the order it
+    touched them (taken from the trajectory when first touched), so its steps cost its rows'
+    non-zeros and one vectorized pass over its touched set, not passes over the parameters. ``acc``
+    [n_m, P·L] (zeroed first) gets Σ weight[g] e at the touched coordinates (e = C s + ``d_shared``,
+    d_shared = D S), ``acc_w`` [P] the weight of the clients that touched each coordinate (the
+    rest take e_shared: :func:`_round_reduce`). Returns Σ weight[g]."""
+    n, size, lanes = traj.shape[1], traj.shape[2], qg.shape[1]
+    p_total = size // lanes
+    nm = cmf.shape[0]
+    per_client = k_steps * b_size
+    bias_at = n_lin * d
+    s = np.empty((n, size))  # the touched coordinates' values, packed: touched[j] at j·L .. j·L + L − 1
+    cs = np.empty(size)
+    pos = np.full(p_total, -1, dtype=np.int64)
+    touched = np.empty(p_total, dtype=np.int64)
+    z = np.empty((n_lin, lanes))
+    dz = np.empty((b_size, n_lin, lanes))
+    step_loss = np.empty(lanes)
+    total = np.empty(lanes)
+    pz = np.empty(lanes)
+    count = np.zeros(lanes)
+    base = np.zeros(lanes)
+    zl = np.empty(n_lin)
+    dzl = np.empty(n_lin)
+    loc = np.empty(per_client, dtype=np.int64)
+    labs = np.empty(per_client, dtype=np.int64)
+    buf_i = np.empty((per_client, width), dtype=indices.dtype)
+    buf_v = np.empty((per_client, width), dtype=values.dtype)
+    cnt = np.empty(per_client, dtype=np.int64)
+    ent = np.empty((1, 4), dtype=np.uint64)
+    pool = np.empty(4, dtype=np.uint64)
+    words = np.empty(8, dtype=np.uint64)
+    for e in range(nm):
+        for k in range(p_total):
+            ek = e_shared[e, k * lanes:(k + 1) * lanes]
+            for ln in range(lanes):
+                base[ln] += 1.0 if ek[ln] != 0.0 else 0.0
+    acc[:, :] = 0.0
+    acc_w[:] = 0.0
+    w_sum = 0.0
+    inv_b = 1.0 / b_size
+    for g in range(lo, hi):
+        _client_rows(g, t, per_client, key_seed, key_id, purpose, sizes, thresholds, row_table, slot, ent, pool,
+                     words, loc)
+        for j in range(per_client):  # the client's rows, gathered
+            r = loc[j]
+            labs[j] = y_all[r]
+            start = indptr[r]
+            m = indptr[r + 1] - start
+            cnt[j] = m
+            for u in range(m):
+                buf_i[j, u] = indices[start + u]
+                buf_v[j, u] = values[start + u]
+        n_touched = 0
+        total[:] = 0.0
+        for t_local in range(k_steps):
+            j0 = t_local * b_size
+            step_loss[:] = 0.0
+            pt = ptraj[t_local]
+            for b in range(b_size):  # the gradients at p = q s (its own or the shared coordinates)
+                j = j0 + b
+                m = cnt[j]
+                for cl in range(n_lin):
+                    off = cl * d
+                    zc = z[cl]
+                    zc[:] = 0.0
+                    for u in range(m + (1 if has_bias else 0)):
+                        k, v = (off + buf_i[j, u], buf_v[j, u]) if u < m else (bias_at + cl, 1.0)
+                        if pos[k] >= 0:
+                            _lanes_point(s, qg, pos[k] * lanes, pz)
+                        else:
+                            pz[:] = pt[k * lanes:(k + 1) * lanes]
+                        for ln in range(lanes):
+                            zc[ln] += v * pz[ln]
+                _grads_lanes(z, labs[j], binary, n_lin, inv_b, dz[b], step_loss, True, zl, dzl)
+            for ln in range(lanes):
+                total[ln] += step_loss[ln] * inv_b
+            _linear_map_lanes(s, af, n, n_touched * lanes)  # s ← A s at the touched coordinates
+            nxt = traj[t_local + 1]
+            for b in range(b_size):  # s ← s + c ∇f, a coordinate first touched taken from traj[t + 1]
+                j = j0 + b
+                m = cnt[j]
+                for cl in range(n_lin):
+                    off = cl * d
+                    dzc = dz[b, cl]
+                    for u in range(m + (1 if has_bias else 0)):
+                        k, v = (off + buf_i[j, u], buf_v[j, u]) if u < m else (bias_at + cl, 1.0)
+                        if pos[k] < 0:
+                            pos[k] = n_touched
+                            touched[n_touched] = k
+                            for r in range(n):
+                                s[r, n_touched * lanes:(n_touched + 1) * lanes] = nxt[r, k * lanes:(k + 1) * lanes]
+                            n_touched += 1
+                        i0 = pos[k] * lanes
+                        for r in range(n):
+                            sr, cr = s[r, i0:i0 + lanes], cg[r]
+                            for ln in range(lanes):
+                                sr[ln] += cr[ln] * (dzc[ln] * v)
+        for ln in range(lanes):
+            ok[ln] = ok[ln] and math.isfinite(total[ln])
+        wg = weight[g]
+        w_sum += wg
+        length = n_touched * lanes
+        for jt in range(n_touched):
+            acc_w[touched[jt]] += wg
+        for e in range(nm):  # client_final at the touched coordinates, counted and summed
+            _mix(cs[:length], cmf[e, :, :length], s, False, lanes)
+            for jt in range(n_touched):
+                i0 = touched[jt] * lanes
+                cj = cs[jt * lanes:(jt + 1) * lanes]
+                ae, es, ds = acc[e, i0:i0 + lanes], e_shared[e, i0:i0 + lanes], d_shared[e, i0:i0 + lanes]
+                for ln in range(lanes):
+                    ev = cj[ln] + ds[ln]
+                    ae[ln] += wg * ev
+                    count[ln] += (1.0 if ev != 0.0 else 0.0) - (1.0 if es[ln] != 0.0 else 0.0)
+        for jt in range(n_touched):
+            pos[touched[jt]] = -1
+    for ln in range(lanes):
+        nnz[ln] += int(base[ln]) * (hi - lo) + int(count[ln])
+    return w_sum
+
+
+@numba.njit(cache=True, nogil=True, fastmath=_LANE_FLAGS)
+def _round_trajectory(server, q, af, bf, cmf, dmf, traj, ptraj, e_shared, d_shared):
+    """What every client of a lane shares in a round of K steps (:func:`_round_item_touched`): the
+    trajectory without gradients traj[g, t] = Aᵗ s⁰ (s⁰ = B S; t = 0..K), its points ptraj[g, t] =
+    q traj[g, t] (t < K), d_shared[g] = D S and e_shared[g] = C Aᴷ s⁰ + D S."""
+    n_groups, lanes = server.shape[0], q.shape[2]
+    k_steps, n, size = ptraj.shape[1], q.shape[1], server.shape[2]
+    nm = cmf.shape[1]
+    for gi in range(n_groups):
+        sc = server[gi]
+        tr = traj[gi]
+        for i in range(n):
+            _mix(tr[0, i], bf[gi, i], sc, False, lanes)
+        for t in range(k_steps):
+            for k in range(size // lanes):
+                _lanes_point(tr[t], q[gi], k * lanes, ptraj[gi, t, k * lanes:(k + 1) * lanes])
+            tr[t + 1] = tr[t]
+            _linear_map_lanes(tr[t + 1], af[gi], n, size)
+        for e in range(nm):
+            _mix(d_shared[gi, e], dmf[gi, e], sc, False, lanes)
+            _mix(e_shared[gi, e], cmf[gi, e], tr[k_steps], False, lanes)
+            for i in range(size):
+                e_shared[gi, e, i] += d_shared[gi, e, i]
+
+
 @numba.njit(cache=True, nogil=True, fastmath=_LANE_FLAGS)
 def _round_shared(server, q, af, bf, cmf, dmf, p_of, e_shared):
     """What every client of a lane shares in a round of one step from s⁰ = B S (K = B = 1):
@@ -922,7 +1088,7 @@ def _round_shared(server, q, af, bf, cmf, dmf, p_of, e_shared):
             _mix(s0[i], bf[gi, i], sc, False, lanes)
         for k in range(size // lanes):
             _lanes_point(s0, q[gi], k * lanes, p_of[gi, k * lanes:(k + 1) * lanes])
-        _linear_map_lanes(s0, af[gi], n)
+        _linear_map_lanes(s0, af[gi], n, size)
         for e in range(nm):
             _mix(e_shared[gi, e], cmf[gi, e], s0, False, lanes)
             _mix(e_shared[gi, e], dmf[gi, e], sc, True, lanes)
@@ -931,14 +1097,22 @@ def _round_shared(server, q, af, bf, cmf, dmf, p_of, e_shared):
 @numba.njit(cache=True, nogil=True, fastmath=_LANE_FLAGS)
 def _round_items(i0, i1, t, server, indptr, indices, values, max_nnz, y_all, row_table, slot, sizes, thresholds,
                  key_seed, key_id, purpose, item_group, item_lo, item_hi, weight, q, af, c, bf, cmf, dmf, cc, k_steps,
-                 b_size, binary, n_lin, d, has_bias, p_of, e_shared, part, item_nnz, item_ok, item_w):
-    """Work items i0..i1−1 of round t (:func:`_round_item`, or :func:`_round_item_one_step` for
-    K = B = 1), their sums into ``part[it]``, their non-zeros and loss checks per lane, weights beside."""
+                 b_size, binary, n_lin, d, has_bias, mode, p_of, e_shared, d_shared, traj, ptraj, part, part_w,
+                 item_nnz, item_ok, item_w):
+    """Work items i0..i1−1 of round t (by ``mode``: :data:`DENSE` :func:`_round_item`, :data:`ONE_STEP`
+    :func:`_round_item_one_step`, :data:`TOUCHED` :func:`_round_item_touched`), their sums into
+    ``part[it]`` (and ``part_w[it]``), their non-zeros and loss checks per lane, weights beside."""
     for it in range(i0, i1):
         gi = item_group[it]
         item_nnz[it, :] = 0
         item_ok[it, :] = True
-        if k_steps == 1 and b_size == 1:
+        if mode == TOUCHED:
+            item_w[it] = _round_item_touched(
+                traj[gi], ptraj[gi], e_shared[gi], d_shared[gi], item_lo[it], item_hi[it], t, indptr, indices, values,
+                max(1, max_nnz), y_all, row_table, slot, sizes, thresholds, key_seed, key_id, purpose, weight, q[gi],
+                af[gi], c[gi], cmf[gi], k_steps, b_size, binary, n_lin, d, has_bias, part[it], part_w[it],
+                item_nnz[it], item_ok[it])
+        elif mode == ONE_STEP:
             item_w[it] = _round_item_one_step(
                 p_of[gi], e_shared[gi], item_lo[it], item_hi[it], t, indptr, indices, values, y_all, row_table,
                 slot, sizes, thresholds, key_seed, key_id, purpose, weight, cc[gi], binary, n_lin, d, has_bias,
@@ -951,16 +1125,19 @@ def _round_items(i0, i1, t, server, indptr, indices, values, max_nnz, y_all, row
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_LANE_FLAGS)
-def _round_reduce(server, item_group, emf, fmf, cc, one_step, e_shared, part, item_nnz, item_ok, item_w, nonzeros,
-                  diverged):
+def _round_reduce(server, item_group, emf, fmf, cc, mode, e_shared, part, part_w, item_nnz, item_ok, item_w,
+                  nonzeros, diverged):
     """The server updates of a round, group by group, a group's items added in order: ē = Σ of its
-    items' sums (one step: Σ w e_shared + (C c) Σ w ∇f), S ← E S + F ē, every lane at once; the
+    items' sums (one step: Σ w e_shared + (C c) Σ w ∇f; touched: plus, at each coordinate, the weight
+    of the clients that did not touch it times e_shared), S ← E S + F ē, every lane at once; the
     messages' non-zeros added to ``nonzeros[g, l]``; ``diverged[g, l]`` set where a loss or the new
     ``params`` (sequence 0) is not finite. Returns whether a lane diverged."""
     n_items = len(item_group)
     ns, size, lanes = server.shape[1], server.shape[2], cc.shape[2]
     nm = part.shape[1]
+    one_step = mode == ONE_STEP
     ebar = np.empty((nm, size))
+    w_at = np.empty(size // lanes)
     new = np.empty((ns, size))
     ok = np.empty(lanes, dtype=np.bool_)
     stop = False
@@ -968,10 +1145,14 @@ def _round_reduce(server, item_group, emf, fmf, cc, one_step, e_shared, part, it
     while it < n_items:
         gi = item_group[it]
         ebar[:, :] = 0.0
+        w_at[:] = 0.0
         w_sum = 0.0
         ok[:] = True
         while it < n_items and item_group[it] == gi:
             w_sum += item_w[it]
+            if mode == TOUCHED:
+                for k in range(size // lanes):
+                    w_at[k] += part_w[it, k]
             for e in range(1 if one_step else nm):
                 for i in range(size):
                     ebar[e, i] += part[it, e, i]
@@ -985,6 +1166,13 @@ def _round_reduce(server, item_group, emf, fmf, cc, one_step, e_shared, part, it
                     for ln in range(lanes):
                         i = k * lanes + ln
                         ebar[e, i] = w_sum * e_shared[gi, e, i] + cc[gi, e, ln] * ebar[0, i]
+        elif mode == TOUCHED:  # the clients that did not touch coordinate k sent e_shared there
+            for e in range(nm):
+                for k in range(size // lanes):
+                    w_rest = w_sum - w_at[k]
+                    for ln in range(lanes):
+                        i = k * lanes + ln
+                        ebar[e, i] += w_rest * e_shared[gi, e, i]
         sc = server[gi]
         for i in range(ns):
             _mix(new[i], emf[gi, i], sc, False, lanes)
@@ -1009,22 +1197,27 @@ def _thresholds(sizes):
 
 
 @numba.njit(cache=True)
-def _round_buffers(n_items, server, cmf, cc, sizes):
+def _round_buffers(n_items, server, q, cmf, cc, sizes, mode, k_steps):
     """The scratch arrays of a segment of rounds (:func:`_run_rounds`, and the threaded
     :meth:`LinearSteps._threaded_rounds`): per work item its summed messages ``part`` [items, n_m,
     P·L], its non-zero counts and finiteness per lane, and its weight; the draw thresholds of
     ``sizes``; and per group the one-step path's shared points ``p_of`` [G, P·L] and messages
-    ``e_shared`` [G, n_m, P·L]."""
-    n_groups, size, lanes, nm = server.shape[0], server.shape[2], cc.shape[2], cmf.shape[1]
+    ``e_shared`` [G, n_m, P·L]; the touched path's D S ``d_shared`` [G, n_m, P·L], trajectories
+    ``traj`` [G, K + 1, n, P·L], their points ``ptraj`` [G, K, P·L] and per item the weight at each
+    coordinate ``part_w`` [items, P] (empty in the other modes)."""
+    n_groups, size, lanes, nm, n = server.shape[0], server.shape[2], cc.shape[2], cmf.shape[1], q.shape[1]
+    tk = k_steps if mode == TOUCHED else 0
     return (np.zeros((n_items, nm, size)), np.zeros((n_items, lanes), dtype=np.int64),
             np.ones((n_items, lanes), dtype=np.bool_), np.zeros(n_items), _thresholds(sizes),
-            np.empty((n_groups, size)), np.empty((n_groups, nm, size)))
+            np.empty((n_groups, size)), np.empty((n_groups, nm, size)), np.empty((n_groups, nm, size if tk else 1)),
+            np.empty((n_groups, tk + 1, n, size if tk else 1)), np.empty((n_groups, tk, size if tk else 1)),
+            np.zeros((n_items, size // lanes if tk else 1)))
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_LANE_FLAGS)
 def _run_rounds(server, indptr, indices, values, max_nnz, y_all, row_table, slot, sizes, key_seed, key_id, purpose,
                 item_group, item_lo, item_hi, weight, q, af, c, bf, cmf, dmf, emf, fmf, cc, k_steps, b_size, binary,
-                n_lin, d, has_bias, t0, t1, nonzeros, diverged):
+                n_lin, d, has_bias, mode, t0, t1, nonzeros, diverged):
     """Rounds t0..t1 of full participation of G groups of L lanes (cells whose clients draw the same
     rows: :func:`lane_groups`), in place on the server states ``server`` [G, n_s, P·L] (flat index
     k·L + l: the lanes of a coordinate side by side); stops after a round in which a lane diverged
@@ -1043,18 +1236,20 @@ def _run_rounds(server, indptr, indices, values, max_nnz, y_all, row_table, slot
     :meth:`LinearSteps.rounds` runs the same three parts with the items split over threads (the same
     numbers: an item's sum does not depend on who runs it)."""
     n_items = len(item_group)
-    one_step = k_steps == 1 and b_size == 1
-    part, item_nnz, item_ok, item_w, thresholds, p_of, e_shared = _round_buffers(n_items, server, cmf, cc, sizes)
+    part, item_nnz, item_ok, item_w, thresholds, p_of, e_shared, d_shared, traj, ptraj, part_w = _round_buffers(
+        n_items, server, q, cmf, cc, sizes, mode, k_steps)
     last = t0 - 1
     for t in range(t0, t1 + 1):
-        if one_step:
+        if mode == ONE_STEP:
             _round_shared(server, q, af, bf, cmf, dmf, p_of, e_shared)
+        elif mode == TOUCHED:
+            _round_trajectory(server, q, af, bf, cmf, dmf, traj, ptraj, e_shared, d_shared)
         _round_items(0, n_items, t, server, indptr, indices, values, max_nnz, y_all, row_table, slot, sizes,
                      thresholds, key_seed, key_id, purpose, item_group, item_lo, item_hi, weight, q, af, c, bf, cmf,
-                     dmf, cc, k_steps, b_size, binary, n_lin, d, has_bias, p_of, e_shared, part, item_nnz, item_ok,
-                     item_w)
+                     dmf, cc, k_steps, b_size, binary, n_lin, d, has_bias, mode, p_of, e_shared, d_shared, traj, ptraj,
+                     part, part_w, item_nnz, item_ok, item_w)
         last = t
-        if _round_reduce(server, item_group, emf, fmf, cc, one_step, e_shared, part, item_nnz, item_ok, item_w,
+        if _round_reduce(server, item_group, emf, fmf, cc, mode, e_shared, part, part_w, item_nnz, item_ok, item_w,
                          nonzeros, diverged):
             break
     return last
@@ -1062,6 +1257,18 @@ def _run_rounds(server, indptr, indices, values, max_nnz, y_all, row_table, slot
 
 # ----------------------------------------------------------------------------------------------
 # the engine's side
+
+
+def round_mode(k_steps: int, batch_size: int, max_nnz: int, n_lin: int, width: int) -> int:
+    """How the compiled rounds compute a round's clients (:data:`DENSE`, :data:`ONE_STEP`,
+    :data:`TOUCHED`): one step of one row, every client from the same point; or rows whose
+    non-zeros in all (K·B·(max_nnz + 1 bias) per class) touch at most :data:`TOUCHED_FRACTION` of
+    the ``width`` coordinates; or every coordinate."""
+    if k_steps == 1 and batch_size == 1:
+        return ONE_STEP
+    if k_steps * batch_size * n_lin * (max_nnz + 1) <= TOUCHED_FRACTION * width:
+        return TOUCHED
+    return DENSE
 
 
 def lane_groups(bounds: list[tuple[int, int]], key_seed: np.ndarray, key_id: np.ndarray, row_table: np.ndarray,
@@ -1202,10 +1409,10 @@ class LinearSteps:
         items' sums and their order in the reduction are those of one thread, so are the results."""
         (server, indptr, indices, values, max_nnz, y_all, row_table, slot, sizes, key_seed, key_id, purpose,
          item_group, item_lo, item_hi, weight, q, af, c, bf, cmf, dmf, emf, fmf, cc, k_steps, b_size, binary, n_lin, d,
-         has_bias) = args
+         has_bias, mode) = args
         n_items = len(item_group)
-        one_step = k_steps == 1 and b_size == 1
-        part, item_nnz, item_ok, item_w, thresholds, p_of, e_shared = _round_buffers(n_items, server, cmf, cc, sizes)
+        part, item_nnz, item_ok, item_w, thresholds, p_of, e_shared, d_shared, traj, ptraj, part_w = _round_buffers(
+            n_items, server, q, cmf, cc, sizes, mode, k_steps)
         done = np.concatenate([[0], np.cumsum(item_hi - item_lo)])
         cuts = np.searchsorted(done, np.linspace(0, done[-1], threads + 1)[1:-1])
         ranges = list(zip([0, *cuts], [*cuts, n_items]))
@@ -1215,20 +1422,22 @@ class LinearSteps:
         def items(i0, i1, t):
             _round_items(i0, i1, t, server, indptr, indices, values, max_nnz, y_all, row_table, slot, sizes,
                          thresholds, key_seed, key_id, purpose, item_group, item_lo, item_hi, weight, q, af, c, bf,
-                         cmf, dmf, cc, k_steps, b_size, binary, n_lin, d, has_bias, p_of, e_shared, part, item_nnz,
-                         item_ok, item_w)
+                         cmf, dmf, cc, k_steps, b_size, binary, n_lin, d, has_bias, mode, p_of, e_shared, d_shared,
+                         traj, ptraj, part, part_w, item_nnz, item_ok, item_w)
 
         last = t0 - 1
         for t in range(t0, t1 + 1):
-            if one_step:
+            if mode == ONE_STEP:
                 _round_shared(server, q, af, bf, cmf, dmf, p_of, e_shared)
+            elif mode == TOUCHED:
+                _round_trajectory(server, q, af, bf, cmf, dmf, traj, ptraj, e_shared, d_shared)
             futures = [self._pool.submit(items, i0, i1, t) for i0, i1 in ranges[1:]]
             items(*ranges[0], t)
             for f in futures:
                 f.result()
             last = t
-            if _round_reduce(server, item_group, emf, fmf, cc, one_step, e_shared, part, item_nnz, item_ok, item_w,
-                             nonzeros, diverged):
+            if _round_reduce(server, item_group, emf, fmf, cc, mode, e_shared, part, part_w, item_nnz, item_ok,
+                             item_w, nonzeros, diverged):
                 break
         return last
 
@@ -1322,7 +1531,8 @@ class LinearSteps:
         args = (server, *rows[1:], y_all, row_table, slot, np.ascontiguousarray(sizes, dtype=np.int64), key_seed,
                 key_id, _purpose_id("batches"), np.array(item_group, dtype=np.int64),
                 np.array(item_lo, dtype=np.int64), np.array(item_hi, dtype=np.int64), weight_of, q, af, c, bf, cmf,
-                dmf, emf, fmf, cc, k_steps, int(batch_size), self.kind == "binary", n_lin, d, self.kind != "binary")
+                dmf, emf, fmf, cc, k_steps, int(batch_size), self.kind == "binary", n_lin, d, self.kind != "binary",
+                round_mode(k_steps, int(batch_size), rows[4], n_lin, width))
         draws = sum(bounds[g[0]][1] - bounds[g[0]][0] for g in lanes) * n_lanes
         threads = min(torch.get_num_threads(), draws // MIN_ROUND_CLIENTS_PER_THREAD, len(item_group))
         if threads > 1:
