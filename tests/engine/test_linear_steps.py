@@ -438,3 +438,51 @@ def test_touched_coordinates_path_does_not_depend_on_segments_threads_or_stackin
     _assert_rows_equal(two, base, rtol=0)
     alone, _ = _run_rounds_spy(specs[4:5], ds, True, monkeypatch)
     _assert_rows_equal(alone, base[4:5], rtol=0)
+
+
+@pytest.mark.parametrize("model_name,classes", [("binary_logreg", 2), ("logreg", 3)])
+def test_many_models_evaluated_in_one_pass_equal_the_generic_evaluation(model_name, classes):
+    """LinearSteps.evaluate: per model the generic evaluate()'s loss, accuracy and worst-class
+    accuracy (float64, 1e-12), and each model's numbers bit for bit those it gets alone."""
+    from fedbench.engine.evaluate import evaluate
+    from fedbench.engine.linear_steps import LinearSteps
+    from fedbench.models import build_model, make_grad_fn
+
+    ds = _dataset(True, classes=classes, n=300, d=40)
+    x = torch.from_numpy(ds.x_train).double()
+    y = torch.from_numpy(ds.y_train).long()
+    model = build_model({"name": model_name}, ds.x_train.shape[1:], classes)
+    ls = LinearSteps.build(model, make_grad_fn(model), x)
+    rng = np.random.default_rng(3)
+    shapes = {k: v.shape for k, v in model.init(rng, torch.float64).items()}
+    params = [{k: torch.from_numpy(rng.normal(size=s)) for k, s in shapes.items()} for _ in range(5)]
+    many = ls.evaluate(params, x, y)
+    for p, got in zip(params, many):
+        want = evaluate(model.apply, p, x, y, worst_class=True)
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+        assert ls.evaluate([p], x, y)[0] == got
+    assert ls.evaluate(params, x.float(), y) is None  # float32 rows: the generic evaluation
+
+
+def test_whole_rounds_evaluate_every_cell_in_one_pass(monkeypatch):
+    """The evaluations of a job on the whole-rounds path (θ⁰ and every eval_every rounds) run for
+    all its cells at once, one call per split and evaluation round, and give the generic rows (1e-10)."""
+    from fedbench.engine.linear_steps import LinearSteps
+
+    ds = _dataset(True)
+    ds = Dataset("toy", ds.x_train.astype(np.float64), ds.y_train, ds.x_test.astype(np.float64), ds.y_test,
+                 num_classes=2)
+    calls = []
+    real = LinearSteps.evaluate
+
+    def spy(self, params, x, y):
+        out = real(self, params, x, y)
+        calls.append((len(params), out is not None))
+        return out
+
+    monkeypatch.setattr(LinearSteps, "evaluate", spy)
+    specs = _round_specs("fedac", steps=2)
+    fused, _ = _run_rounds_spy(specs, ds, True, monkeypatch)
+    assert calls == [(4, True)] * 2 * 4  # rounds 0, 3, 6, 7; train and test
+    generic, _ = _run_rounds_spy(specs, ds, False, monkeypatch)
+    _assert_rows_equal(fused, generic)

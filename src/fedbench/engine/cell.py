@@ -256,7 +256,23 @@ class Cell:
         print(f"resuming from {checkpoint_path} after round {ckpt['round']}", file=sys.stderr)
         return ckpt["client_states"]
 
-    def evaluate_initial(self) -> None:
+    def evaluates_at(self, t: int, diverged: bool = False) -> bool:
+        """Whether round t's row is written (and the model evaluated): every ``eval_every`` rounds,
+        the last round, and a round in which the cell diverged."""
+        return bool(diverged) or t % self.spec["eval_every"] == 0 or t == int(self.spec["rounds"])
+
+    def evaluation(self, params: dict, given: tuple | None = None) -> tuple:
+        """(train loss, train accuracy, test loss, test accuracy, test worst-class accuracy) of
+        ``params``: on the training rows the cell's clients hold and on the test split
+        (:func:`fedbench.engine.evaluate.evaluate`), or ``given`` when the loop evaluated several
+        cells at once (:func:`fedbench.engine.loop.evaluate_cells`)."""
+        if given is not None:
+            return given
+        train_loss, train_acc = evaluate(self.model.apply, params, self.x_used, self.y_used, loss=self.model.loss)
+        return (train_loss, train_acc, *evaluate(self.model.apply, params, *self.test, loss=self.model.loss,
+                                                 worst_class=True))
+
+    def evaluate_initial(self, evaluation: tuple | None = None) -> None:
         """Write the row of round 0: the initial model θ⁰ (after ``server_init``) evaluated exactly
         as any evaluation of :meth:`end_round` (train loss and accuracy on all clients' training
         rows, test loss and accuracy), communication counters and ``clients_sampled`` 0, status
@@ -268,15 +284,15 @@ class Cell:
         that of the same cell without it. Called by the loop before round 1 of a fresh start only
         (a resumed cell's checkpoint already holds the row).
 
+        ``evaluation``: θ⁰'s numbers when the loop computed them (:meth:`evaluation`).
+
         Raises:
             RuntimeError: the cell already has rows (a resumed or trained cell).
         """
         if self.rows:
             raise RuntimeError(f"evaluate_initial: the cell already has rows up to round {self.rows[-1]['round']}")
         params = self.server["params"]
-        train_loss, train_acc = evaluate(self.model.apply, params, self.x_used, self.y_used, loss=self.model.loss)
-        test_loss, test_acc, test_worst = evaluate(self.model.apply, params, *self.test, loss=self.model.loss,
-                                                   worst_class=True)
+        train_loss, train_acc, test_loss, test_acc, test_worst = self.evaluation(params, evaluation)
         h0 = None if self.spec.get("uplink_entropy") is False else 0.0
         self.rows.append({**self.identity, "round": 0, "clients_sampled": 0,
                           "train_loss": train_loss, "train_accuracy": train_acc,
@@ -358,12 +374,13 @@ class Cell:
         self._close_round(t, len(sampled), diverged, client_states, checkpoint_path, checkpoint_every)
 
     def end_rounds(self, t: int, clients: int, rounds: int, result: dict, client_states, checkpoint_path,
-                   checkpoint_every: int) -> None:
+                   checkpoint_every: int, evaluation: tuple | None = None) -> None:
         """:meth:`end_round` for the last of ``rounds`` rounds (``t − rounds + 1`` to t) that the
         engine ran at once with every one of the cell's ``clients`` clients and their server
         updates (:meth:`fedbench.engine.vectorized.VectorizedClients.train_rounds`): the server
         state and the communication counts of those rounds come from ``result``; the rounds
         before t had no evaluation, checkpoint or divergence (the engine stops at a diverged round).
+        ``evaluation``: round t's model evaluated by the loop with other cells' (:meth:`evaluation`).
 
         Raises:
             ValueError: the cell measures the uplink entropy or keeps Δ histograms (they need
@@ -376,21 +393,20 @@ class Cell:
         up_floats, up_nnz, down_floats, _, _ = self.counters
         self.counters = (up_floats + result["uplink_floats"], up_nnz + result["uplink_nonzeros"],
                          down_floats + down * clients * rounds, None, None)
-        self._close_round(t, clients, result["diverged"], client_states, checkpoint_path, checkpoint_every)
+        self._close_round(t, clients, result["diverged"], client_states, checkpoint_path, checkpoint_every,
+                          evaluation)
 
     def _close_round(self, t: int, clients: int, diverged: bool, client_states, checkpoint_path,
-                     checkpoint_every: int) -> None:
+                     checkpoint_every: int, evaluation: tuple | None = None) -> None:
         """Evaluation, metrics row, collapse and checkpoint after round t's server update (``clients``
         the number that trained; ``diverged``: a client's loss or the new parameters not finite)."""
         spec = self.spec
         rounds = int(spec["rounds"])
         algo_metrics = algorithm_metrics(self.server)
         up_floats, up_nnz, down_floats, up_entropy, up_entropy_delta = self.counters
-        if diverged or t % spec["eval_every"] == 0 or t == rounds:
+        if self.evaluates_at(t, diverged):
             params = self.server["params"]
-            train_loss, train_acc = evaluate(self.model.apply, params, self.x_used, self.y_used, loss=self.model.loss)
-            test_loss, test_acc, test_worst = evaluate(self.model.apply, params, *self.test, loss=self.model.loss,
-                                                       worst_class=True)
+            train_loss, train_acc, test_loss, test_acc, test_worst = self.evaluation(params, evaluation)
             diverged = diverged or not np.isfinite(train_loss)
             test_pgd = None if diverged else self.pgd_accuracy(params)
             if diverged:

@@ -1256,6 +1256,60 @@ def _run_rounds(server, indptr, indices, values, max_nnz, y_all, row_table, slot
 
 
 # ----------------------------------------------------------------------------------------------
+# evaluation of many cells in one pass over the rows
+
+
+@numba.njit(cache=True, nogil=True, fastmath=_LANE_FLAGS)
+def _evaluate_lanes(indptr, indices, values, y, w, binary, n_lin, d, has_bias, num_classes):
+    """The mean cross-entropy, accuracy and per-class hits of L linear models at once over the CSR
+    rows (``indptr``, ``indices``, ``values``) with labels ``y`` [N]: ``w`` [P·L], the models'
+    parameters coordinate-major (coordinate k of lane l at k·L + l; binary: logits [0, xᵀw]; else
+    Wx + b). Each lane's numbers are those of its model alone (rows summed in order, nothing summed
+    across lanes). Returns (loss_sum [L], hits [C, L] of rows predicted right per class, counts [C])."""
+    lanes = w.shape[0] // (n_lin * d + (n_lin if has_bias else 0))
+    n_rows = len(y)
+    bias_at = n_lin * d
+    z = np.empty((n_lin, lanes))
+    dz = np.empty((n_lin, lanes))
+    zl = np.empty(n_lin)
+    dzl = np.empty(n_lin)
+    loss = np.zeros(lanes)
+    hits = np.zeros((num_classes, lanes))
+    counts = np.zeros(num_classes)
+    for r in range(n_rows):
+        start = indptr[r]
+        m = indptr[r + 1] - start
+        for cl in range(n_lin):
+            off = cl * d
+            zc = z[cl]
+            zc[:] = 0.0
+            for u in range(m):
+                i0, v = (off + indices[start + u]) * lanes, values[start + u]
+                wk = w[i0:i0 + lanes]
+                for ln in range(lanes):
+                    zc[ln] += v * wk[ln]
+            if has_bias:
+                i0 = (bias_at + cl) * lanes
+                wk = w[i0:i0 + lanes]
+                for ln in range(lanes):
+                    zc[ln] += wk[ln]
+        lab = y[r]
+        _grads_lanes(z, lab, binary, n_lin, 1.0, dz, loss, True, zl, dzl)
+        counts[lab] += 1.0
+        hl = hits[lab]
+        for ln in range(lanes):
+            if binary:  # logits [0, z]: class 1 where z > 0 (the first of equal logits wins, as argmax)
+                pred = 1 if z[0, ln] > 0.0 else 0
+            else:
+                pred = 0
+                for cl in range(1, n_lin):
+                    if z[cl, ln] > z[pred, ln]:
+                        pred = cl
+            hl[ln] += 1.0 if pred == lab else 0.0
+    return loss, hits, counts
+
+
+# ----------------------------------------------------------------------------------------------
 # the engine's side
 
 
@@ -1306,6 +1360,7 @@ class LinearSteps:
         self._rows = None  # ("sparse", indptr, indices, values) or ("dense", x), on first use
         self._forms: dict = {}
         self._pool: ThreadPoolExecutor | None = None  # the threads of :meth:`rounds`, on first use
+        self._eval_rows: dict = {}  # id(x) -> (x, its CSR rows or None, labels): :meth:`evaluate`
 
     @classmethod
     def build(cls, model, grad_fn, x_all: torch.Tensor) -> LinearSteps | None:
@@ -1440,6 +1495,44 @@ class LinearSteps:
                              item_w, nonzeros, diverged):
                 break
         return last
+
+    def evaluate(self, params: list[dict], x: torch.Tensor, y: torch.Tensor) -> list[tuple] | None:
+        """:func:`fedbench.engine.evaluate.evaluate` (with ``worst_class``) of several models of this
+        kind on the same rows in one pass (:func:`_evaluate_lanes`): per model (mean cross-entropy
+        per sample, accuracy, worst-class accuracy), each the model's own numbers whatever the
+        others (to float rounding the generic evaluation's: another summation order). None where
+        it does not apply: not float64, or ``x`` not sparse (its rows are kept per tensor).
+
+        Args:
+            params: per model its parameters (``weight``, and ``bias`` for ``logreg``).
+            x: [N, ...] the rows (CPU); y: [N] int64 labels (0/1 for ``binary_logreg``, < C for ``logreg``).
+        """
+        if x.dtype != torch.float64 or any(p["weight"].dtype != torch.float64 for p in params) or not len(params):
+            return None
+        hit = self._eval_rows.get(id(x))
+        if hit is None or hit[0] is not x:
+            flat = x.detach().reshape(len(x), -1).numpy()
+            hit = self._eval_rows[id(x)] = (x, sparse_rows(flat), y.numpy().astype(np.int64))
+        csr, labels = hit[1], hit[2]
+        if csr is None:
+            return None
+        n = len(labels)
+        if n == 0:
+            return [(float("nan"),) * 3 for _ in params]
+        binary = self.kind == "binary"
+        weight = params[0]["weight"]
+        n_lin, d = (1, weight.shape[-1]) if binary else (weight.shape[0], weight.shape[-1])
+        width = n_lin * d + (0 if binary else n_lin)
+        w = np.empty((width, len(params)))  # coordinate-major, the models side by side
+        for ln, p in enumerate(params):
+            w[: n_lin * d, ln] = p["weight"].detach().reshape(-1).numpy()
+            if not binary:
+                w[n_lin * d:, ln] = p["bias"].detach().numpy()
+        loss, hits, counts = _evaluate_lanes(*csr, labels, w.reshape(-1), binary, n_lin, d, not binary,
+                                             2 if binary else n_lin)
+        present = counts > 0
+        return [(float(loss[ln] / n), float(hits[:, ln].sum() / n), float((hits[present, ln] / counts[present]).min()))
+                for ln in range(len(params))]
 
     def round_form(self, algo, server_keys: list[str], names: list[str], hp: dict):
         """:func:`round_form` with the step's :func:`affine_form`, cached per hyperparameter

@@ -267,12 +267,17 @@ def train_seeds(
                           output_grad_fn=output_grad_fn)
     if hasattr(clients, "planned_rounds"):  # the vectorized engine: whether its compiled paths pay
         clients.planned_rounds = int(spec["rounds"])
+    fused = fusable(specs) and hasattr(clients, "train_rounds")
+    fresh = []
     for i, (cell, path) in enumerate(zip(cells, checkpoint_paths)):
         states = cell.resume(path)
         if states is not None:
             clients.load_client_states(states, i)
         elif cell.spec.get("eval_initial"):  # a fresh start: θ⁰'s row (a checkpoint already holds it)
-            cell.evaluate_initial()
+            fresh.append(cell)
+    initial = evaluate_cells(clients, fresh, [c.server["params"] for c in fresh]) if fused else [None] * len(fresh)
+    for cell, evaluation in zip(fresh, initial):
+        cell.evaluate_initial(evaluation)
 
     rounds = int(spec["rounds"])
     first_round = min(c.first_round for c in cells)
@@ -282,7 +287,6 @@ def train_seeds(
     bar = tqdm(desc=desc,
                disable=not progress, file=sys.stderr, mininterval=2.0, unit="round", initial=first_round - 1,
                total=rounds)
-    fused = fusable(specs) and hasattr(clients, "train_rounds")
     t = first_round
     while t <= rounds:
         active = [i for i, c in enumerate(cells) if c.status == "ok" and t >= c.first_round]
@@ -294,9 +298,12 @@ def train_seeds(
             done = clients.train_rounds([cells[i].server for i in active], hps, t, end, active)
             if done is not None:
                 last, results = done
+                due = [(i, r) for i, r in zip(active, results) if cells[i].evaluates_at(last, r["diverged"])]
+                evaluations = dict(zip((i for i, _ in due), evaluate_cells(
+                    clients, [cells[i] for i, _ in due], [r["server"]["params"] for _, r in due])))
                 for i, result in zip(active, results):
                     cells[i].end_rounds(last, cells[i].m, last - t + 1, result, partial(clients.client_states, i),
-                                        checkpoint_paths[i], checkpoint_every)
+                                        checkpoint_paths[i], checkpoint_every, evaluations.get(i))
                 bar.update(last - t + 1)
                 t = last + 1
                 continue
@@ -319,6 +326,31 @@ def train_seeds(
         info.update(client_states=clients.client_states(i), device=str(dev), engine=engine,
                     padding_efficiency=clients.padding_efficiency)
         out.append((cell.rows, info))
+    return out
+
+
+def evaluate_cells(clients, cells: list[Cell], params: list[dict]) -> list[tuple | None]:
+    """Per cell, :meth:`Cell.evaluation` of ``params`` computed for many cells at once where the
+    engine's compiled path can (:meth:`fedbench.engine.linear_steps.LinearSteps.evaluate`: linear
+    models on sparse float64 rows, one pass over the rows for all cells that share their training
+    rows and test split), else None (the cell evaluates itself)."""
+    out: list[tuple | None] = [None] * len(cells)
+    linear = getattr(clients, "linear", None) if cells and getattr(clients, "fast_steps", False) else None
+    if linear is None:
+        return out
+    groups: dict = {}
+    for j, cell in enumerate(cells):
+        if cell.model.loss is None and cell.pgd_radius is None:
+            groups.setdefault((id(cell.x_used), id(cell.test[0])), []).append(j)
+    for members in groups.values():
+        first = cells[members[0]]
+        ps = [params[j] for j in members]
+        train = linear.evaluate(ps, first.x_used, first.y_used)
+        test = None if train is None else linear.evaluate(ps, *first.test)
+        if test is None:
+            continue
+        for j, (tr_loss, tr_acc, _), te in zip(members, train, test):
+            out[j] = (tr_loss, tr_acc, *te)
     return out
 
 
