@@ -13,7 +13,8 @@ steps. Side by side, in this one script:
 - fedbench: the 13-value η grid × 3 seeds of one (algorithm, M, K) trained as the workflow trains
   them, stacked in one job (:func:`fedbench.engine.loop.train_seeds`, the ``shared`` partition,
   ``local.replacement``, ``binary_logreg``, float64, vectorized engine on CPU); each job in its own
-  subprocess (its peak RSS is its own). Per-run time = the job's training time / 39.
+  subprocess (its peak RSS is its own). Per-run time = the job's time / its 54 runs (the 18-value η
+  grid × 3 seeds of ``config/experiments/fedac.yaml``'s ``fedac_a9a_lam1e3``).
 - the authors' code (github.com/hongliny/FedAc-NeurIPS20, ``logistic.py``): the same run (same M,
   K, T, η, λ) through its ``LogiBinaryLibSVM.fedavg / fedac / mbsgd / mbasgd``, one η (the grid's
   middle), in its own subprocess. That repository has no license: fedbench never copies it. Give a
@@ -24,9 +25,9 @@ Both read the same a9a-shaped file, written here in the LIBSVM format (no downlo
 123 binary features with 14 ones per row (a9a's shape and density), labels from a planted logistic
 model; a 16,281-row test file beside it.
 
-Large jobs (M·T/K·39 client-rounds) can be timed on fewer steps (``--T-fedbench``): the per-run
+Large jobs (M·T/K·54 client-rounds) can be timed on fewer steps (``--T-fedbench``): the per-run
 time is then scaled to T = 4,096 (training time is linear in the rounds; the scale is printed).
-``--estimate`` adds the time of the whole figure set (4 algorithms × M ∈ {4, ..., 8192} × K ∈ {1,
+``--estimate`` adds the time of the whole figure set (6 algorithms × M ∈ {4, ..., 8192} × K ∈ {1,
 ..., 256} × 13 η × 3 seeds) from a fit of the measured jobs.
 """
 
@@ -51,8 +52,22 @@ LAMBDA = 1e-3
 T_TOTAL = 4096
 RECORD = 512
 #: The paper's η grid (the authors' scripts): 13 values from 0.001 to 10.
-ETAS = [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0]
-SEEDS = [0, 1, 2]
+#: The experiment whose jobs are measured: its η grid, seeds and algorithms (Figs. 1 and 3).
+EXPERIMENT = "fedac_a9a_lam1e3"
+
+
+def _experiment() -> dict:
+    import yaml
+
+    return yaml.safe_load((REPO / "config" / "experiments" / "fedac.yaml").read_text())["experiments"][EXPERIMENT]
+
+
+#: The η grid and the seeds of one (algorithm, M, K) job, as the workflow stacks them (18 × 3).
+ETAS = [float(v) for v in _experiment()["sweep"]["grid"]["local.lr"]]
+SEEDS = [int(v) for v in _experiment()["seeds"]]
+CELLS = len(ETAS) * len(SEEDS)
+#: The η of the authors' runs (the grid's 0.1).
+AUTHORS_ETA = 0.1
 ALGORITHMS = {  # fedbench algorithm, its hparams -> the authors' method
     "fedavg": ("fedavg", {}),
     "fedac": ("fedac", {"variant": "I"}),
@@ -195,7 +210,7 @@ def authors_run(algorithm: str, m: int, k: int, steps: int, eta: float, authors:
     return {"seconds": seconds, "final_loss": float(seq.iloc[-1])}
 
 
-def local_steps_probe(data_dir: str, m: int = 256, k: int = 16, cells: int = 39) -> dict:
+def local_steps_probe(data_dir: str, m: int = 256, k: int = 16, cells: int = CELLS) -> dict:
     """What bounds the local steps: one chunk of ``cells`` × ``m`` FedAc-I clients (float64, B = 1),
     its K steps by the generic path (K vmapped steps, as the engine runs them) and by the fast
     path's compiled loop, ns per client-step; the bytes a client-step moves; and the memory
@@ -274,22 +289,48 @@ def subprocess_json(args: list[str]) -> dict:
 
 
 def fit_and_estimate(rows: list[dict]) -> dict:
-    """Least-squares fit of job seconds (scaled to T) = a·rounds + b·client-rounds + c·client-steps
-    over the measured fedbench jobs, then the sum over the whole a9a figure set."""
-    x = np.array([[r["rounds"], r["rounds"] * r["M"] * 39, r["M"] * T_TOTAL * 39] for r in rows], dtype=float)
-    y = np.array([r["job_s_T"] - r["setup_s"] for r in rows])
-    coef, *_ = scipy.optimize.nnls(x / y[:, None], np.ones(len(y)))  # relative errors, non-negative terms
+    """The time of the whole a9a λ = 1e-3 figure set (``fedac_a9a_lam1e3``: its algorithms × M ∈
+    {4, ..., 8192} × K ∈ {1, ..., 256}, one job of 54 runs each) from the measured jobs: per K
+    measured for FedAc-I, job seconds − set-up = a_K + b_K·M (non-negative least squares, relative
+    errors; b_K/(T·54) is the cost of a client-step); K not measured interpolated in log K; the
+    other algorithms scaled by their time against FedAc-I's at the same (M, K) where measured
+    (FedAc's vanilla and II variants run FedAc-I's computation)."""
     setup = float(np.mean([r["setup_s"] for r in rows]))
-    ms = [2**i for i in range(2, 14)]
+    fit = {}
+    for k in sorted({r["K"] for r in rows if r["algorithm"] == "fedac"}):
+        pts = [r for r in rows if r["algorithm"] == "fedac" and r["K"] == k]
+        if len({r["M"] for r in pts}) < 2:
+            continue
+        x = np.array([[1.0, r["M"]] for r in pts])
+        y = np.array([r["job_s_T"] - r["setup_s"] for r in pts])
+        coef, *_ = scipy.optimize.nnls(x / y[:, None], np.ones(len(y)))
+        fit[k] = coef
+    if not fit:
+        raise SystemExit("--estimate needs FedAc-I jobs at two or more M for some K")
+    known = sorted(fit)
+
+    def model(k: int, m: int) -> float:
+        if k <= known[0] or k >= known[-1]:
+            c = fit[known[0] if k <= known[0] else known[-1]]
+        else:
+            lo = max(q for q in known if q <= k)
+            hi = min(q for q in known if q >= k)
+            f = 0.0 if hi == lo else (math.log(k) - math.log(lo)) / (math.log(hi) - math.log(lo))
+            c = (1 - f) * fit[lo] + f * fit[hi]
+        return float(c[0] + c[1] * m)
+
+    factor = {}
+    for alg in {r["algorithm"] for r in rows} - {"fedac"}:
+        ratios = [(r["job_s_T"] - r["setup_s"]) / model(r["K"], r["M"]) for r in rows if r["algorithm"] == alg]
+        factor[alg] = float(np.mean(ratios))
+    algorithms = [spec.get("algorithm", name) if name not in ALGORITHMS else name
+                  for name, spec in _experiment()["algorithms"].items()]
+    ms = [int(m) for m in _experiment()["sweep"]["grid"]["partition.num_clients"]]
     ks = [2**i for i in range(0, 9)]
-    total = 0.0
-    for m in ms:
-        for k in ks:
-            rounds = T_TOTAL // k
-            total += 4 * (setup + float(coef @ [rounds, rounds * m * 39, m * T_TOTAL * 39]))
-    return {"setup_s": setup, "per_round_s": coef[0], "per_client_round_us": coef[1] * 1e6,
-            "per_client_step_ns": coef[2] * 1e9, "jobs": 4 * len(ms) * len(ks), "runs": 4 * len(ms) * len(ks) * 39,
-            "total_s": total}
+    total = sum(setup + factor.get(alg, 1.0) * model(k, m) for alg in algorithms for m in ms for k in ks)
+    return {"setup_s": setup, "per_client_step_ns": {k: fit[k][1] / (T_TOTAL * CELLS) * 1e9 for k in known},
+            "factor": factor, "jobs": len(algorithms) * len(ms) * len(ks),
+            "runs": len(algorithms) * len(ms) * len(ks) * CELLS, "total_s": total}
 
 
 def main(argv=None) -> None:
@@ -301,7 +342,7 @@ def main(argv=None) -> None:
     ap.add_argument("--T-fedbench", type=int, default=T_TOTAL, help="steps per worker timed (scaled to 4,096)")
     ap.add_argument("--T-authors", type=int, default=T_TOTAL, help="the authors' steps per worker (scaled)")
     ap.add_argument("--max-client-rounds", type=int, default=None,
-                    help="time fewer rounds where a fedbench job exceeds this many client-rounds (M × 39 × rounds)")
+                    help="time fewer rounds where a fedbench job exceeds this many client-rounds (M × 54 × rounds)")
     ap.add_argument("--max-worker-steps", type=int, default=None,
                     help="time fewer steps where an authors' run would exceed this many worker-steps (M × T)")
     ap.add_argument("--threads", type=int, default=1, help="torch threads of a fedbench job")
@@ -338,12 +379,12 @@ def main(argv=None) -> None:
     write_a9a_like(root / "libsvm_datasets")
     data_dir = str(root / "libsvm_datasets")
     load = os.getloadavg()
-    print("# FedAc runs: fedbench (13 η × 3 seeds stacked per job) vs the authors' numpy code")
+    print(f"# FedAc runs: fedbench ({len(ETAS)} η × {len(SEEDS)} seeds stacked per job) vs the authors' numpy code")
     print(f"- load average at start: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; {os.cpu_count()} logical CPUs; "
           f"fedbench torch threads {args.threads}{' (generic path)' if args.generic else ''}")
     print(f"- authors' checkout: {authors or 'none: ' + HOW_TO_GET}")
     print(f"- T = {T_TOTAL} steps per worker; fedbench timed on {args.T_fedbench}, the authors on "
-          f"{args.T_authors} (scaled to {T_TOTAL}); η of the authors' run: {ETAS[6]}\n")
+          f"{args.T_authors} (scaled to {T_TOTAL}); η of the authors' run: {AUTHORS_ETA}\n")
     if args.probe:
         p = subprocess_json(["--_job", "probe:" + json.dumps({"data_dir": data_dir})])
         print(f"Local steps alone, FedAc-I, {p['cells']} × {p['m']} clients, K = {p['k']}, B = 1, float64, 1 thread: "
@@ -352,7 +393,7 @@ def main(argv=None) -> None:
               f"{p['bytes_per_step']:.0f} B per client-step; memory bandwidth (numpy copy, read + write) "
               f"{p['copy_gb_s']:.1f} GB/s, i.e. {p['bytes_per_step'] / p['copy_gb_s']:.0f} ns per client-step "
               "if it were bandwidth-bound.\n")
-    print("| algorithm | M | K | rounds | fedbench job (39 runs) | fedbench per run | authors per run | ratio | "
+    print(f"| algorithm | M | K | rounds | fedbench job ({CELLS} runs) | fedbench per run | authors per run | ratio | "
           "fedbench ns per client-step | peak RSS of the job (MB) |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     rows = []
@@ -361,7 +402,7 @@ def main(argv=None) -> None:
             for k in ks:
                 rounds = max(1, args.T_fedbench // k)
                 if args.max_client_rounds:
-                    rounds = max(1, min(rounds, args.max_client_rounds // (m * 39)))
+                    rounds = max(1, min(rounds, args.max_client_rounds // (m * CELLS)))
                 steps = rounds * k
                 job = subprocess_json(["--_job", "fedbench:" + json.dumps(
                     {"algorithm": algorithm, "m": m, "k": k, "steps": steps, "data_dir": data_dir,
@@ -379,7 +420,7 @@ def main(argv=None) -> None:
                     if args.max_worker_steps:
                         a_steps = max(k, min(a_steps, args.max_worker_steps // m // k * k))
                     res = subprocess_json(["--_job", "authors:" + json.dumps(
-                        {"algorithm": algorithm, "m": m, "k": k, "steps": a_steps, "eta": ETAS[6],
+                        {"algorithm": algorithm, "m": m, "k": k, "steps": a_steps, "eta": AUTHORS_ETA,
                          "authors": authors, "data_dir": str(root)})])
                     a_run = res["seconds"] * T_TOTAL / a_steps
                     row["authors_per_run_s"] = a_run
@@ -402,11 +443,12 @@ def main(argv=None) -> None:
 def print_estimate(rows: list[dict]) -> None:
     """The fit of :func:`fit_and_estimate` and the figure set's time."""
     est = fit_and_estimate(rows)
-    print(f"\nFit over the {len(rows)} jobs: job seconds ≈ {est['setup_s']:.1f} s set-up + "
-          f"{est['per_round_s'] * 1e3:.2f} ms per round + "
-          f"{est['per_client_round_us']:.2f} µs per client-round + {est['per_client_step_ns']:.1f} ns per "
-          f"client-step. Whole a9a figure set ({est['jobs']} jobs, {est['runs']} runs): "
-          f"{est['total_s'] / 3600:.1f} h of job time (one job per core: half that on 2 cores).")
+    steps = ", ".join(f"K = {k}: {v:.0f} ns" for k, v in est["per_client_step_ns"].items())
+    factors = ", ".join(f"{a} {f:.2f}×" for a, f in sorted(est["factor"].items()))
+    print(f"\nFit over the {len(rows)} jobs: {est['setup_s']:.1f} s set-up; per client-step and run (FedAc-I, large M) "
+          f"{steps}; the other algorithms against FedAc-I: {factors}. Whole a9a λ = 1e-3 figure set "
+          f"({EXPERIMENT}: {est['jobs']} jobs, {est['runs']} runs): {est['total_s'] / 3600:.1f} h of job time "
+          "(one job per core: half that on 2 cores).")
 
 
 if __name__ == "__main__":
