@@ -394,11 +394,12 @@ def test_every_lane_of_a_wide_grid_equals_its_cell_alone(steps, monkeypatch):
                                                ("mb_ac_sgd", None)])
 @pytest.mark.parametrize("model,steps,batch_size", [("binary_logreg", 2, 1), ("binary_logreg", 3, 2),
                                                     ("logreg", 2, 1)])
-def test_touched_coordinates_path_equals_the_dense_and_the_generic_path(algorithm, variant, model, steps, batch_size,
-                                                                          monkeypatch):
+def test_touched_and_shared_point_paths_equal_the_dense_and_the_generic_path(algorithm, variant, model, steps,
+                                                                             batch_size, monkeypatch):
     """Where a client's rows touch few of the coordinates (64 features, 3 non-zeros a row) each
-    client computes only those (the others hold the round's shared trajectory): the same rows as
-    every coordinate computed (float64, 1e-12) and as the generic path (1e-10)."""
+    client computes only those (the others hold the round's shared trajectory); the minibatch
+    baselines, whose gradients are all taken at the round's start, sum their rows' gradients at one
+    point. Both give the rows of every coordinate computed (float64, 1e-12) and of the generic path (1e-10)."""
     from fedbench.engine import linear_steps
 
     ds = _dataset(True, classes=3 if model == "logreg" else 2, d=64)
@@ -411,14 +412,15 @@ def test_touched_coordinates_path_equals_the_dense_and_the_generic_path(algorith
         return real(*args)
 
     monkeypatch.setattr(linear_steps, "_run_rounds", spy)
-    touched, _ = _run_rounds_spy(specs, ds, True, monkeypatch)
-    assert modes and set(modes) == {linear_steps.TOUCHED}
-    monkeypatch.setattr(linear_steps, "TOUCHED_FRACTION", 0.0)
+    fast, _ = _run_rounds_spy(specs, ds, True, monkeypatch)
+    want = linear_steps.ONE_STEP if algorithm.startswith("mb_") else linear_steps.TOUCHED
+    assert modes and set(modes) == {want}
+    monkeypatch.setattr(linear_steps, "round_mode", lambda *a: linear_steps.DENSE)
     dense, _ = _run_rounds_spy(specs, ds, True, monkeypatch)
     assert modes[-1] == linear_steps.DENSE
-    _assert_rows_equal(touched, dense, rtol=1e-12)
+    _assert_rows_equal(fast, dense, rtol=1e-12)
     generic, _ = _run_rounds_spy(specs, ds, False, monkeypatch)
-    _assert_rows_equal(touched, generic)
+    _assert_rows_equal(fast, generic)
 
 
 def test_touched_coordinates_path_does_not_depend_on_segments_threads_or_stacking(monkeypatch, tmp_path):

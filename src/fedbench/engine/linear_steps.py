@@ -47,8 +47,9 @@ With full participation and a server side that is linear too (:func:`round_form`
 (:func:`_run_rounds`): each client's keyed draw, ``client_init``, K steps and message, the
 messages' non-zeros and weighted mean, each cell's server update, round after round until an
 evaluation or checkpoint is due (:meth:`fedbench.engine.vectorized.VectorizedClients.train_rounds`).
-For K = 1 step of one row the clients of a cell share their start, so a client costs its row's
-non-zeros (:func:`_round_item_one_step`).
+For K = 1 step the clients of a cell share their start, and the minibatch baselines (Mb-SGD,
+Mb-Ac-SGD) take all K steps' gradients at that start, so a client costs its rows' non-zeros
+(:func:`_round_item_one_step`).
 
 The stacked cells whose clients draw the same rows (one seed's learning-rate grid:
 :func:`lane_groups`) run as the lanes of one loop, states laid out [sequences, P·L] with the L
@@ -622,8 +623,9 @@ def _run_dense(state, x, idx, lab, coef_of, q, a, c, binary, n_lin, d, has_bias,
 ROUND_BLOCK = 64
 
 #: How :func:`_run_rounds` computes a round's clients: every coordinate of every client
-#: (:func:`_round_item`); K = B = 1, every client from the same point (:func:`_round_item_one_step`);
-#: only the coordinates a client's rows touch (:func:`_round_item_touched`).
+#: (:func:`_round_item`); every gradient at the round's one shared point, K = 1 or the minibatch
+#: baselines' accumulation (:func:`_round_item_one_step`); only the coordinates a client's rows
+#: touch (:func:`_round_item_touched`). :func:`round_mode` chooses.
 DENSE, ONE_STEP, TOUCHED = 0, 1, 2
 
 #: The touched path is taken where a client's K·B rows have at most this fraction of the
@@ -846,74 +848,95 @@ def _round_item(sc, lo, hi, t, indptr, indices, values, width, y_all, row_table,
 
 @numba.njit(cache=True, fastmath=_LANE_FLAGS)
 def _round_item_one_step(p, e_shared, lo, hi, t, indptr, indices, values, y_all, row_table, slot, sizes, thresholds,
-                         key_seed, key_id, purpose, weight, ccg, binary, n_lin, d, has_bias, acc, nnz, ok):
-    """:func:`_round_item` for K = 1 step of B = 1 row, where every client of a lane starts from
-    the same state s⁰ = B S: its message is e_k = e_shared + (C c) ∇f(p; x_k) with
-    e_shared = C A s⁰ + D S and p = q s⁰ computed once per lane (:func:`_round_shared`), so a
-    client costs its row's non-zeros, not a pass over the parameters. ``p`` [P·L], ``e_shared``
-    [n_m, P·L] (flat index k·L + l), ``ccg`` [n_m, L]; ``acc`` [P·L] (zeroed first) gets
-    Σ_k weight[g] ∇f(p; x_k). Returns Σ_k weight[g]."""
+                         key_seed, key_id, purpose, weight, ccg, k_steps, b_size, binary, n_lin, d, has_bias, acc, nnz,
+                         ok):
+    """:func:`_round_item` where every gradient of a client's round is taken at the same point p:
+    one step (K = 1, any algorithm: every client of a lane starts from s⁰ = B S), or K steps of an
+    algorithm whose point does not move with the gradients and whose gradient sum is carried as is
+    (q A = q and A c = c: Mb-SGD's and Mb-Ac-SGD's accumulation; :func:`round_mode`). Its message is
+    e_k = e_shared + (C c) Σ_steps ∇f(p; rows) with e_shared = C Aᴷ s⁰ + D S and p = q s⁰ computed
+    once per lane (:func:`_round_shared`), so a client costs its rows' non-zeros, not passes over
+    the parameters. ``p`` [P·L], ``e_shared`` [n_m, P·L] (flat index k·L + l), ``ccg`` [n_m, L];
+    ``acc`` [P·L] (zeroed first) gets Σ_k weight[g] Σ_steps ∇f(p; rows). Returns Σ_k weight[g]."""
     nm, size, lanes = e_shared.shape[0], e_shared.shape[1], ccg.shape[1]
+    p_total = size // lanes
+    per_client = k_steps * b_size
+    inv_b = 1.0 / b_size
     bias_at = n_lin * d
     z = np.empty((n_lin, lanes))
     dz = np.empty((n_lin, lanes))
     fin = np.zeros(lanes)
     zl = np.empty(n_lin)
     dzl = np.empty(n_lin)
-    loc = np.empty(1, dtype=np.int64)
+    loc = np.empty(per_client, dtype=np.int64)
     ent = np.empty((1, 4), dtype=np.uint64)
     pool = np.empty(4, dtype=np.uint64)
     words = np.empty(8, dtype=np.uint64)
-    gvs = np.empty(lanes)
+    grad = np.empty(size)  # the client's gradient sum at its touched coordinates
+    pos = np.full(p_total, -1, dtype=np.int64)
+    touched = np.empty(p_total, dtype=np.int64)
     change = np.zeros(lanes)  # Σ over the clients of the change in their messages' non-zeros (exact in float64)
     base = np.zeros(lanes, dtype=np.int64)
     for e in range(nm):
-        for k in range(size // lanes):
+        for k in range(p_total):
             for ln in range(lanes):
                 base[ln] += e_shared[e, k * lanes + ln] != 0.0
     acc[:] = 0.0
     w_sum = 0.0
     for g in range(lo, hi):
-        _client_rows(g, t, 1, key_seed, key_id, purpose, sizes, thresholds, row_table, slot, ent, pool, words, loc)
-        r = loc[0]
-        start = indptr[r]
-        m = indptr[r + 1] - start
-        for cl in range(n_lin):
-            off = cl * d
-            z[cl, :] = 0.0
-            zc = z[cl]
-            for u in range(m):
-                i0, v = (off + indices[start + u]) * lanes, values[start + u]
-                pk = p[i0:i0 + lanes]
-                for ln in range(lanes):
-                    zc[ln] += v * pk[ln]
-            if has_bias:
-                i0 = (bias_at + cl) * lanes
-                pk = p[i0:i0 + lanes]
-                for ln in range(lanes):
-                    zc[ln] += pk[ln]
-        fin[:] = 0.0
-        _grads_lanes(z, y_all[r], binary, n_lin, 1.0, dz, fin, False, zl, dzl)  # finite where the loss is
-        for ln in range(lanes):
-            ok[ln] = ok[ln] and math.isfinite(fin[ln])
+        _client_rows(g, t, per_client, key_seed, key_id, purpose, sizes, thresholds, row_table, slot, ent, pool,
+                     words, loc)
         wg = weight[g]
         w_sum += wg
-        for cl in range(n_lin):
-            off = cl * d
-            dzc = dz[cl]
-            for u in range(m + (1 if has_bias else 0)):
-                k, v = (off + indices[start + u], values[start + u]) if u < m else (bias_at + cl, 1.0)
-                i0 = k * lanes
-                ak = acc[i0:i0 + lanes]
-                for ln in range(lanes):
-                    gv = dzc[ln] * v
-                    gvs[ln] = gv
-                    ak[ln] += wg * gv
-                for e in range(nm):  # the change in the message's non-zeros at k
-                    ek, ce = e_shared[e, i0:i0 + lanes], ccg[e]
+        n_touched = 0
+        for j in range(per_client):
+            r = loc[j]
+            start = indptr[r]
+            m = indptr[r + 1] - start
+            for cl in range(n_lin):
+                off = cl * d
+                zc = z[cl]
+                zc[:] = 0.0
+                for u in range(m):
+                    i0, v = (off + indices[start + u]) * lanes, values[start + u]
+                    pk = p[i0:i0 + lanes]
                     for ln in range(lanes):
-                        old = ek[ln]
-                        change[ln] += (1.0 if old + ce[ln] * gvs[ln] != 0.0 else 0.0) - (1.0 if old != 0.0 else 0.0)
+                        zc[ln] += v * pk[ln]
+                if has_bias:
+                    i0 = (bias_at + cl) * lanes
+                    pk = p[i0:i0 + lanes]
+                    for ln in range(lanes):
+                        zc[ln] += pk[ln]
+            fin[:] = 0.0
+            _grads_lanes(z, y_all[r], binary, n_lin, inv_b, dz, fin, False, zl, dzl)  # finite where the loss is
+            for ln in range(lanes):
+                ok[ln] = ok[ln] and math.isfinite(fin[ln])
+            for cl in range(n_lin):
+                off = cl * d
+                dzc = dz[cl]
+                for u in range(m + (1 if has_bias else 0)):
+                    k, v = (off + indices[start + u], values[start + u]) if u < m else (bias_at + cl, 1.0)
+                    i0 = k * lanes
+                    if pos[k] < 0:
+                        pos[k] = n_touched
+                        touched[n_touched] = k
+                        n_touched += 1
+                        grad[i0:i0 + lanes] = 0.0
+                    ak, gk = acc[i0:i0 + lanes], grad[i0:i0 + lanes]
+                    for ln in range(lanes):
+                        gv = dzc[ln] * v
+                        ak[ln] += wg * gv
+                        gk[ln] += gv
+        for jt in range(n_touched):  # the change in the message's non-zeros where its gradient is
+            k = touched[jt]
+            i0 = k * lanes
+            gk = grad[i0:i0 + lanes]
+            for e in range(nm):
+                ek, ce = e_shared[e, i0:i0 + lanes], ccg[e]
+                for ln in range(lanes):
+                    old = ek[ln]
+                    change[ln] += (1.0 if old + ce[ln] * gk[ln] != 0.0 else 0.0) - (1.0 if old != 0.0 else 0.0)
+            pos[k] = -1
     for ln in range(lanes):
         nnz[ln] += base[ln] * (hi - lo) + int(change[ln])
     return w_sum
@@ -1076,9 +1099,10 @@ def _round_trajectory(server, q, af, bf, cmf, dmf, traj, ptraj, e_shared, d_shar
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_LANE_FLAGS)
-def _round_shared(server, q, af, bf, cmf, dmf, p_of, e_shared):
-    """What every client of a lane shares in a round of one step from s⁰ = B S (K = B = 1):
-    p_of[g] = q s⁰ and e_shared[g] = C A s⁰ + D S, for every group g and lane."""
+def _round_shared(server, q, af, bf, cmf, dmf, p_of, e_shared, k_steps):
+    """What every client of a lane shares in a round whose gradients are all taken at one point
+    (:func:`_round_item_one_step`): p_of[g] = q s⁰ and e_shared[g] = C Aᴷ s⁰ + D S (s⁰ = B S), for
+    every group g and lane."""
     n_groups, size, lanes = server.shape[0], server.shape[2], q.shape[2]
     n, nm = q.shape[1], cmf.shape[1]
     s0 = np.empty((n, size))
@@ -1088,7 +1112,8 @@ def _round_shared(server, q, af, bf, cmf, dmf, p_of, e_shared):
             _mix(s0[i], bf[gi, i], sc, False, lanes)
         for k in range(size // lanes):
             _lanes_point(s0, q[gi], k * lanes, p_of[gi, k * lanes:(k + 1) * lanes])
-        _linear_map_lanes(s0, af[gi], n, size)
+        for _ in range(k_steps):
+            _linear_map_lanes(s0, af[gi], n, size)
         for e in range(nm):
             _mix(e_shared[gi, e], cmf[gi, e], s0, False, lanes)
             _mix(e_shared[gi, e], dmf[gi, e], sc, True, lanes)
@@ -1115,8 +1140,8 @@ def _round_items(i0, i1, t, server, indptr, indices, values, max_nnz, y_all, row
         elif mode == ONE_STEP:
             item_w[it] = _round_item_one_step(
                 p_of[gi], e_shared[gi], item_lo[it], item_hi[it], t, indptr, indices, values, y_all, row_table,
-                slot, sizes, thresholds, key_seed, key_id, purpose, weight, cc[gi], binary, n_lin, d, has_bias,
-                part[it, 0], item_nnz[it], item_ok[it])
+                slot, sizes, thresholds, key_seed, key_id, purpose, weight, cc[gi], k_steps, b_size, binary, n_lin, d,
+                has_bias, part[it, 0], item_nnz[it], item_ok[it])
         else:
             _round_item(server[gi], item_lo[it], item_hi[it], t, indptr, indices, values, max(1, max_nnz), y_all,
                         row_table, slot, sizes, thresholds, key_seed, key_id, purpose, weight, q[gi], af[gi], c[gi],
@@ -1241,7 +1266,7 @@ def _run_rounds(server, indptr, indices, values, max_nnz, y_all, row_table, slot
     last = t0 - 1
     for t in range(t0, t1 + 1):
         if mode == ONE_STEP:
-            _round_shared(server, q, af, bf, cmf, dmf, p_of, e_shared)
+            _round_shared(server, q, af, bf, cmf, dmf, p_of, e_shared, k_steps)
         elif mode == TOUCHED:
             _round_trajectory(server, q, af, bf, cmf, dmf, traj, ptraj, e_shared, d_shared)
         _round_items(0, n_items, t, server, indptr, indices, values, max_nnz, y_all, row_table, slot, sizes,
@@ -1313,12 +1338,16 @@ def _evaluate_lanes(indptr, indices, values, y, w, binary, n_lin, d, has_bias, n
 # the engine's side
 
 
-def round_mode(k_steps: int, batch_size: int, max_nnz: int, n_lin: int, width: int) -> int:
+def round_mode(k_steps: int, batch_size: int, max_nnz: int, n_lin: int, width: int, q: np.ndarray,
+               a: np.ndarray, c: np.ndarray) -> int:
     """How the compiled rounds compute a round's clients (:data:`DENSE`, :data:`ONE_STEP`,
-    :data:`TOUCHED`): one step of one row, every client from the same point; or rows whose
-    non-zeros in all (K·B·(max_nnz + 1 bias) per class) touch at most :data:`TOUCHED_FRACTION` of
-    the ``width`` coordinates; or every coordinate."""
-    if k_steps == 1 and batch_size == 1:
+    :data:`TOUCHED`), given the cells' step forms ``q`` [C, n], ``a`` [C, n, n], ``c`` [C, n]: every
+    gradient at one point (one step, every client from the same point; or, in every cell, a point
+    that gradients do not move and a gradient sum carried as is: q A = q and A c = c exactly); or
+    rows whose non-zeros in all (K·B·(max_nnz + 1 bias) per class) touch at most
+    :data:`TOUCHED_FRACTION` of the ``width`` coordinates; or every coordinate."""
+    fixed = all(np.array_equal(qi @ ai, qi) and np.array_equal(ai @ ci, ci) for qi, ai, ci in zip(q, a, c))
+    if k_steps == 1 or fixed:
         return ONE_STEP
     if k_steps * batch_size * n_lin * (max_nnz + 1) <= TOUCHED_FRACTION * width:
         return TOUCHED
@@ -1483,7 +1512,7 @@ class LinearSteps:
         last = t0 - 1
         for t in range(t0, t1 + 1):
             if mode == ONE_STEP:
-                _round_shared(server, q, af, bf, cmf, dmf, p_of, e_shared)
+                _round_shared(server, q, af, bf, cmf, dmf, p_of, e_shared, k_steps)
             elif mode == TOUCHED:
                 _round_trajectory(server, q, af, bf, cmf, dmf, traj, ptraj, e_shared, d_shared)
             futures = [self._pool.submit(items, i0, i1, t) for i0, i1 in ranges[1:]]
@@ -1625,7 +1654,7 @@ class LinearSteps:
                 key_id, _purpose_id("batches"), np.array(item_group, dtype=np.int64),
                 np.array(item_lo, dtype=np.int64), np.array(item_hi, dtype=np.int64), weight_of, q, af, c, bf, cmf,
                 dmf, emf, fmf, cc, k_steps, int(batch_size), self.kind == "binary", n_lin, d, self.kind != "binary",
-                round_mode(k_steps, int(batch_size), rows[4], n_lin, width))
+                round_mode(k_steps, int(batch_size), rows[4], n_lin, width, *per_cell[:3]))
         draws = sum(bounds[g[0]][1] - bounds[g[0]][0] for g in lanes) * n_lanes
         threads = min(torch.get_num_threads(), draws // MIN_ROUND_CLIENTS_PER_THREAD, len(item_group))
         if threads > 1:
