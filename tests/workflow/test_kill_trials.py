@@ -68,6 +68,33 @@ def _fedac(cfg):
     e["algorithms"] = {"fedac": e["algorithms"]["fedac"], "fedavg": {}}
 
 
+def _fedac_sparse(cfg):
+    """FedAc's protocol on a sparse a9a-like LIBSVM file (written by :func:`_write_a9a_like`): the
+    compiled whole-rounds paths (lanes; K = 1 one point, K = 2 touched coordinates, K = 8 every
+    coordinate; Mb-SGD one point at every K) and the evaluations of all cells in one pass."""
+    _fedac(cfg)
+    e = cfg["experiments"]["fedac_quick"]
+    cfg["datasets"] = {"sparse": {"source": "libsvm_file", "path": "data/a9a_like.svm", "test_fraction": 0.2}}
+    e["datasets"] = {"sparse": {"model": {"name": "binary_logreg"},
+                                "partitions": {"shared": {"scheme": "shared", "num_clients": 512}}}}
+    # 512 clients: large enough that each job takes the compiled paths (VectorizedClients._compiled_pays)
+    e["sweep"]["grid"] = {"local.lr": [0.1, 0.3, 1.0], "partition.num_clients": [512]}
+    e["sweep"]["zip"] = {"local.steps": [1, 2, 8], "rounds": [128, 64, 32], "eval_every": [16, 8, 4]}
+    e["algorithms"] = {"fedac": {"variant": "I"}, "mb_sgd": {}}
+
+
+def _write_a9a_like(workdir: Path, rows: int = 3000, d: int = 123, ones: int = 14) -> None:
+    """``workdir/data/a9a_like.svm``: binary features, ``ones`` of ``d`` on per row (a9a's shape),
+    ±1 labels from a planted logistic model."""
+    rng = np.random.default_rng(0)
+    w = rng.normal(size=d)
+    cols = np.sort(np.argsort(rng.random((rows, d)), axis=1)[:, :ones], axis=1)
+    y = np.where(rng.random(rows) < 1.0 / (1.0 + np.exp(-w[cols].sum(axis=1))), "+1", "-1")
+    (workdir / "data").mkdir()
+    (workdir / "data" / "a9a_like.svm").write_text(
+        "".join(lab + " " + " ".join(f"{c + 1}:1" for c in row) + "\n" for lab, row in zip(y, cols)))
+
+
 def _minimax(cfg):
     del cfg["experiments"]["fed_minimax_robust_quick"]
     e = cfg["experiments"]["fed_minimax_fair_quick"]
@@ -87,6 +114,7 @@ SUITES = {
     "default": ("config.yaml", _default),
     "lr_sweep": ("experiments/lr_sweep_quick.yaml", _lr_sweep),
     "fedac": ("experiments/fedac_quick.yaml", _fedac),
+    "fedac_sparse": ("experiments/fedac_quick.yaml", _fedac_sparse),
     "minimax": ("experiments/fed_minimax_quick.yaml", _minimax),
     "tiny": ("config.yaml", _tiny),
 }
@@ -126,6 +154,8 @@ def _training_jobs(workdir: Path) -> list[int]:
 def fresh(workdir: Path, suite: str) -> None:
     workdir.mkdir(parents=True)
     base, edit = SUITES[suite]
+    if edit is _fedac_sparse:
+        _write_a9a_like(workdir)
     (workdir / "config.yaml").write_text(yaml.safe_dump(_suite(base, edit), sort_keys=False))
 
 
@@ -272,6 +302,15 @@ def test_killed_workflow_and_killed_job_resume_to_the_uninterrupted_results(tmp_
                 break
         else:
             pytest.fail(f"{victim}: no training job was running at the kill in {MAX_ATTEMPTS} trials: {r}")
+    # the compiled whole-rounds paths (lanes, touched coordinates, one point, evaluations in one pass)
+    reference, duration = reference_run(tmp_path / "sparse_ref", "fedac_sparse")
+    for attempt in range(MAX_ATTEMPTS):
+        r = trial(reference, tmp_path / f"sparse{attempt}", "fedac_sparse", "train", duration, rng)
+        assert r["differ"] == [] and r["left"] == [] and r["orphans"] == [], r
+        if r["killed_jobs"]:
+            break
+    else:
+        pytest.fail(f"fedac_sparse: no training job was running at the kill in {MAX_ATTEMPTS} trials: {r}")
 
 
 def main(per_suite: int, suites: list[str]) -> int:
