@@ -704,6 +704,27 @@ def _grads_lanes(z, lab, binary, n_lin, inv_b, dz, loss, with_loss, zl, dzl):
 
 
 @numba.njit(cache=True, inline="always", fastmath=_LANE_FLAGS)
+def _logits_lanes(z, w, indices, values, start, m, n_lin, d, has_bias, lanes):
+    """z[c, l] = the logit c of lane l's linear model at the CSR row of non-zeros start..start+m−1:
+    Σ_u x_u w[(c·d + k_u)·L + l] (+ the bias w[(C·d + c)·L + l]); ``w`` [P·L] coordinate-major."""
+    bias_at = n_lin * d
+    for cl in range(n_lin):
+        off = cl * d
+        zc = z[cl]
+        zc[:] = 0.0
+        for u in range(m):
+            i0, v = (off + indices[start + u]) * lanes, values[start + u]
+            wk = w[i0:i0 + lanes]
+            for ln in range(lanes):
+                zc[ln] += v * wk[ln]
+        if has_bias:
+            i0 = (bias_at + cl) * lanes
+            wk = w[i0:i0 + lanes]
+            for ln in range(lanes):
+                zc[ln] += wk[ln]
+
+
+@numba.njit(cache=True, inline="always", fastmath=_LANE_FLAGS)
 def _lanes_point(s, qg, i0, out):
     """out[l] = Σ_j q_jl s_j,i0+l for every lane: p at one coordinate (flat index i0 = k·L), a
     pass over the lanes per sequence."""
@@ -776,6 +797,21 @@ def _client_rows(g, t, per_client, key_seed, key_id, purpose, sizes, thresholds,
         loc[j] = row_table[u, loc[j]]
 
 
+@numba.njit(cache=True, inline="always")
+def _gather_rows(loc, y_all, indptr, indices, values, labs, buf_i, buf_v, cnt):
+    """The CSR rows ``loc`` copied out: labels into ``labs``, non-zeros into ``buf_i``/``buf_v`` (a
+    row a line), their counts into ``cnt``."""
+    for j in range(len(loc)):
+        r = loc[j]
+        labs[j] = y_all[r]
+        start = indptr[r]
+        m = indptr[r + 1] - start
+        cnt[j] = m
+        for u in range(m):
+            buf_i[j, u] = indices[start + u]
+            buf_v[j, u] = values[start + u]
+
+
 @numba.njit(cache=True, fastmath=_LANE_FLAGS)
 def _round_item(sc, lo, hi, t, indptr, indices, values, width, y_all, row_table, slot, sizes, thresholds, key_seed,
                 key_id, purpose, weight, qg, af, cg, bf, cmf, dmf, k_steps, b_size, binary, n_lin, d, has_bias, acc,
@@ -811,15 +847,7 @@ def _round_item(sc, lo, hi, t, indptr, indices, values, width, y_all, row_table,
     for g in range(lo, hi):
         _client_rows(g, t, per_client, key_seed, key_id, purpose, sizes, thresholds, row_table, slot, ent, pool,
                      words, loc)
-        for j in range(per_client):  # the client's rows, gathered
-            r = loc[j]
-            labs[j] = y_all[r]
-            start = indptr[r]
-            m = indptr[r + 1] - start
-            cnt[j] = m
-            for u in range(m):
-                buf_i[j, u] = indices[start + u]
-                buf_v[j, u] = values[start + u]
+        _gather_rows(loc, y_all, indptr, indices, values, labs, buf_i, buf_v, cnt)
         for i in range(n):  # client_init
             _mix(s[i], bf[i], sc, False, lanes)
         total[:] = 0.0
@@ -893,20 +921,7 @@ def _round_item_one_step(p, e_shared, lo, hi, t, indptr, indices, values, y_all,
             r = loc[j]
             start = indptr[r]
             m = indptr[r + 1] - start
-            for cl in range(n_lin):
-                off = cl * d
-                zc = z[cl]
-                zc[:] = 0.0
-                for u in range(m):
-                    i0, v = (off + indices[start + u]) * lanes, values[start + u]
-                    pk = p[i0:i0 + lanes]
-                    for ln in range(lanes):
-                        zc[ln] += v * pk[ln]
-                if has_bias:
-                    i0 = (bias_at + cl) * lanes
-                    pk = p[i0:i0 + lanes]
-                    for ln in range(lanes):
-                        zc[ln] += pk[ln]
+            _logits_lanes(z, p, indices, values, start, m, n_lin, d, has_bias, lanes)
             fin[:] = 0.0
             _grads_lanes(z, y_all[r], binary, n_lin, inv_b, dz, fin, False, zl, dzl)  # finite where the loss is
             for ln in range(lanes):
@@ -995,15 +1010,7 @@ def _round_item_touched(traj, ptraj, e_shared, d_shared, lo, hi, t, indptr, indi
     for g in range(lo, hi):
         _client_rows(g, t, per_client, key_seed, key_id, purpose, sizes, thresholds, row_table, slot, ent, pool,
                      words, loc)
-        for j in range(per_client):  # the client's rows, gathered
-            r = loc[j]
-            labs[j] = y_all[r]
-            start = indptr[r]
-            m = indptr[r + 1] - start
-            cnt[j] = m
-            for u in range(m):
-                buf_i[j, u] = indices[start + u]
-                buf_v[j, u] = values[start + u]
+        _gather_rows(loc, y_all, indptr, indices, values, labs, buf_i, buf_v, cnt)
         n_touched = 0
         total[:] = 0.0
         for t_local in range(k_steps):
@@ -1293,7 +1300,6 @@ def _evaluate_lanes(indptr, indices, values, y, w, binary, n_lin, d, has_bias, n
     across lanes). Returns (loss_sum [L], hits [C, L] of rows predicted right per class, counts [C])."""
     lanes = w.shape[0] // (n_lin * d + (n_lin if has_bias else 0))
     n_rows = len(y)
-    bias_at = n_lin * d
     z = np.empty((n_lin, lanes))
     dz = np.empty((n_lin, lanes))
     zl = np.empty(n_lin)
@@ -1303,21 +1309,7 @@ def _evaluate_lanes(indptr, indices, values, y, w, binary, n_lin, d, has_bias, n
     counts = np.zeros(num_classes)
     for r in range(n_rows):
         start = indptr[r]
-        m = indptr[r + 1] - start
-        for cl in range(n_lin):
-            off = cl * d
-            zc = z[cl]
-            zc[:] = 0.0
-            for u in range(m):
-                i0, v = (off + indices[start + u]) * lanes, values[start + u]
-                wk = w[i0:i0 + lanes]
-                for ln in range(lanes):
-                    zc[ln] += v * wk[ln]
-            if has_bias:
-                i0 = (bias_at + cl) * lanes
-                wk = w[i0:i0 + lanes]
-                for ln in range(lanes):
-                    zc[ln] += wk[ln]
+        _logits_lanes(z, w, indices, values, start, indptr[r + 1] - start, n_lin, d, has_bias, lanes)
         lab = y[r]
         _grads_lanes(z, lab, binary, n_lin, 1.0, dz, loss, True, zl, dzl)
         counts[lab] += 1.0
