@@ -10,7 +10,7 @@ steps per round, T = 4,096 steps per worker in all (T/K rounds), batch size 1 dr
 replacement from the whole training set, one η, one seed, the population loss recorded every 512
 steps. Side by side, in this one script:
 
-- fedbench: the 13-value η grid × 3 seeds of one (algorithm, M, K) trained as the workflow trains
+- fedbench: the η grid × seeds of one (algorithm, M, K) trained as the workflow trains
   them, stacked in one job (:func:`fedbench.engine.loop.train_seeds`, the ``shared`` partition,
   ``local.replacement``, ``binary_logreg``, float64, vectorized engine on CPU); each job in its own
   subprocess (its peak RSS is its own). Per-run time = the job's time / its 54 runs (the 18-value η
@@ -28,7 +28,7 @@ model; a 16,281-row test file beside it.
 Large jobs (M·T/K·54 client-rounds) can be timed on fewer steps (``--T-fedbench``): the per-run
 time is then scaled to T = 4,096 (training time is linear in the rounds; the scale is printed).
 ``--estimate`` adds the time of the whole figure set (6 algorithms × M ∈ {4, ..., 8192} × K ∈ {1,
-..., 256} × 13 η × 3 seeds) from a fit of the measured jobs.
+..., 256} × 18 η × 3 seeds) from a fit of the measured jobs.
 """
 
 from __future__ import annotations
@@ -46,25 +46,18 @@ from pathlib import Path
 
 import numpy as np
 import scipy.optimize
+import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 LAMBDA = 1e-3
 T_TOTAL = 4096
 RECORD = 512
-#: The paper's η grid (the authors' scripts): 13 values from 0.001 to 10.
-#: The experiment whose jobs are measured: its η grid, seeds and algorithms (Figs. 1 and 3).
+#: The experiment whose jobs are measured: its η grid, seeds, algorithms and M (Figs. 1 and 3).
 EXPERIMENT = "fedac_a9a_lam1e3"
-
-
-def _experiment() -> dict:
-    import yaml
-
-    return yaml.safe_load((REPO / "config" / "experiments" / "fedac.yaml").read_text())["experiments"][EXPERIMENT]
-
-
+SPEC = yaml.safe_load((REPO / "config" / "experiments" / "fedac.yaml").read_text())["experiments"][EXPERIMENT]
 #: The η grid and the seeds of one (algorithm, M, K) job, as the workflow stacks them (18 × 3).
-ETAS = [float(v) for v in _experiment()["sweep"]["grid"]["local.lr"]]
-SEEDS = [int(v) for v in _experiment()["seeds"]]
+ETAS = [float(v) for v in SPEC["sweep"]["grid"]["local.lr"]]
+SEEDS = [int(v) for v in SPEC["seeds"]]
 CELLS = len(ETAS) * len(SEEDS)
 #: The η of the authors' runs (the grid's 0.1).
 AUTHORS_ETA = 0.1
@@ -324,8 +317,8 @@ def fit_and_estimate(rows: list[dict]) -> dict:
         ratios = [(r["job_s_T"] - r["setup_s"]) / model(r["K"], r["M"]) for r in rows if r["algorithm"] == alg]
         factor[alg] = float(np.mean(ratios))
     algorithms = [spec.get("algorithm", name) if name not in ALGORITHMS else name
-                  for name, spec in _experiment()["algorithms"].items()]
-    ms = [int(m) for m in _experiment()["sweep"]["grid"]["partition.num_clients"]]
+                  for name, spec in SPEC["algorithms"].items()]
+    ms = [int(m) for m in SPEC["sweep"]["grid"]["partition.num_clients"]]
     ks = [2**i for i in range(0, 9)]
     total = sum(setup + factor.get(alg, 1.0) * model(k, m) for alg in algorithms for m in ms for k in ks)
     return {"setup_s": setup, "per_client_step_ns": {k: fit[k][1] / (T_TOTAL * CELLS) * 1e9 for k in known},
