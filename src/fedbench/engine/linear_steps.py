@@ -964,7 +964,7 @@ def _round_item_touched(traj, ptraj, e_shared, d_shared, lo, hi, t, indptr, indi
     """:func:`_round_item` computing only the coordinates a client's rows touch (K·B rows of a few
     non-zeros each, against P coordinates): every client of a lane starts from the same s⁰ = B S,
     and the step acts coordinate by coordinate, so a coordinate none of its rows has touched holds
-    the shared trajectory ``traj[t]`` = Aᵗ s⁰ (computed once per round by :func:`_round_trajectory`,
+    the shared trajectory ``traj[t]`` = Aᵗ s⁰ (computed once per round by :func:`_round_shared`,
     the same operations, so the same bits) and ends with the shared message ``e_shared`` = C Aᴷ s⁰
     + D S. A client keeps its own values only at its touched coordinates, packed in the order it
     touched them (taken from the trajectory when first touched), so its steps cost its rows'
@@ -1081,55 +1081,40 @@ def _round_item_touched(traj, ptraj, e_shared, d_shared, lo, hi, t, indptr, indi
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_LANE_FLAGS)
-def _round_trajectory(server, q, af, bf, cmf, dmf, traj, ptraj, e_shared, d_shared):
-    """What every client of a lane shares in a round of K steps (:func:`_round_item_touched`): the
-    trajectory without gradients traj[g, t] = Aᵗ s⁰ (s⁰ = B S; t = 0..K), its points ptraj[g, t] =
-    q traj[g, t] (t < K), d_shared[g] = D S and e_shared[g] = C Aᴷ s⁰ + D S."""
+def _round_shared(server, q, af, bf, cmf, dmf, k_steps, traj, ptraj, e_shared, d_shared):
+    """What every client of a lane shares in a round where all start from s⁰ = B S, for every group
+    g and lane: the trajectory without gradients Aᵗ s⁰ (t = 0..K) in ``traj[g]`` — every step when
+    it has K + 1 slots (:func:`_round_item_touched`), else advanced in place in its one slot and
+    only its end kept (:func:`_round_item_one_step`) — its points q Aᵗ s⁰ in ``ptraj[g, t]`` for
+    the slots it has (t < K), d_shared[g] = D S and e_shared[g] = C Aᴷ s⁰ + D S."""
     n_groups, lanes = server.shape[0], q.shape[2]
-    k_steps, n, size = ptraj.shape[1], q.shape[1], server.shape[2]
-    nm = cmf.shape[1]
+    n, size, nm = q.shape[1], server.shape[2], cmf.shape[1]
     for gi in range(n_groups):
         sc = server[gi]
         tr = traj[gi]
+        every_step = tr.shape[0] > 1
         for i in range(n):
             _mix(tr[0, i], bf[gi, i], sc, False, lanes)
         for t in range(k_steps):
-            for k in range(size // lanes):
-                _lanes_point(tr[t], q[gi], k * lanes, ptraj[gi, t, k * lanes:(k + 1) * lanes])
-            tr[t + 1] = tr[t]
-            _linear_map_lanes(tr[t + 1], af[gi], n, size)
+            now = tr[t] if every_step else tr[0]
+            if t < ptraj.shape[1]:
+                for k in range(size // lanes):
+                    _lanes_point(now, q[gi], k * lanes, ptraj[gi, t, k * lanes:(k + 1) * lanes])
+            if every_step:
+                tr[t + 1] = now
+            _linear_map_lanes(tr[t + 1] if every_step else now, af[gi], n, size)
+        end = tr[k_steps] if every_step else tr[0]
         for e in range(nm):
             _mix(d_shared[gi, e], dmf[gi, e], sc, False, lanes)
-            _mix(e_shared[gi, e], cmf[gi, e], tr[k_steps], False, lanes)
+            _mix(e_shared[gi, e], cmf[gi, e], end, False, lanes)
             for i in range(size):
                 e_shared[gi, e, i] += d_shared[gi, e, i]
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_LANE_FLAGS)
-def _round_shared(server, q, af, bf, cmf, dmf, p_of, e_shared, k_steps):
-    """What every client of a lane shares in a round whose gradients are all taken at one point
-    (:func:`_round_item_one_step`): p_of[g] = q s⁰ and e_shared[g] = C Aᴷ s⁰ + D S (s⁰ = B S), for
-    every group g and lane."""
-    n_groups, size, lanes = server.shape[0], server.shape[2], q.shape[2]
-    n, nm = q.shape[1], cmf.shape[1]
-    s0 = np.empty((n, size))
-    for gi in range(n_groups):
-        sc = server[gi]
-        for i in range(n):
-            _mix(s0[i], bf[gi, i], sc, False, lanes)
-        for k in range(size // lanes):
-            _lanes_point(s0, q[gi], k * lanes, p_of[gi, k * lanes:(k + 1) * lanes])
-        for _ in range(k_steps):
-            _linear_map_lanes(s0, af[gi], n, size)
-        for e in range(nm):
-            _mix(e_shared[gi, e], cmf[gi, e], s0, False, lanes)
-            _mix(e_shared[gi, e], dmf[gi, e], sc, True, lanes)
-
-
-@numba.njit(cache=True, nogil=True, fastmath=_LANE_FLAGS)
 def _round_items(i0, i1, t, server, indptr, indices, values, max_nnz, y_all, row_table, slot, sizes, thresholds,
                  key_seed, key_id, purpose, item_group, item_lo, item_hi, weight, q, af, c, bf, cmf, dmf, cc, k_steps,
-                 b_size, binary, n_lin, d, has_bias, mode, p_of, e_shared, d_shared, traj, ptraj, part, part_w,
+                 b_size, binary, n_lin, d, has_bias, mode, e_shared, d_shared, traj, ptraj, part, part_w,
                  item_nnz, item_ok, item_w):
     """Work items i0..i1−1 of round t (by ``mode``: :data:`DENSE` :func:`_round_item`, :data:`ONE_STEP`
     :func:`_round_item_one_step`, :data:`TOUCHED` :func:`_round_item_touched`), their sums into
@@ -1146,7 +1131,7 @@ def _round_items(i0, i1, t, server, indptr, indices, values, max_nnz, y_all, row
                 item_nnz[it], item_ok[it])
         elif mode == ONE_STEP:
             item_w[it] = _round_item_one_step(
-                p_of[gi], e_shared[gi], item_lo[it], item_hi[it], t, indptr, indices, values, y_all, row_table,
+                ptraj[gi, 0], e_shared[gi], item_lo[it], item_hi[it], t, indptr, indices, values, y_all, row_table,
                 slot, sizes, thresholds, key_seed, key_id, purpose, weight, cc[gi], k_steps, b_size, binary, n_lin, d,
                 has_bias, part[it, 0], item_nnz[it], item_ok[it])
         else:
@@ -1233,17 +1218,18 @@ def _round_buffers(n_items, server, q, cmf, cc, sizes, mode, k_steps):
     """The scratch arrays of a segment of rounds (:func:`_run_rounds`, and the threaded
     :meth:`LinearSteps._threaded_rounds`): per work item its summed messages ``part`` [items, n_m,
     P·L], its non-zero counts and finiteness per lane, and its weight; the draw thresholds of
-    ``sizes``; and per group the one-step path's shared points ``p_of`` [G, P·L] and messages
-    ``e_shared`` [G, n_m, P·L]; the touched path's D S ``d_shared`` [G, n_m, P·L], trajectories
-    ``traj`` [G, K + 1, n, P·L], their points ``ptraj`` [G, K, P·L] and per item the weight at each
-    coordinate ``part_w`` [items, P] (empty in the other modes)."""
+    ``sizes``; per group what its clients share (:func:`_round_shared`; empty for :data:`DENSE`):
+    ``e_shared``, ``d_shared`` [G, n_m, P·L], the trajectory ``traj`` [G, K + 1 (:data:`TOUCHED`)
+    or 1, n, P·L] and its points ``ptraj`` [G, K or 1, P·L]; and per item the weight at each
+    coordinate ``part_w`` [items, P] (the touched path's; else empty)."""
     n_groups, size, lanes, nm, n = server.shape[0], server.shape[2], cc.shape[2], cmf.shape[1], q.shape[1]
-    tk = k_steps if mode == TOUCHED else 0
+    shared = size if mode != DENSE else 1
+    slots = k_steps if mode == TOUCHED else 1
     return (np.zeros((n_items, nm, size)), np.zeros((n_items, lanes), dtype=np.int64),
             np.ones((n_items, lanes), dtype=np.bool_), np.zeros(n_items), _thresholds(sizes),
-            np.empty((n_groups, size)), np.empty((n_groups, nm, size)), np.empty((n_groups, nm, size if tk else 1)),
-            np.empty((n_groups, tk + 1, n, size if tk else 1)), np.empty((n_groups, tk, size if tk else 1)),
-            np.zeros((n_items, size // lanes if tk else 1)))
+            np.empty((n_groups, nm, shared)), np.empty((n_groups, nm, shared)),
+            np.empty((n_groups, slots + 1 if mode == TOUCHED else 1, n, shared)),
+            np.empty((n_groups, slots, shared)), np.zeros((n_items, size // lanes if mode == TOUCHED else 1)))
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_LANE_FLAGS)
@@ -1263,22 +1249,20 @@ def _run_rounds(server, indptr, indices, values, max_nnz, y_all, row_table, slot
 
     Per round: the work items (clients ``item_lo[it]`` to ``item_hi[it] − 1`` of group
     ``item_group[it]``, engine-wide ids of its first cell; :func:`_round_items`) each sum their
-    clients' weighted messages in client order; then :func:`_round_reduce`. The one-step path (K =
-    B = 1) first computes what a round's clients share (:func:`_round_shared`).
+    clients' weighted messages in client order; then :func:`_round_reduce`. The one-point and
+    touched paths first compute what a round's clients share (:func:`_round_shared`).
     :meth:`LinearSteps.rounds` runs the same three parts with the items split over threads (the same
     numbers: an item's sum does not depend on who runs it)."""
     n_items = len(item_group)
-    part, item_nnz, item_ok, item_w, thresholds, p_of, e_shared, d_shared, traj, ptraj, part_w = _round_buffers(
+    part, item_nnz, item_ok, item_w, thresholds, e_shared, d_shared, traj, ptraj, part_w = _round_buffers(
         n_items, server, q, cmf, cc, sizes, mode, k_steps)
     last = t0 - 1
     for t in range(t0, t1 + 1):
-        if mode == ONE_STEP:
-            _round_shared(server, q, af, bf, cmf, dmf, p_of, e_shared, k_steps)
-        elif mode == TOUCHED:
-            _round_trajectory(server, q, af, bf, cmf, dmf, traj, ptraj, e_shared, d_shared)
+        if mode != DENSE:
+            _round_shared(server, q, af, bf, cmf, dmf, k_steps, traj, ptraj, e_shared, d_shared)
         _round_items(0, n_items, t, server, indptr, indices, values, max_nnz, y_all, row_table, slot, sizes,
                      thresholds, key_seed, key_id, purpose, item_group, item_lo, item_hi, weight, q, af, c, bf, cmf,
-                     dmf, cc, k_steps, b_size, binary, n_lin, d, has_bias, mode, p_of, e_shared, d_shared, traj, ptraj,
+                     dmf, cc, k_steps, b_size, binary, n_lin, d, has_bias, mode, e_shared, d_shared, traj, ptraj,
                      part, part_w, item_nnz, item_ok, item_w)
         last = t
         if _round_reduce(server, item_group, emf, fmf, cc, mode, e_shared, part, part_w, item_nnz, item_ok, item_w,
@@ -1487,7 +1471,7 @@ class LinearSteps:
          item_group, item_lo, item_hi, weight, q, af, c, bf, cmf, dmf, emf, fmf, cc, k_steps, b_size, binary, n_lin, d,
          has_bias, mode) = args
         n_items = len(item_group)
-        part, item_nnz, item_ok, item_w, thresholds, p_of, e_shared, d_shared, traj, ptraj, part_w = _round_buffers(
+        part, item_nnz, item_ok, item_w, thresholds, e_shared, d_shared, traj, ptraj, part_w = _round_buffers(
             n_items, server, q, cmf, cc, sizes, mode, k_steps)
         done = np.concatenate([[0], np.cumsum(item_hi - item_lo)])
         cuts = np.searchsorted(done, np.linspace(0, done[-1], threads + 1)[1:-1])
@@ -1498,15 +1482,13 @@ class LinearSteps:
         def items(i0, i1, t):
             _round_items(i0, i1, t, server, indptr, indices, values, max_nnz, y_all, row_table, slot, sizes,
                          thresholds, key_seed, key_id, purpose, item_group, item_lo, item_hi, weight, q, af, c, bf,
-                         cmf, dmf, cc, k_steps, b_size, binary, n_lin, d, has_bias, mode, p_of, e_shared, d_shared,
+                         cmf, dmf, cc, k_steps, b_size, binary, n_lin, d, has_bias, mode, e_shared, d_shared,
                          traj, ptraj, part, part_w, item_nnz, item_ok, item_w)
 
         last = t0 - 1
         for t in range(t0, t1 + 1):
-            if mode == ONE_STEP:
-                _round_shared(server, q, af, bf, cmf, dmf, p_of, e_shared, k_steps)
-            elif mode == TOUCHED:
-                _round_trajectory(server, q, af, bf, cmf, dmf, traj, ptraj, e_shared, d_shared)
+            if mode != DENSE:
+                _round_shared(server, q, af, bf, cmf, dmf, k_steps, traj, ptraj, e_shared, d_shared)
             futures = [self._pool.submit(items, i0, i1, t) for i0, i1 in ranges[1:]]
             items(*ranges[0], t)
             for f in futures:
