@@ -295,7 +295,7 @@ def test_whole_rounds_softmax_logreg(algorithm, steps, batch_size, monkeypatch):
     _assert_rows_equal(fused, generic)
 
 
-@pytest.mark.parametrize("steps,d", [(1, 9), (3, 9), (2, 64)])  # one point, every coordinate, touched coordinates
+@pytest.mark.parametrize("steps,d", [(1, 9), (3, 9), (8, 64)])  # one point; touched: every coordinate, a few
 def test_whole_rounds_do_not_depend_on_segments_threads_or_stacking(steps, d, monkeypatch, tmp_path):
     """Bit for bit: with checkpoints every 2 rounds (other segments), a run resumed from its
     checkpoint, two threads instead of one, a cell trained alone instead of stacked."""
@@ -394,12 +394,14 @@ def test_every_lane_of_a_wide_grid_equals_its_cell_alone(steps, monkeypatch):
                                                ("mb_ac_sgd", None)])
 @pytest.mark.parametrize("model,steps,batch_size", [("binary_logreg", 2, 1), ("binary_logreg", 3, 2),
                                                     ("logreg", 2, 1)])
-def test_touched_and_shared_point_paths_equal_the_dense_and_the_generic_path(algorithm, variant, model, steps,
-                                                                             batch_size, monkeypatch):
-    """Where a client's rows touch few of the coordinates (64 features, 3 non-zeros a row) each
-    client computes only those (the others hold the round's shared trajectory); the minibatch
-    baselines, whose gradients are all taken at the round's start, sum their rows' gradients at one
-    point. Both give the rows of every coordinate computed (float64, 1e-12) and of the generic path (1e-10)."""
+def test_touched_and_shared_point_paths_equal_the_round_by_round_steps_and_the_generic_path(
+        algorithm, variant, model, steps, batch_size, monkeypatch):
+    """Each client computes only the coordinates its rows touch (64 features, 3 non-zeros a row),
+    bringing a coordinate forward by a power of A when a row reads it; the minibatch baselines, whose
+    gradients are all taken at the round's start, sum their rows' gradients at one point. Both give
+    the rows of the round-by-round compiled steps (every coordinate, step by step; float64, 1e-12)
+    and of the generic path (1e-10); for the minibatch baselines the touched path gives the
+    one-point path's rows (1e-12)."""
     from fedbench.engine import linear_steps
 
     ds = _dataset(True, classes=3 if model == "logreg" else 2, d=64)
@@ -413,14 +415,19 @@ def test_touched_and_shared_point_paths_equal_the_dense_and_the_generic_path(alg
 
     monkeypatch.setattr(linear_steps, "_run_rounds", spy)
     fast, _ = _run_rounds_spy(specs, ds, True, monkeypatch)
-    want = linear_steps.ONE_STEP if algorithm.startswith("mb_") else linear_steps.TOUCHED
-    assert modes and set(modes) == {want}
-    monkeypatch.setattr(linear_steps, "round_mode", lambda *a: linear_steps.DENSE)
-    dense, _ = _run_rounds_spy(specs, ds, True, monkeypatch)
-    assert modes[-1] == linear_steps.DENSE
-    _assert_rows_equal(fast, dense, rtol=1e-12)
+    one_point = algorithm.startswith("mb_")
+    assert modes and set(modes) == {linear_steps.ONE_STEP if one_point else linear_steps.TOUCHED}
+    if one_point:
+        monkeypatch.setattr(linear_steps, "round_mode", lambda *a: linear_steps.TOUCHED)
+        touched, _ = _run_rounds_spy(specs, ds, True, monkeypatch)
+        assert modes[-1] == linear_steps.TOUCHED
+        _assert_rows_equal(touched, fast, rtol=1e-12)
     generic, _ = _run_rounds_spy(specs, ds, False, monkeypatch)
     _assert_rows_equal(fast, generic)
+    monkeypatch.setattr(VectorizedClients, "train_rounds", lambda *a: None)  # round by round, compiled steps
+    steps_, calls = _run_rounds_spy(specs, ds, True, monkeypatch)
+    assert calls and not any(ran for *_, ran in calls)
+    _assert_rows_equal(fast, steps_, rtol=1e-12)
 
 
 @pytest.mark.parametrize("model_name,classes", [("binary_logreg", 2), ("logreg", 3)])

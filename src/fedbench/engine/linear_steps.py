@@ -622,15 +622,11 @@ def _run_dense(state, x, idx, lab, coef_of, q, a, c, binary, n_lin, d, has_bias,
 #: many threads share the items.
 ROUND_BLOCK = 64
 
-#: How :func:`_run_rounds` computes a round's clients: every coordinate of every client
-#: (:func:`_round_item`); every gradient at the round's one shared point, K = 1 or the minibatch
-#: baselines' accumulation (:func:`_round_item_one_step`); only the coordinates a client's rows
-#: touch (:func:`_round_item_touched`). :func:`round_mode` chooses.
-DENSE, ONE_STEP, TOUCHED = 0, 1, 2
-
-#: The touched path is taken where a client's K·B rows have at most this fraction of the
-#: parameters' coordinates as non-zeros in all (a9a: 14 of 123 a row, so K ≤ 4 at B = 1).
-TOUCHED_FRACTION = 0.5
+#: How :func:`_run_rounds` computes a round's clients: every gradient at the round's one shared
+#: point, K = 1 or the minibatch baselines' accumulation (:func:`_round_item_one_step`); or each
+#: client's own values only at the coordinates its rows touch, brought forward by powers of A when
+#: a row reads them (:func:`_round_item_touched`). :func:`round_mode` chooses.
+ONE_STEP, TOUCHED = 0, 1
 
 #: The lane kernels vectorize across lanes (cells), never along a sum, so they do not reassociate:
 #: a lane's numbers are the same with 1 lane or 13, in the vector body or its scalar remainder.
@@ -658,36 +654,6 @@ def _mix(out, coef, src, add, lanes):
             cf = cj[i]
             v = out[i]
             out[i] = v + cf * sj[i] if cf != 0.0 else v
-
-
-@numba.njit(cache=True, inline="always", fastmath=_LANE_FLAGS)
-def _linear_map_lanes(s, af, n, size):
-    """s ← A s elementwise over the flat (coordinate, lane) index i < ``size`` (``s`` [n, ≥ size],
-    ``af`` [n, n, ≥ size]: each lane's A repeated at every coordinate; unrolled for n ≤ 3)."""
-    if n == 1:
-        for i in range(size):
-            s[0, i] = af[0, 0, i] * s[0, i]
-    elif n == 2:
-        for i in range(size):
-            v0, v1 = s[0, i], s[1, i]
-            s[0, i] = af[0, 0, i] * v0 + af[0, 1, i] * v1
-            s[1, i] = af[1, 0, i] * v0 + af[1, 1, i] * v1
-    elif n == 3:
-        for i in range(size):
-            v0, v1, v2 = s[0, i], s[1, i], s[2, i]
-            s[0, i] = af[0, 0, i] * v0 + af[0, 1, i] * v1 + af[0, 2, i] * v2
-            s[1, i] = af[1, 0, i] * v0 + af[1, 1, i] * v1 + af[1, 2, i] * v2
-            s[2, i] = af[2, 0, i] * v0 + af[2, 1, i] * v1 + af[2, 2, i] * v2
-    else:
-        tmp = np.empty(n)
-        for i in range(size):
-            for j in range(n):
-                tmp[j] = s[j, i]
-            for r in range(n):
-                acc = 0.0
-                for j in range(n):
-                    acc += af[r, j, i] * tmp[j]
-                s[r, i] = acc
 
 
 @numba.njit(cache=True, inline="always", fastmath=_LANE_FLAGS)
@@ -739,49 +705,91 @@ def _lanes_point(s, qg, i0, out):
 
 
 @numba.njit(cache=True, inline="always", fastmath=_LANE_FLAGS)
-def _sparse_step_lanes(s, qg, af, cg, buf_i, buf_v, cnt, j0, labs, binary, n_lin, d, has_bias, z, dz, step_loss, zl,
-                       dzl, pz):
-    """:func:`_sparse_step` for the L lanes of one client (``s`` [n, P·L], flat index k·L + l; ``qg``,
-    ``cg`` [n, L]; ``af`` [n, n, P·L]): the rows are read once for every lane. step_loss [L] = the
-    step's mean loss per lane; ``pz`` [L] scratch."""
-    n, lanes = s.shape[0], qg.shape[1]
-    b_size = len(labs)
-    inv_b = 1.0 / b_size
-    bias_at = n_lin * d
-    step_loss[:] = 0.0
-    for b in range(b_size):
-        j = j0 + b
-        m = cnt[j]
-        for cl in range(n_lin):
-            off = cl * d
-            z[cl, :] = 0.0
-            zc = z[cl]
-            for u in range(m + (1 if has_bias else 0)):
-                k, v = (off + buf_i[j, u], buf_v[j, u]) if u < m else (bias_at + cl, 1.0)
-                _lanes_point(s, qg, k * lanes, pz)
-                if u < m:
+def _point_add(z, cl, v, qpw, j, src, i0):
+    """z[cl, l] += v · q Aʲ src[:, i0 + l] for every lane l: a coordinate's term in the logit, at its
+    point j steps on (``qpw`` [K + 1, n, L]: :func:`_powers`; ``src`` [n, P·L])."""
+    n, lanes = src.shape[0], z.shape[1]
+    zc = z[cl]
+    if n == 2:
+        q0, q1, s0, s1 = qpw[j, 0], qpw[j, 1], src[0, i0:i0 + lanes], src[1, i0:i0 + lanes]
+        for ln in range(lanes):
+            zc[ln] += v * (q0[ln] * s0[ln] + q1[ln] * s1[ln])
+    elif n == 1:
+        q0, s0 = qpw[j, 0], src[0, i0:i0 + lanes]
+        for ln in range(lanes):
+            zc[ln] += v * (q0[ln] * s0[ln])
+    else:
+        for ln in range(lanes):
+            pv = 0.0
+            for r in range(n):
+                pv += qpw[j, r, ln] * src[r, i0 + ln]
+            zc[ln] += v * pv
+
+
+@numba.njit(cache=True, inline="always", fastmath=_LANE_FLAGS)
+def _advance(dst, i0, src, j0, pw, j, cg, dz, b, cl, v, nv):
+    """dst[:, i0 + l] = Aʲ src[:, j0 + l] + c dz[b, cl, l] v for every lane l: one coordinate's n
+    sequences brought j steps forward, a gradient term added (``pw`` [K + 1, n, n, L]:
+    :func:`_powers`; ``cg`` [n, L]; ``dz`` [B, C, L] the logit gradients, ``v`` the input, 0 for
+    none; ``dst``, ``src`` [n, P·L], the same array allowed). The new values go to the scratch ``nv``
+    [n, L] first, a loop per sequence, then to ``dst``: loops that each write one array and read
+    few vectorize across the lanes."""
+    n, lanes = dst.shape[0], cg.shape[1]
+    for r in range(n):
+        nr, cr, dzl = nv[r], cg[r], dz[b, cl]
+        for ln in range(lanes):
+            nr[ln] = cr[ln] * (dzl[ln] * v)
+        for c in range(n):
+            pc, sc = pw[j, r, c], src[c, j0:j0 + lanes]
+            for ln in range(lanes):
+                nr[ln] += pc[ln] * sc[ln]
+    for r in range(n):
+        dr, nr = dst[r, i0:i0 + lanes], nv[r]
+        for ln in range(lanes):
+            dr[ln] = nr[ln]
+
+
+@numba.njit(cache=True)
+def _powers(af, q, cmf, k_steps, lanes):
+    """Aʲ, q Aʲ and C Aʲ for j = 0..K, per group and lane: ``pw`` [G, K + 1, n, n, L], ``qpw`` [G,
+    K + 1, n, L], ``cpw`` [G, K + 1, n_m, n, L] (A and C read off ``af`` [G, n, n, P·L] and ``cmf``
+    [G, n_m, n, P·L] at coordinate 0, where each lane's coefficients start; ``q`` [G, n, L]; A⁰ = I,
+    A¹ = A and q A⁰ = q exactly, Aʲ = A Aʲ⁻¹)."""
+    n_groups, n, nm = af.shape[0], af.shape[1], cmf.shape[1]
+    pw = np.zeros((n_groups, k_steps + 1, n, n, lanes))
+    qpw = np.empty((n_groups, k_steps + 1, n, lanes))
+    cpw = np.empty((n_groups, k_steps + 1, nm, n, lanes))
+    for gi in range(n_groups):
+        for r in range(n):
+            for ln in range(lanes):
+                pw[gi, 0, r, r, ln] = 1.0
+                for c in range(n):
+                    pw[gi, 1, r, c, ln] = af[gi, r, c, ln]
+        for j in range(2, k_steps + 1):
+            for r in range(n):
+                for c in range(n):
                     for ln in range(lanes):
-                        zc[ln] += v * pz[ln]
-                else:  # the bias: its input is 1
+                        acc = 0.0
+                        for m in range(n):
+                            acc += af[gi, r, m, ln] * pw[gi, j - 1, m, c, ln]
+                        pw[gi, j, r, c, ln] = acc
+        qpw[gi, 0] = q[gi]
+        for j in range(1, k_steps + 1):
+            for c in range(n):
+                for ln in range(lanes):
+                    acc = 0.0
+                    for r in range(n):
+                        acc += q[gi, r, ln] * pw[gi, j, r, c, ln]
+                    qpw[gi, j, c, ln] = acc
+        for j in range(k_steps + 1):
+            for e in range(nm):
+                for c in range(n):
                     for ln in range(lanes):
-                        zc[ln] += pz[ln]
-        _grads_lanes(z, labs[b], binary, n_lin, inv_b, dz[b], step_loss, True, zl, dzl)
-    for ln in range(lanes):
-        step_loss[ln] *= inv_b
-    _linear_map_lanes(s, af, n, s.shape[1])  # s ← A s, every coordinate
-    for b in range(b_size):  # s ← s + c ∇f: the gradient's non-zero coordinates only
-        j = j0 + b
-        m = cnt[j]
-        for cl in range(n_lin):
-            off = cl * d
-            for u in range(m + (1 if has_bias else 0)):
-                k, v = (off + buf_i[j, u], buf_v[j, u]) if u < m else (bias_at + cl, 1.0)
-                i0 = k * lanes
-                dzc = dz[b, cl]
-                for r in range(n):
-                    sr, cr = s[r, i0:i0 + lanes], cg[r]
-                    for ln in range(lanes):
-                        sr[ln] += cr[ln] * (dzc[ln] * v)
+                        acc = 0.0
+                        for r in range(n):
+                            acc += cmf[gi, e, r, ln] * pw[gi, j, r, c, ln]
+                        cpw[gi, j, e, c, ln] = acc
+    return pw, qpw, cpw
 
 
 @numba.njit(cache=True, inline="always")
@@ -810,68 +818,6 @@ def _gather_rows(loc, y_all, indptr, indices, values, labs, buf_i, buf_v, cnt):
         for u in range(m):
             buf_i[j, u] = indices[start + u]
             buf_v[j, u] = values[start + u]
-
-
-@numba.njit(cache=True, fastmath=_LANE_FLAGS)
-def _round_item(sc, lo, hi, t, indptr, indices, values, width, y_all, row_table, slot, sizes, thresholds, key_seed,
-                key_id, purpose, weight, qg, af, cg, bf, cmf, dmf, k_steps, b_size, binary, n_lin, d, has_bias, acc,
-                nnz, ok):
-    """One round of clients lo..hi−1 of one group of L lanes (server states ``sc`` [n_s, P·L], flat
-    index k·L + l; the lanes' forms, ``qg``, ``cg`` [n, L] and the rest repeated over the
-    coordinates, [..., P·L]): each client's rows drawn and gathered once, then for every lane its
-    state s = B S, K steps (:func:`_sparse_step_lanes`), its message e = C s + D S counted into
-    nnz[l] and added times weight[g] to ``acc`` [n_m, P·L] (zeroed first), in client order; ok[l]
-    cleared where a lane's loss is not finite."""
-    n, size, lanes = bf.shape[0], sc.shape[1], qg.shape[1]
-    nm = cmf.shape[0]
-    per_client = k_steps * b_size
-    s = np.empty((n, size))
-    ev = np.empty(size)
-    z = np.empty((n_lin, lanes))
-    dz = np.empty((b_size, n_lin, lanes))
-    step_loss = np.empty(lanes)
-    total = np.empty(lanes)
-    pz = np.empty(lanes)
-    count = np.zeros(lanes)
-    zl = np.empty(n_lin)
-    dzl = np.empty(n_lin)
-    loc = np.empty(per_client, dtype=np.int64)
-    labs = np.empty(per_client, dtype=np.int64)
-    buf_i = np.empty((per_client, width), dtype=indices.dtype)
-    buf_v = np.empty((per_client, width), dtype=values.dtype)
-    cnt = np.empty(per_client, dtype=np.int64)
-    ent = np.empty((1, 4), dtype=np.uint64)
-    pool = np.empty(4, dtype=np.uint64)
-    words = np.empty(8, dtype=np.uint64)
-    acc[:, :] = 0.0
-    for g in range(lo, hi):
-        _client_rows(g, t, per_client, key_seed, key_id, purpose, sizes, thresholds, row_table, slot, ent, pool,
-                     words, loc)
-        _gather_rows(loc, y_all, indptr, indices, values, labs, buf_i, buf_v, cnt)
-        for i in range(n):  # client_init
-            _mix(s[i], bf[i], sc, False, lanes)
-        total[:] = 0.0
-        for t_local in range(k_steps):
-            _sparse_step_lanes(s, qg, af, cg, buf_i, buf_v, cnt, t_local * b_size,
-                               labs[t_local * b_size:(t_local + 1) * b_size], binary, n_lin, d, has_bias, z, dz,
-                               step_loss, zl, dzl, pz)
-            for ln in range(lanes):
-                total[ln] += step_loss[ln]
-        for ln in range(lanes):
-            ok[ln] = ok[ln] and math.isfinite(total[ln])
-        wg = weight[g]
-        for e in range(nm):  # client_final, counted and summed
-            _mix(ev, cmf[e], s, False, lanes)
-            _mix(ev, dmf[e], sc, True, lanes)
-            ae = acc[e]
-            for i in range(size):
-                ae[i] += wg * ev[i]
-            for k in range(size // lanes):
-                evk = ev[k * lanes:(k + 1) * lanes]
-                for ln in range(lanes):
-                    count[ln] += 1.0 if evk[ln] != 0.0 else 0.0
-    for ln in range(lanes):
-        nnz[ln] += int(count[ln])
 
 
 @numba.njit(cache=True, fastmath=_LANE_FLAGS)
@@ -905,6 +851,19 @@ def _round_item_one_step(p, e_shared, lo, hi, t, indptr, indices, values, y_all,
     touched = np.empty(p_total, dtype=np.int64)
     change = np.zeros(lanes)  # Σ over the clients of the change in their messages' non-zeros (exact in float64)
     base = np.zeros(lanes, dtype=np.int64)
+    return _one_step_clients(
+        p, e_shared, lo, hi, t, indptr, indices, values, y_all, row_table, slot, sizes, thresholds, key_seed, key_id,
+        purpose, weight, ccg, k_steps, b_size, binary, n_lin, d, has_bias, acc, nnz, ok, nm, size, lanes, p_total,
+        per_client, inv_b, bias_at, z, dz, fin, zl, dzl, loc, ent, pool, words, grad, pos, touched, change, base)
+
+
+@numba.njit(cache=True, fastmath=_LANE_FLAGS, _nrt=False)
+def _one_step_clients(
+        p, e_shared, lo, hi, t, indptr, indices, values, y_all, row_table, slot, sizes, thresholds, key_seed, key_id,
+        purpose, weight, ccg, k_steps, b_size, binary, n_lin, d, has_bias, acc, nnz, ok, nm, size, lanes, p_total,
+        per_client, inv_b, bias_at, z, dz, fin, zl, dzl, loc, ent, pool, words, grad, pos, touched, change, base):
+    """The loops of :func:`_round_item_one_step` over its scratch arrays, compiled without
+    reference counting, as :func:`_touched_clients`."""
     for e in range(nm):
         for k in range(p_total):
             for ln in range(lanes):
@@ -958,34 +917,37 @@ def _round_item_one_step(p, e_shared, lo, hi, t, indptr, indices, values, y_all,
 
 
 @numba.njit(cache=True, fastmath=_LANE_FLAGS)
-def _round_item_touched(traj, ptraj, e_shared, d_shared, lo, hi, t, indptr, indices, values, width, y_all, row_table,
-                        slot, sizes, thresholds, key_seed, key_id, purpose, weight, qg, af, cg, cmf, k_steps, b_size,
+def _round_item_touched(s0, pw, qpw, cpw, e_shared, d_shared, lo, hi, t, indptr, indices, values, width, y_all,
+                        row_table, slot, sizes, thresholds, key_seed, key_id, purpose, weight, qg, cg, k_steps, b_size,
                         binary, n_lin, d, has_bias, acc, acc_w, nnz, ok):
-    """:func:`_round_item` computing only the coordinates a client's rows touch (K·B rows of a few
-    non-zeros each, against P coordinates): every client of a lane starts from the same s⁰ = B S,
-    and the step acts coordinate by coordinate, so a coordinate none of its rows has touched holds
-    the shared trajectory ``traj[t]`` = Aᵗ s⁰ (computed once per round by :func:`_round_shared`,
-    the same operations, so the same bits) and ends with the shared message ``e_shared`` = C Aᴷ s⁰
-    + D S. A client keeps its own values only at its touched coordinates, packed in the order it
-    touched them (taken from the trajectory when first touched), so its steps cost its rows'
-    non-zeros and one vectorized pass over its touched set, not passes over the parameters. ``acc``
-    [n_m, P·L] (zeroed first) gets Σ weight[g] e at the touched coordinates (e = C s + ``d_shared``,
-    d_shared = D S), ``acc_w`` [P] the weight of the clients that touched each coordinate (the
-    rest take e_shared: :func:`_round_reduce`). Returns Σ weight[g]."""
-    n, size, lanes = traj.shape[1], traj.shape[2], qg.shape[1]
+    """One round of clients lo..hi−1 of one group of L lanes, each client computing only the
+    coordinates its K·B rows touch. Every client of a lane starts from the same s⁰ = B S (``s0``
+    [n, P·L], flat index k·L + l) and the step s ← A s + c ∇f(q s) acts coordinate by coordinate
+    with the same A at every coordinate, so a coordinate that none of a client's rows has touched
+    since step j holds Aᵗ⁻ʲ times its value then. A client keeps its own values only at the
+    coordinates its rows touch, packed in the order it touched them, each with the step it is
+    current at, and brings a coordinate forward with the power Aᵗ⁻ʲ (``pw`` [K + 1, n, n, L]:
+    :func:`_powers`) when a row reads it: a step costs its rows' non-zeros, whatever K and the
+    number of coordinates. At the end its touched coordinates are brought to step K; the others
+    hold Aᴷ s⁰ and send the shared message ``e_shared`` = C Aᴷ s⁰ + D S (:func:`_round_shared`).
+    ``acc`` [n_m, P·L] (zeroed first) gets Σ weight[g] e at the touched coordinates (e = C s +
+    ``d_shared``, d_shared = D S), ``acc_w`` [P] the weight of the clients that touched each
+    coordinate (the rest take e_shared: :func:`_round_reduce`); nnz[l] counts the messages'
+    non-zeros, ok[l] is cleared where a lane's loss is not finite. Returns Σ weight[g]."""
+    n, size, lanes = s0.shape[0], s0.shape[1], qg.shape[1]
     p_total = size // lanes
-    nm = cmf.shape[0]
+    nm = cpw.shape[1]
     per_client = k_steps * b_size
     bias_at = n_lin * d
     s = np.empty((n, size))  # the touched coordinates' values, packed: touched[j] at j·L .. j·L + L − 1
-    cs = np.empty(size)
+    ev = np.empty(lanes)  # a message's values at one coordinate
+    vals = np.empty((n, lanes))
     pos = np.full(p_total, -1, dtype=np.int64)
     touched = np.empty(p_total, dtype=np.int64)
+    at = np.empty(p_total, dtype=np.int64)  # the step packed coordinate j is current at
     z = np.empty((n_lin, lanes))
     dz = np.empty((b_size, n_lin, lanes))
-    step_loss = np.empty(lanes)
-    total = np.empty(lanes)
-    pz = np.empty(lanes)
+    fin = np.empty(lanes)
     count = np.zeros(lanes)
     base = np.zeros(lanes)
     zl = np.empty(n_lin)
@@ -998,6 +960,22 @@ def _round_item_touched(traj, ptraj, e_shared, d_shared, lo, hi, t, indptr, indi
     ent = np.empty((1, 4), dtype=np.uint64)
     pool = np.empty(4, dtype=np.uint64)
     words = np.empty(8, dtype=np.uint64)
+    return _touched_clients(
+        s0, pw, qpw, cpw, e_shared, d_shared, lo, hi, t, indptr, indices, values, width, y_all, row_table, slot, sizes,
+        thresholds, key_seed, key_id, purpose, weight, qg, cg, k_steps, b_size, binary, n_lin, d, has_bias, acc,
+        acc_w, nnz, ok, n, size, lanes, p_total, nm, per_client, bias_at, s, ev, vals, pos, touched, at, z, dz,
+        fin, count, base, zl, dzl, loc, labs, buf_i, buf_v, cnt, ent, pool, words)
+
+
+@numba.njit(cache=True, fastmath=_LANE_FLAGS, _nrt=False)
+def _touched_clients(
+        s0, pw, qpw, cpw, e_shared, d_shared, lo, hi, t, indptr, indices, values, width, y_all, row_table, slot, sizes,
+        thresholds, key_seed, key_id, purpose, weight, qg, cg, k_steps, b_size, binary, n_lin, d, has_bias, acc,
+        acc_w, nnz, ok, n, size, lanes, p_total, nm, per_client, bias_at, s, ev, vals, pos, touched, at, z, dz,
+        fin, count, base, zl, dzl, loc, labs, buf_i, buf_v, cnt, ent, pool, words):
+    """The loops of :func:`_round_item_touched` over its scratch arrays, compiled without
+    reference counting (they allocate nothing): there every view and every array handed to an
+    inlined helper cost an atomic increment and decrement, a quarter of the time."""
     for e in range(nm):
         for k in range(p_total):
             ek = e_shared[e, k * lanes:(k + 1) * lanes]
@@ -1012,98 +990,93 @@ def _round_item_touched(traj, ptraj, e_shared, d_shared, lo, hi, t, indptr, indi
                      words, loc)
         _gather_rows(loc, y_all, indptr, indices, values, labs, buf_i, buf_v, cnt)
         n_touched = 0
-        total[:] = 0.0
         for t_local in range(k_steps):
             j0 = t_local * b_size
-            step_loss[:] = 0.0
-            pt = ptraj[t_local]
-            for b in range(b_size):  # the gradients at p = q s (its own or the shared coordinates)
+            for b in range(b_size):  # the gradients at p = q Aᵗ⁻ʲ s (s⁰ where the client has not been)
                 j = j0 + b
                 m = cnt[j]
                 for cl in range(n_lin):
                     off = cl * d
-                    zc = z[cl]
-                    zc[:] = 0.0
+                    for ln in range(lanes):
+                        z[cl, ln] = 0.0
                     for u in range(m + (1 if has_bias else 0)):
                         k, v = (off + buf_i[j, u], buf_v[j, u]) if u < m else (bias_at + cl, 1.0)
-                        if pos[k] >= 0:
-                            _lanes_point(s, qg, pos[k] * lanes, pz)
+                        jt = pos[k]
+                        if jt < 0:
+                            _point_add(z, cl, v, qpw, t_local, s0, k * lanes)
                         else:
-                            pz[:] = pt[k * lanes:(k + 1) * lanes]
-                        for ln in range(lanes):
-                            zc[ln] += v * pz[ln]
-                _grads_lanes(z, labs[j], binary, n_lin, inv_b, dz[b], step_loss, True, zl, dzl)
-            for ln in range(lanes):
-                total[ln] += step_loss[ln] * inv_b
-            _linear_map_lanes(s, af, n, n_touched * lanes)  # s ← A s at the touched coordinates
-            nxt = traj[t_local + 1]
-            for b in range(b_size):  # s ← s + c ∇f, a coordinate first touched taken from traj[t + 1]
+                            _point_add(z, cl, v, qpw, t_local - at[jt], s, jt * lanes)
+                fin[:] = 0.0
+                _grads_lanes(z, labs[j], binary, n_lin, inv_b, dz[b], fin, False, zl, dzl)  # finite where the loss is
+                for ln in range(lanes):
+                    ok[ln] = ok[ln] and math.isfinite(fin[ln])
+            nxt = t_local + 1
+            for b in range(b_size):  # s ← Aᵗ⁺¹⁻ʲ s + c ∇f at the gradient's coordinates
                 j = j0 + b
                 m = cnt[j]
                 for cl in range(n_lin):
                     off = cl * d
-                    dzc = dz[b, cl]
                     for u in range(m + (1 if has_bias else 0)):
                         k, v = (off + buf_i[j, u], buf_v[j, u]) if u < m else (bias_at + cl, 1.0)
-                        if pos[k] < 0:
-                            pos[k] = n_touched
-                            touched[n_touched] = k
-                            for r in range(n):
-                                s[r, n_touched * lanes:(n_touched + 1) * lanes] = nxt[r, k * lanes:(k + 1) * lanes]
+                        jt = pos[k]
+                        if jt < 0:  # first touched: from s⁰
+                            jt = n_touched
+                            pos[k] = jt
+                            touched[jt] = k
                             n_touched += 1
-                        i0 = pos[k] * lanes
-                        for r in range(n):
-                            sr, cr = s[r, i0:i0 + lanes], cg[r]
+                            _advance(s, jt * lanes, s0, k * lanes, pw, nxt, cg, dz, b, cl, v, vals)
+                        elif at[jt] < nxt:
+                            _advance(s, jt * lanes, s, jt * lanes, pw, nxt - at[jt], cg, dz, b, cl, v, vals)
+                        else:  # another row of this step at this coordinate
+                            i0 = jt * lanes
                             for ln in range(lanes):
-                                sr[ln] += cr[ln] * (dzc[ln] * v)
-        for ln in range(lanes):
-            ok[ln] = ok[ln] and math.isfinite(total[ln])
+                                gv = dz[b, cl, ln] * v
+                                for r in range(n):
+                                    s[r, i0 + ln] += cg[r, ln] * gv
+                        at[jt] = nxt
         wg = weight[g]
         w_sum += wg
-        length = n_touched * lanes
-        for jt in range(n_touched):
-            acc_w[touched[jt]] += wg
-        for e in range(nm):  # client_final at the touched coordinates, counted and summed
-            _mix(cs[:length], cmf[e, :, :length], s, False, lanes)
-            for jt in range(n_touched):
-                i0 = touched[jt] * lanes
-                cj = cs[jt * lanes:(jt + 1) * lanes]
-                ae, es, ds = acc[e, i0:i0 + lanes], e_shared[e, i0:i0 + lanes], d_shared[e, i0:i0 + lanes]
+        for jt in range(n_touched):  # client_final at the touched coordinates, C Aᴷ⁻ʲ s + D S, counted and summed
+            k = touched[jt]
+            acc_w[k] += wg
+            pos[k] = -1
+            i0, j0, j = k * lanes, jt * lanes, k_steps - at[jt]
+            for e in range(nm):
+                ds = d_shared[e, i0:i0 + lanes]
                 for ln in range(lanes):
-                    ev = cj[ln] + ds[ln]
-                    ae[ln] += wg * ev
-                    count[ln] += (1.0 if ev != 0.0 else 0.0) - (1.0 if es[ln] != 0.0 else 0.0)
-        for jt in range(n_touched):
-            pos[touched[jt]] = -1
+                    ev[ln] = ds[ln]
+                for c in range(n):
+                    pc, sc = cpw[j, e, c], s[c, j0:j0 + lanes]
+                    for ln in range(lanes):
+                        ev[ln] += pc[ln] * sc[ln]
+                ae, es = acc[e, i0:i0 + lanes], e_shared[e, i0:i0 + lanes]
+                for ln in range(lanes):
+                    ae[ln] += wg * ev[ln]
+                    count[ln] += (1.0 if ev[ln] != 0.0 else 0.0) - (1.0 if es[ln] != 0.0 else 0.0)
     for ln in range(lanes):
         nnz[ln] += int(base[ln]) * (hi - lo) + int(count[ln])
     return w_sum
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_LANE_FLAGS)
-def _round_shared(server, q, af, bf, cmf, dmf, k_steps, traj, ptraj, e_shared, d_shared):
-    """What every client of a lane shares in a round where all start from s⁰ = B S, for every group
-    g and lane: the trajectory without gradients Aᵗ s⁰ (t = 0..K) in ``traj[g]`` — every step when
-    it has K + 1 slots (:func:`_round_item_touched`), else advanced in place in its one slot and
-    only its end kept (:func:`_round_item_one_step`) — its points q Aᵗ s⁰ in ``ptraj[g, t]`` for
-    the slots it has (t < K), d_shared[g] = D S and e_shared[g] = C Aᴷ s⁰ + D S."""
+def _round_shared(server, q, bf, cmf, dmf, pw, s0, p0, e_shared, d_shared):
+    """What every client of a lane shares in a round (all start from s⁰ = B S), for every group g
+    and lane: s0[g] = s⁰ [n, P·L], its point p0[g] = q s⁰ [P·L], d_shared[g] = D S and e_shared[g]
+    = C Aᴷ s⁰ + D S [n_m, P·L] (Aᴷ = pw[g, K]: :func:`_powers`), the message of a client whose rows
+    touched nothing."""
     n_groups, lanes = server.shape[0], q.shape[2]
     n, size, nm = q.shape[1], server.shape[2], cmf.shape[1]
+    k_steps = pw.shape[1] - 1
+    end = np.empty((n, size))
+    zero = np.zeros((1, 1, lanes))
+    vals = np.empty((n, lanes))
     for gi in range(n_groups):
-        sc = server[gi]
-        tr = traj[gi]
-        every_step = tr.shape[0] > 1
+        sc, start = server[gi], s0[gi]
         for i in range(n):
-            _mix(tr[0, i], bf[gi, i], sc, False, lanes)
-        for t in range(k_steps):
-            now = tr[t] if every_step else tr[0]
-            if t < ptraj.shape[1]:
-                for k in range(size // lanes):
-                    _lanes_point(now, q[gi], k * lanes, ptraj[gi, t, k * lanes:(k + 1) * lanes])
-            if every_step:
-                tr[t + 1] = now
-            _linear_map_lanes(tr[t + 1] if every_step else now, af[gi], n, size)
-        end = tr[k_steps] if every_step else tr[0]
+            _mix(start[i], bf[gi, i], sc, False, lanes)
+        for k in range(size // lanes):
+            _lanes_point(start, q[gi], k * lanes, p0[gi, k * lanes:(k + 1) * lanes])
+            _advance(end, k * lanes, start, k * lanes, pw[gi], k_steps, q[gi], zero, 0, 0, 0.0, vals)
         for e in range(nm):
             _mix(d_shared[gi, e], dmf[gi, e], sc, False, lanes)
             _mix(e_shared[gi, e], cmf[gi, e], end, False, lanes)
@@ -1112,33 +1085,27 @@ def _round_shared(server, q, af, bf, cmf, dmf, k_steps, traj, ptraj, e_shared, d
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_LANE_FLAGS)
-def _round_items(i0, i1, t, server, indptr, indices, values, max_nnz, y_all, row_table, slot, sizes, thresholds,
-                 key_seed, key_id, purpose, item_group, item_lo, item_hi, weight, q, af, c, bf, cmf, dmf, cc, k_steps,
-                 b_size, binary, n_lin, d, has_bias, mode, e_shared, d_shared, traj, ptraj, part, part_w,
-                 item_nnz, item_ok, item_w):
-    """Work items i0..i1−1 of round t (by ``mode``: :data:`DENSE` :func:`_round_item`, :data:`ONE_STEP`
-    :func:`_round_item_one_step`, :data:`TOUCHED` :func:`_round_item_touched`), their sums into
-    ``part[it]`` (and ``part_w[it]``), their non-zeros and loss checks per lane, weights beside."""
+def _round_items(i0, i1, t, indptr, indices, values, max_nnz, y_all, row_table, slot, sizes, thresholds, key_seed,
+                 key_id, purpose, item_group, item_lo, item_hi, weight, q, c, cmf, cc, k_steps, b_size, binary, n_lin,
+                 d, has_bias, mode, e_shared, d_shared, s0, p0, pw, qpw, cpw, part, part_w, item_nnz, item_ok, item_w):
+    """Work items i0..i1−1 of round t (by ``mode``: :data:`ONE_STEP` :func:`_round_item_one_step`,
+    :data:`TOUCHED` :func:`_round_item_touched`), their sums into ``part[it]`` (and ``part_w[it]``),
+    their non-zeros and loss checks per lane, weights beside."""
     for it in range(i0, i1):
         gi = item_group[it]
         item_nnz[it, :] = 0
         item_ok[it, :] = True
         if mode == TOUCHED:
             item_w[it] = _round_item_touched(
-                traj[gi], ptraj[gi], e_shared[gi], d_shared[gi], item_lo[it], item_hi[it], t, indptr, indices, values,
-                max(1, max_nnz), y_all, row_table, slot, sizes, thresholds, key_seed, key_id, purpose, weight, q[gi],
-                af[gi], c[gi], cmf[gi], k_steps, b_size, binary, n_lin, d, has_bias, part[it], part_w[it],
-                item_nnz[it], item_ok[it])
-        elif mode == ONE_STEP:
-            item_w[it] = _round_item_one_step(
-                ptraj[gi, 0], e_shared[gi], item_lo[it], item_hi[it], t, indptr, indices, values, y_all, row_table,
-                slot, sizes, thresholds, key_seed, key_id, purpose, weight, cc[gi], k_steps, b_size, binary, n_lin, d,
-                has_bias, part[it, 0], item_nnz[it], item_ok[it])
+                s0[gi], pw[gi], qpw[gi], cpw[gi], e_shared[gi], d_shared[gi], item_lo[it], item_hi[it], t, indptr,
+                indices, values, max(1, max_nnz), y_all, row_table, slot, sizes, thresholds, key_seed, key_id, purpose,
+                weight, q[gi], c[gi], k_steps, b_size, binary, n_lin, d, has_bias, part[it], part_w[it], item_nnz[it],
+                item_ok[it])
         else:
-            _round_item(server[gi], item_lo[it], item_hi[it], t, indptr, indices, values, max(1, max_nnz), y_all,
-                        row_table, slot, sizes, thresholds, key_seed, key_id, purpose, weight, q[gi], af[gi], c[gi],
-                        bf[gi], cmf[gi], dmf[gi], k_steps, b_size, binary, n_lin, d, has_bias, part[it],
-                        item_nnz[it], item_ok[it])
+            item_w[it] = _round_item_one_step(
+                p0[gi], e_shared[gi], item_lo[it], item_hi[it], t, indptr, indices, values, y_all, row_table, slot,
+                sizes, thresholds, key_seed, key_id, purpose, weight, cc[gi], k_steps, b_size, binary, n_lin, d,
+                has_bias, part[it, 0], item_nnz[it], item_ok[it])
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_LANE_FLAGS)
@@ -1214,22 +1181,21 @@ def _thresholds(sizes):
 
 
 @numba.njit(cache=True)
-def _round_buffers(n_items, server, q, cmf, cc, sizes, mode, k_steps):
+def _round_buffers(n_items, server, q, af, cmf, cc, sizes, mode, k_steps):
     """The scratch arrays of a segment of rounds (:func:`_run_rounds`, and the threaded
     :meth:`LinearSteps._threaded_rounds`): per work item its summed messages ``part`` [items, n_m,
     P·L], its non-zero counts and finiteness per lane, and its weight; the draw thresholds of
-    ``sizes``; per group what its clients share (:func:`_round_shared`; empty for :data:`DENSE`):
-    ``e_shared``, ``d_shared`` [G, n_m, P·L], the trajectory ``traj`` [G, K + 1 (:data:`TOUCHED`)
-    or 1, n, P·L] and its points ``ptraj`` [G, K or 1, P·L]; and per item the weight at each
-    coordinate ``part_w`` [items, P] (the touched path's; else empty)."""
+    ``sizes``; per group what its clients share (:func:`_round_shared`): ``e_shared``, ``d_shared``
+    [G, n_m, P·L], the start ``s0`` [G, n, P·L] and its point ``p0`` [G, P·L]; the powers of A
+    ``pw`` [G, K + 1, n, n, L] (:func:`_powers`); and per item the weight at each coordinate
+    ``part_w`` [items, P] (the touched path's; else empty)."""
     n_groups, size, lanes, nm, n = server.shape[0], server.shape[2], cc.shape[2], cmf.shape[1], q.shape[1]
-    shared = size if mode != DENSE else 1
-    slots = k_steps if mode == TOUCHED else 1
+    pw, qpw, cpw = _powers(af, q, cmf, k_steps, lanes)
     return (np.zeros((n_items, nm, size)), np.zeros((n_items, lanes), dtype=np.int64),
             np.ones((n_items, lanes), dtype=np.bool_), np.zeros(n_items), _thresholds(sizes),
-            np.empty((n_groups, nm, shared)), np.empty((n_groups, nm, shared)),
-            np.empty((n_groups, slots + 1 if mode == TOUCHED else 1, n, shared)),
-            np.empty((n_groups, slots, shared)), np.zeros((n_items, size // lanes if mode == TOUCHED else 1)))
+            np.empty((n_groups, nm, size)), np.empty((n_groups, nm, size)), np.empty((n_groups, n, size)),
+            np.empty((n_groups, size)), pw, qpw, cpw,
+            np.zeros((n_items, size // lanes if mode == TOUCHED else 1)))
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_LANE_FLAGS)
@@ -1249,21 +1215,20 @@ def _run_rounds(server, indptr, indices, values, max_nnz, y_all, row_table, slot
 
     Per round: the work items (clients ``item_lo[it]`` to ``item_hi[it] − 1`` of group
     ``item_group[it]``, engine-wide ids of its first cell; :func:`_round_items`) each sum their
-    clients' weighted messages in client order; then :func:`_round_reduce`. The one-point and
-    touched paths first compute what a round's clients share (:func:`_round_shared`).
+    clients' weighted messages in client order; then :func:`_round_reduce`. Each round first
+    computes what its clients share (:func:`_round_shared`).
     :meth:`LinearSteps.rounds` runs the same three parts with the items split over threads (the same
     numbers: an item's sum does not depend on who runs it)."""
     n_items = len(item_group)
-    part, item_nnz, item_ok, item_w, thresholds, e_shared, d_shared, traj, ptraj, part_w = _round_buffers(
-        n_items, server, q, cmf, cc, sizes, mode, k_steps)
+    part, item_nnz, item_ok, item_w, thresholds, e_shared, d_shared, s0, p0, pw, qpw, cpw, part_w = _round_buffers(
+        n_items, server, q, af, cmf, cc, sizes, mode, k_steps)
     last = t0 - 1
     for t in range(t0, t1 + 1):
-        if mode != DENSE:
-            _round_shared(server, q, af, bf, cmf, dmf, k_steps, traj, ptraj, e_shared, d_shared)
-        _round_items(0, n_items, t, server, indptr, indices, values, max_nnz, y_all, row_table, slot, sizes,
-                     thresholds, key_seed, key_id, purpose, item_group, item_lo, item_hi, weight, q, af, c, bf, cmf,
-                     dmf, cc, k_steps, b_size, binary, n_lin, d, has_bias, mode, e_shared, d_shared, traj, ptraj,
-                     part, part_w, item_nnz, item_ok, item_w)
+        _round_shared(server, q, bf, cmf, dmf, pw, s0, p0, e_shared, d_shared)
+        _round_items(0, n_items, t, indptr, indices, values, max_nnz, y_all, row_table, slot, sizes, thresholds,
+                     key_seed, key_id, purpose, item_group, item_lo, item_hi, weight, q, c, cmf, cc, k_steps, b_size,
+                     binary, n_lin, d, has_bias, mode, e_shared, d_shared, s0, p0, pw, qpw, cpw, part, part_w, item_nnz,
+                     item_ok, item_w)
         last = t
         if _round_reduce(server, item_group, emf, fmf, cc, mode, e_shared, part, part_w, item_nnz, item_ok, item_w,
                          nonzeros, diverged):
@@ -1314,20 +1279,14 @@ def _evaluate_lanes(indptr, indices, values, y, w, binary, n_lin, d, has_bias, n
 # the engine's side
 
 
-def round_mode(k_steps: int, batch_size: int, max_nnz: int, n_lin: int, width: int, q: np.ndarray,
-               a: np.ndarray, c: np.ndarray) -> int:
-    """How the compiled rounds compute a round's clients (:data:`DENSE`, :data:`ONE_STEP`,
-    :data:`TOUCHED`), given the cells' step forms ``q`` [C, n], ``a`` [C, n, n], ``c`` [C, n]: every
-    gradient at one point (one step, every client from the same point; or, in every cell, a point
-    that gradients do not move and a gradient sum carried as is: q A = q and A c = c exactly); or
-    rows whose non-zeros in all (K·B·(max_nnz + 1 bias) per class) touch at most
-    :data:`TOUCHED_FRACTION` of the ``width`` coordinates; or every coordinate."""
+def round_mode(k_steps: int, q: np.ndarray, a: np.ndarray, c: np.ndarray) -> int:
+    """How the compiled rounds compute a round's clients, given the cells' step forms ``q`` [C, n],
+    ``a`` [C, n, n], ``c`` [C, n]: :data:`ONE_STEP`, every gradient at one point, where there is one
+    step (every client starts from the same point) or, in every cell, a point that gradients do not
+    move and a gradient sum carried as is (q A = q and A c = c exactly: Mb-SGD, Mb-Ac-SGD); else
+    :data:`TOUCHED`."""
     fixed = all(np.array_equal(qi @ ai, qi) and np.array_equal(ai @ ci, ci) for qi, ai, ci in zip(q, a, c))
-    if k_steps == 1 or fixed:
-        return ONE_STEP
-    if k_steps * batch_size * n_lin * (max_nnz + 1) <= TOUCHED_FRACTION * width:
-        return TOUCHED
-    return DENSE
+    return ONE_STEP if k_steps == 1 or fixed else TOUCHED
 
 
 def lane_groups(bounds: list[tuple[int, int]], key_seed: np.ndarray, key_id: np.ndarray, row_table: np.ndarray,
@@ -1471,8 +1430,8 @@ class LinearSteps:
          item_group, item_lo, item_hi, weight, q, af, c, bf, cmf, dmf, emf, fmf, cc, k_steps, b_size, binary, n_lin, d,
          has_bias, mode) = args
         n_items = len(item_group)
-        part, item_nnz, item_ok, item_w, thresholds, e_shared, d_shared, traj, ptraj, part_w = _round_buffers(
-            n_items, server, q, cmf, cc, sizes, mode, k_steps)
+        part, item_nnz, item_ok, item_w, thresholds, e_shared, d_shared, s0, p0, pw, qpw, cpw, part_w = _round_buffers(
+            n_items, server, q, af, cmf, cc, sizes, mode, k_steps)
         done = np.concatenate([[0], np.cumsum(item_hi - item_lo)])
         cuts = np.searchsorted(done, np.linspace(0, done[-1], threads + 1)[1:-1])
         ranges = list(zip([0, *cuts], [*cuts, n_items]))
@@ -1480,15 +1439,14 @@ class LinearSteps:
             self._pool = ThreadPoolExecutor(threads - 1)
 
         def items(i0, i1, t):
-            _round_items(i0, i1, t, server, indptr, indices, values, max_nnz, y_all, row_table, slot, sizes,
-                         thresholds, key_seed, key_id, purpose, item_group, item_lo, item_hi, weight, q, af, c, bf,
-                         cmf, dmf, cc, k_steps, b_size, binary, n_lin, d, has_bias, mode, e_shared, d_shared,
-                         traj, ptraj, part, part_w, item_nnz, item_ok, item_w)
+            _round_items(i0, i1, t, indptr, indices, values, max_nnz, y_all, row_table, slot, sizes, thresholds,
+                         key_seed, key_id, purpose, item_group, item_lo, item_hi, weight, q, c, cmf, cc, k_steps,
+                         b_size, binary, n_lin, d, has_bias, mode, e_shared, d_shared, s0, p0, pw, qpw, cpw, part,
+                         part_w, item_nnz, item_ok, item_w)
 
         last = t0 - 1
         for t in range(t0, t1 + 1):
-            if mode != DENSE:
-                _round_shared(server, q, af, bf, cmf, dmf, k_steps, traj, ptraj, e_shared, d_shared)
+            _round_shared(server, q, bf, cmf, dmf, pw, s0, p0, e_shared, d_shared)
             futures = [self._pool.submit(items, i0, i1, t) for i0, i1 in ranges[1:]]
             items(*ranges[0], t)
             for f in futures:
@@ -1628,7 +1586,7 @@ class LinearSteps:
                 key_id, _purpose_id("batches"), np.array(item_group, dtype=np.int64),
                 np.array(item_lo, dtype=np.int64), np.array(item_hi, dtype=np.int64), weight_of, q, af, c, bf, cmf,
                 dmf, emf, fmf, cc, k_steps, int(batch_size), self.kind == "binary", n_lin, d, self.kind != "binary",
-                round_mode(k_steps, int(batch_size), rows[4], n_lin, width, *per_cell[:3]))
+                round_mode(k_steps, *per_cell[:3]))
         draws = sum(bounds[g[0]][1] - bounds[g[0]][0] for g in lanes) * n_lanes
         threads = min(torch.get_num_threads(), draws // MIN_ROUND_CLIENTS_PER_THREAD, len(item_group))
         if threads > 1:
