@@ -70,8 +70,9 @@ def _fedac(cfg):
 
 def _fedac_sparse(cfg):
     """FedAc's protocol on a sparse a9a-like LIBSVM file (written by :func:`_write_a9a_like`): the
-    compiled whole-rounds paths (lanes; K = 1 one point, K = 2 touched coordinates, K = 8 every
-    coordinate; Mb-SGD one point at every K) and the evaluations of all cells in one pass."""
+    compiled whole-rounds paths (lanes; K = 1 one point; K = 2 and 8 touched coordinates brought
+    forward by powers of A, at K = 8 most coordinates; Mb-SGD one point at every K) and the
+    evaluations of all cells in one pass."""
     _fedac(cfg)
     e = cfg["experiments"]["fedac_quick"]
     cfg["datasets"] = {"sparse": {"source": "libsvm_file", "path": "data/a9a_like.svm", "test_fraction": 0.2}}
