@@ -1271,15 +1271,21 @@ def _evaluate_lanes(indptr, indices, values, y, w, binary, n_lin, d, has_bias, n
     Wx + b). Each lane's numbers are those of its model alone (rows summed in order, nothing summed
     across lanes). Returns (loss_sum [L], hits [C, L] of rows predicted right per class, counts [C])."""
     lanes = w.shape[0] // (n_lin * d + (n_lin if has_bias else 0))
-    n_rows = len(y)
-    z = np.empty((n_lin, lanes))
-    dz = np.empty((n_lin, lanes))
-    zl = np.empty(n_lin)
-    dzl = np.empty(n_lin)
     loss = np.zeros(lanes)
     hits = np.zeros((num_classes, lanes))
     counts = np.zeros(num_classes)
-    for r in range(n_rows):
+    _evaluate_rows(indptr, indices, values, y, w, binary, n_lin, d, has_bias, np.empty((n_lin, lanes)),
+                   np.empty((n_lin, lanes)), np.empty(n_lin), np.empty(n_lin), loss, hits, counts)
+    return loss, hits, counts
+
+
+@numba.njit(cache=True, nogil=True, fastmath=_LANE_FLAGS, _nrt=False)
+def _evaluate_rows(indptr, indices, values, y, w, binary, n_lin, d, has_bias, z, dz, zl, dzl, loss, hits, counts):
+    """The loop of :func:`_evaluate_lanes` over its scratch arrays (``z``, ``dz`` [C, L], ``zl``,
+    ``dzl`` [C]), adding into ``loss``, ``hits`` and ``counts``; compiled without reference
+    counting, as :func:`_touched_clients`."""
+    lanes = z.shape[1]
+    for r in range(len(y)):
         start = indptr[r]
         _logits_lanes(z, w, indices, values, start, indptr[r + 1] - start, n_lin, d, has_bias, lanes)
         lab = y[r]
@@ -1295,7 +1301,6 @@ def _evaluate_lanes(indptr, indices, values, y, w, binary, n_lin, d, has_bias, n
                     if z[cl, ln] > z[pred, ln]:
                         pred = cl
             hl[ln] += 1.0 if pred == lab else 0.0
-    return loss, hits, counts
 
 
 # ----------------------------------------------------------------------------------------------
