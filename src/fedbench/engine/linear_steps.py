@@ -840,8 +840,9 @@ def _gather_rows(loc, y_all, indptr, indices, values, labs, buf_i, buf_v, cnt):
 def _round_item_one_step(p, e_shared, lo, hi, t, indptr, indices, values, y_all, row_table, slot, sizes, thresholds,
                          key_seed, key_id, purpose, weight, ccg, k_steps, b_size, binary, n_lin, d, has_bias, acc, nnz,
                          ok):
-    """:func:`_round_item` where every gradient of a client's round is taken at the same point p:
-    one step (K = 1, any algorithm: every client of a lane starts from s⁰ = B S), or K steps of an
+    """One round of clients lo..hi−1 of one group of L lanes where every gradient of a client's
+    round is taken at the same point p: one step (K = 1, any algorithm: every client of a lane
+    starts from s⁰ = B S), or K steps of an
     algorithm whose point does not move with the gradients and whose gradient sum is carried as is
     (q A = q and A c = c: Mb-SGD's and Mb-Ac-SGD's accumulation; :func:`round_mode`). Its message is
     e_k = e_shared + (C c) Σ_steps ∇f(p; rows) with e_shared = C Aᴷ s⁰ + D S and p = q s⁰ computed
