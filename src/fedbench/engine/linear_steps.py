@@ -436,6 +436,17 @@ _GATHER_ROWS = 256
 _GATHER_BYTES = 256 << 10
 
 
+@numba.njit(cache=True, inline="always")
+def _copy_row(r, indptr, indices, values, buf_i, buf_v, cnt, j):
+    """CSR row r's non-zeros copied into line j of ``buf_i``/``buf_v``, their count into ``cnt[j]``."""
+    start = indptr[r]
+    m = indptr[r + 1] - start
+    cnt[j] = m
+    for u in range(m):
+        buf_i[j, u] = indices[start + u]
+        buf_v[j, u] = values[start + u]
+
+
 @numba.njit(cache=True, fastmath=_FLAGS)
 def _run_sparse(state, indptr, indices, values, max_nnz, idx, lab, coef_of, q, a, c, binary, n_lin, d, has_bias,
                 loss_sum, last_loss, lo, hi):
@@ -463,13 +474,7 @@ def _run_sparse(state, indptr, indices, values, max_nnz, idx, lab, coef_of, q, a
         for g in range(g0, g1):  # gather the block's rows
             for t in range(s_steps):
                 for b in range(b_size):
-                    r = idx[g, t, b]
-                    start = indptr[r]
-                    m = indptr[r + 1] - start
-                    cnt[j] = m
-                    for u in range(m):
-                        buf_i[j, u] = indices[start + u]
-                        buf_v[j, u] = values[start + u]
+                    _copy_row(idx[g, t, b], indptr, indices, values, buf_i, buf_v, cnt, j)
                     j += 1
         for g in range(g0, g1):
             s = state[g]
@@ -826,14 +831,8 @@ def _gather_rows(loc, y_all, indptr, indices, values, labs, buf_i, buf_v, cnt):
     """The CSR rows ``loc`` copied out: labels into ``labs``, non-zeros into ``buf_i``/``buf_v`` (a
     row a line), their counts into ``cnt``."""
     for j in range(len(loc)):
-        r = loc[j]
-        labs[j] = y_all[r]
-        start = indptr[r]
-        m = indptr[r + 1] - start
-        cnt[j] = m
-        for u in range(m):
-            buf_i[j, u] = indices[start + u]
-            buf_v[j, u] = values[start + u]
+        labs[j] = y_all[loc[j]]
+        _copy_row(loc[j], indptr, indices, values, buf_i, buf_v, cnt, j)
 
 
 @numba.njit(cache=True, fastmath=_LANE_FLAGS)
