@@ -815,16 +815,22 @@ def _powers(af, q, cmf, k_steps, lanes):
 
 
 @numba.njit(cache=True, inline="always")
-def _client_rows(g, t, per_client, key_seed, key_id, purpose, sizes, thresholds, row_table, slot, ent, pool, words,
-                 loc):
-    """Client g's K·B rows of round t in ``loc`` (rows of the training inputs): drawn from the key
-    (key_seed[g], t, key_id[g], purpose) as :func:`fedbench.engine.batches.local_batches` draws them
-    with replacement (:mod:`fedbench.engine.keyed_integers`), mapped through its row array."""
-    ent[0, 0], ent[0, 1], ent[0, 2], ent[0, 3] = key_seed[g], t, key_id[g] + 1, purpose
-    keyed_integers_into(ent, 0, sizes[g], thresholds[g], loc, pool, words)
-    u = slot[g]
-    for j in range(per_client):  # (indexed directly: a view per client costs reference counting)
-        loc[j] = row_table[u, loc[j]]
+def _item_rows(lo, hi, t, per_client, key_seed, key_id, purpose, sizes, thresholds, row_table, slot, ent, pool, words,
+               loc):
+    """Clients lo..hi−1's K·B rows of round t (rows of the training inputs), client after client in
+    ``loc`` [(hi − lo)·K·B]: client g's drawn from the key (key_seed[g], t, key_id[g], purpose) as
+    :func:`fedbench.engine.batches.local_batches` draws them with replacement
+    (:mod:`fedbench.engine.keyed_integers`), then all mapped through their clients' row arrays (a
+    pass of its own, so that its loads do not wait on each other). Compiled without reference
+    counting only (a view per client)."""
+    for g in range(lo, hi):
+        c0 = (g - lo) * per_client
+        ent[0, 0], ent[0, 1], ent[0, 2], ent[0, 3] = key_seed[g], t, key_id[g] + 1, purpose
+        keyed_integers_into(ent, 0, sizes[g], thresholds[g], loc[c0:c0 + per_client], pool, words)
+    for g in range(lo, hi):
+        u, c0 = slot[g], (g - lo) * per_client
+        for j in range(c0, c0 + per_client):
+            loc[j] = row_table[u, loc[j]]
 
 
 #: How many rows ahead of the one being read :func:`_prefetch_rows` keeps the rows' cache lines
@@ -922,12 +928,11 @@ def _one_step_clients(
         for k in range(p_total):
             for ln in range(lanes):
                 base[ln] += e_shared[e, k * lanes + ln] != 0.0
-    acc[:] = 0.0
+    for i in range(size):  # (loops: a slice fill is a call to memset, slow here for these sizes)
+        acc[i] = 0.0
     w_sum = 0.0
-    for g in range(lo, hi):
-        c0 = (g - lo) * per_client
-        _client_rows(g, t, per_client, key_seed, key_id, purpose, sizes, thresholds, row_table, slot, ent, pool,
-                     words, loc[c0:c0 + per_client])
+    _item_rows(lo, hi, t, per_client, key_seed, key_id, purpose, sizes, thresholds, row_table, slot, ent, pool, words,
+               loc)
     for g in range(lo, hi):
         c0 = (g - lo) * per_client
         wg = weight[g]
@@ -1047,10 +1052,8 @@ def _touched_clients(
     acc_w[:] = 0.0
     w_sum = 0.0
     inv_b = 1.0 / b_size
-    for g in range(lo, hi):
-        c0 = (g - lo) * per_client
-        _client_rows(g, t, per_client, key_seed, key_id, purpose, sizes, thresholds, row_table, slot, ent, pool,
-                     words, loc[c0:c0 + per_client])
+    _item_rows(lo, hi, t, per_client, key_seed, key_id, purpose, sizes, thresholds, row_table, slot, ent, pool, words,
+               loc)
     for g in range(lo, hi):
         _gather_rows(loc, (g - lo) * per_client, per_client, cur, y_all, indptr, indices, values, labs, buf_i, buf_v,
                      cnt)
