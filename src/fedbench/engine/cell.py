@@ -175,6 +175,12 @@ def algorithm_metrics(server_state: dict) -> dict[str, float | None]:
     return {name: float(metrics[name]) if name in metrics else None for name in ALGORITHM_METRIC_NAMES}
 
 
+def partition_rows(partition: pa.Table) -> tuple[list[np.ndarray], np.ndarray]:
+    """A partition's train rows as a cell reads them: each client's (:func:`client_indices`, K int64
+    arrays) and their union, ascending, each row once (:func:`train_rows`)."""
+    return client_indices(partition, "train"), train_rows(partition)
+
+
 class Cell:
     """One cell's side of the round loop (steps 1, 3 and 4 of :mod:`fedbench.engine.loop`): its
     partition, server state, communication counters, metrics rows, status and checkpoint.
@@ -198,18 +204,20 @@ class Cell:
 
     def __init__(self, spec: dict, partition: pa.Table, algo, model, x_train: torch.Tensor,
                  y_train: torch.Tensor, test: tuple[torch.Tensor, torch.Tensor], held_fraction: float,
-                 dtype: torch.dtype, dev: torch.device, num_classes: int | None = None):
+                 dtype: torch.dtype, dev: torch.device, num_classes: int | None = None,
+                 rows: tuple[list[np.ndarray], np.ndarray] | None = None):
         self.spec, self.algo, self.model, self.test = spec, algo, model, test
         minimax = (spec.get("model") or {}).get("minimax") or {}
         #: robust minimax cells: the radius r of the PGD attack of ``test_pgd_accuracy`` (None: not measured)
         self.pgd_radius = float(spec["hparams"].get("radius", 1.0)) if minimax.get("problem") == "robust" else None
         self.seed = int(spec["seed"])
-        all_clients = client_indices(partition, "train")
+        # each client's train rows and their union (ascending, O(n) also for shared partitions); ``rows``:
+        # the two already read from this partition (the cells of a learning-rate grid share one table)
+        all_clients, used = rows if rows is not None else partition_rows(partition)
         self.m = len(all_clients)
         # D_k \ B_k and B_k (held_fraction 0: all rows train, none held out)
         self.clients, self.held = holdout_split(all_clients, held_fraction, self.seed)
         self.weights = np.array([len(ix) for ix in self.clients], dtype=np.float64)
-        used = train_rows(partition)  # ascending, O(n) also for shared partitions
         if len(used) == len(y_train):  # every row (iid, shared, ...): no copy, one array for stacked cells
             self.x_used, self.y_used = x_train, y_train
         else:

@@ -69,7 +69,7 @@ from fedbench.data.partition import read_partition
 from fedbench.data.store import Dataset, load_dataset
 from fedbench.engine.allocator import keep_freed_memory
 from fedbench.engine.augment import check_record
-from fedbench.engine.cell import Cell, identity_of, spec_id  # noqa: F401 - re-exported (callers import them from here)
+from fedbench.engine.cell import Cell, identity_of, partition_rows, spec_id  # noqa: F401 - re-exported (callers import them from here)
 from fedbench.engine.holdout import holdout_fraction, make_output_grad_fn
 from fedbench.engine.interface import ClientEngine
 from fedbench.engine.lifetime import CellLock
@@ -259,8 +259,12 @@ def train_seeds(
     aug = check_record(augmentation_of(spec, dataset), dataset.feature_shape)
     output_grad_fn = make_output_grad_fn(model.apply) if held_fraction > 0 else None
 
-    cells = [Cell(s, p, algo, model, x_train, y_train, test, held_fraction, dtype, dev, dataset.num_classes)
-             for s, p in zip(specs, partitions)]
+    rows = {}  # read once per partition table: the cells of a seed's learning-rate grid share one
+    for p in partitions:
+        if id(p) not in rows:
+            rows[id(p)] = partition_rows(p)
+    cells = [Cell(s, p, algo, model, x_train, y_train, test, held_fraction, dtype, dev, dataset.num_classes,
+                  rows=rows[id(p)]) for s, p in zip(specs, partitions)]
     clients = make_engine(engine, algo, model, grad_fn, x_train, y_train, [c.seed for c in cells],
                           [c.clients for c in cells], local, chunk_size=chunk_size, augmentation=aug,
                           holdout=[c.held for c in cells] if held_fraction > 0 else None,
