@@ -58,6 +58,8 @@ the work at a row's non-zeros runs across the lanes, and the dense passes are si
 P·L. Nothing is summed across lanes, so each lane's numbers are its cell's alone. At K ≥ 2 a client
 computes only the coordinates its rows touch, each brought forward by a power of A when a row reads
 it (:func:`_round_item_touched`): the others hold Aᵗ s⁰, the shared start carried forward.
+A work item draws its clients' rows first and requests the cache lines of the rows a few ahead of
+the one being read (:func:`_prefetch_rows`).
 """
 
 from __future__ import annotations
