@@ -70,3 +70,16 @@ def test_fedac_speed_runs_and_says_how_to_get_the_authors_code(tmp_path):
     rows = [line for line in r.stdout.splitlines() if line.startswith("| fedac |")]
     assert len(rows) == 1 and "git clone https://github.com/hongliny/FedAc-NeurIPS20" in rows[0]
     assert (tmp_path / "rows.json").exists()
+
+
+def test_fedac_epsilon_memory_runs_a_job_and_reports_its_memory(tmp_path):
+    """benchmarks/fedac_epsilon_memory.py at a tiny size: an epsilon-shaped dataset written in the
+    store format, one stacked job of the experiment's η grid × seeds, its row and JSON written."""
+    out = tmp_path / "rows.json"
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "fedac_epsilon_memory.py"), "--rows", "600",
+                        "--test-rows", "100", "--M", "4", "--K", "2", "--rounds", "2", "--json", str(out)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert len([line for line in r.stdout.splitlines() if line.startswith("| fedac | 4 | 2 | 48 |")]) == 1
+    row = __import__("json").loads(out.read_text())[0]
+    assert row["ok"] == 48 and row["round_s"] > 0 and row["peak_rss_mb"] > 0
