@@ -203,11 +203,40 @@ def authors_run(algorithm: str, m: int, k: int, steps: int, eta: float, authors:
     return {"seconds": seconds, "final_loss": float(seq.iloc[-1])}
 
 
+def load_latency_ns(sizes_mib=(0.25, 1, 4, 8, 64), loads: int = 2_000_000) -> dict:
+    """ns per dependent load over arrays of these sizes (MiB): a pointer chase through one random
+    cycle, so every load waits for the one before. Where the caches end and what a miss costs: the
+    random rows of a client-step are such a chain (row → ``indptr`` → ``indices``), and a9a's CSR
+    arrays are 5.6 MB."""
+    import numba
+
+    @numba.njit
+    def chase(nxt, n):
+        i = 0
+        for _ in range(n):
+            i = nxt[i]
+        return i
+
+    rng = np.random.default_rng(0)
+    out = {}
+    for mib in sizes_mib:
+        m = int(mib * 2**20 / 8)
+        perm = rng.permutation(m)
+        nxt = np.empty(m, dtype=np.int64)
+        nxt[perm] = np.roll(perm, -1)
+        chase(nxt, 10)
+        t0 = time.perf_counter()
+        chase(nxt, loads)
+        out[str(mib)] = (time.perf_counter() - t0) / loads * 1e9
+    return out
+
+
 def local_steps_probe(data_dir: str, m: int = 256, k: int = 16, cells: int = CELLS) -> dict:
     """What bounds the local steps: one chunk of ``cells`` × ``m`` FedAc-I clients (float64, B = 1),
     its K steps by the generic path (K vmapped steps, as the engine runs them) and by the fast
-    path's compiled loop, ns per client-step; the bytes a client-step moves; and the memory
-    bandwidth of this machine (numpy copy of 512 MiB, read + write)."""
+    path's compiled loop, ns per client-step; the bytes a client-step moves; the memory
+    bandwidth of this machine (numpy copy of 512 MiB, read + write); and the latency of a load that
+    misses the caches (:func:`load_latency_ns`)."""
     sys.path.insert(0, str(REPO / "src"))
     import torch
     from torch.func import vmap
@@ -261,6 +290,7 @@ def local_steps_probe(data_dir: str, m: int = 256, k: int = 16, cells: int = CEL
         np.copyto(b, a)
         best = min(best, time.perf_counter() - t0)
     out["copy_gb_s"] = 2 * a.nbytes / best / 1e9
+    out["load_ns"] = load_latency_ns()
     nnz = 14
     # bytes per client-step of the fast path: the row (indptr 16 B + nnz × (4 B index + 8 B value)),
     # its row id and label (16 B), and the state (w, w^ag: 2 × 123 × 8 B) read and written once
@@ -385,7 +415,8 @@ def main(argv=None) -> None:
               f"{p['fast_ns']:.0f} ns ({p['generic_ns'] / p['fast_ns']:.1f}×); the fast path moves ~"
               f"{p['bytes_per_step']:.0f} B per client-step; memory bandwidth (numpy copy, read + write) "
               f"{p['copy_gb_s']:.1f} GB/s, i.e. {p['bytes_per_step'] / p['copy_gb_s']:.0f} ns per client-step "
-              "if it were bandwidth-bound.\n")
+              "if it were bandwidth-bound. A dependent load (pointer chase) over "
+              + ", ".join(f"{k} MiB {v:.1f} ns" for k, v in p["load_ns"].items()) + ".\n")
     print(f"| algorithm | M | K | rounds | fedbench job ({CELLS} runs) | fedbench per run | authors per run | ratio | "
           "fedbench ns per client-step | peak RSS of the job (MB) |")
     print("|---|---|---|---|---|---|---|---|---|---|")

@@ -271,11 +271,13 @@ def _assert_rows_equal(a, b, rtol=RTOL):
 @pytest.mark.parametrize("algorithm,variant", [("fedavg", None), ("fedac", "I"), ("fedac", "II"),
                                                ("fedac", "vanilla"), ("mb_sgd", None), ("mb_ac_sgd", None)])
 @pytest.mark.parametrize("steps", [1, 3])
-def test_whole_rounds_equal_the_generic_path(algorithm, variant, steps, monkeypatch):
+@pytest.mark.parametrize("sparse", [True, False])
+def test_whole_rounds_equal_the_generic_path(algorithm, variant, steps, sparse, monkeypatch):
     """Rounds run at once (K = 1: the one-step path; K = 3: every client's steps) give the generic
     path's rows, every column (train/test loss and accuracy, objective, uplink floats and non-zeros,
-    downlink floats, the initial row) and server states, float64, 1e-10."""
-    ds = _dataset(True)
+    downlink floats, the initial row) and server states, float64, 1e-10; on sparse rows and on dense
+    rows (read as CSR rows that store every entry: epsilon's case)."""
+    ds = _dataset(sparse)
     specs = _round_specs(algorithm, steps=steps, variant=variant)
     fused, calls = _run_rounds_spy(specs, ds, True, monkeypatch)
     assert calls == [(1, 3, True), (4, 6, True), (7, 7, True)]  # segments end at the evaluations
@@ -295,11 +297,12 @@ def test_whole_rounds_softmax_logreg(algorithm, steps, batch_size, monkeypatch):
     _assert_rows_equal(fused, generic)
 
 
-@pytest.mark.parametrize("steps,d", [(1, 9), (3, 9), (8, 64)])  # one point; touched: every coordinate, a few
-def test_whole_rounds_do_not_depend_on_segments_threads_or_stacking(steps, d, monkeypatch, tmp_path):
+@pytest.mark.parametrize("steps,d,sparse", [(1, 9, True), (3, 9, True), (8, 64, True),  # one point; touched:
+                                            (3, 9, False)])  # every coordinate, a few; dense rows
+def test_whole_rounds_do_not_depend_on_segments_threads_or_stacking(steps, d, sparse, monkeypatch, tmp_path):
     """Bit for bit: with checkpoints every 2 rounds (other segments), a run resumed from its
     checkpoint, two threads instead of one, a cell trained alone instead of stacked."""
-    ds = _dataset(True, d=d)
+    ds = _dataset(sparse, d=d)
     specs = _round_specs("fedac", steps=steps, seeds=(0, 1, 2))
     base, _ = _run_rounds_spy(specs, ds, True, monkeypatch)
     paths = [tmp_path / f"ckpt{i}.pt" for i in range(len(specs))]
@@ -431,14 +434,16 @@ def test_touched_and_shared_point_paths_equal_the_round_by_round_steps_and_the_g
 
 
 @pytest.mark.parametrize("model_name,classes", [("binary_logreg", 2), ("logreg", 3)])
-def test_many_models_evaluated_in_one_pass_equal_the_generic_evaluation(model_name, classes):
+@pytest.mark.parametrize("sparse", [True, False])
+def test_many_models_evaluated_in_one_pass_equal_the_generic_evaluation(model_name, classes, sparse):
     """LinearSteps.evaluate: per model the generic evaluate()'s loss, accuracy and worst-class
-    accuracy (float64, 1e-12), and each model's numbers bit for bit those it gets alone."""
+    accuracy (float64, 1e-12), and each model's numbers bit for bit those it gets alone; sparse
+    and dense rows."""
     from fedbench.engine.evaluate import evaluate
     from fedbench.engine.linear_steps import LinearSteps
     from fedbench.models import build_model, make_grad_fn
 
-    ds = _dataset(True, classes=classes, n=300, d=40)
+    ds = _dataset(sparse, classes=classes, n=300, d=40)
     x = torch.from_numpy(ds.x_train).double()
     y = torch.from_numpy(ds.y_train).long()
     model = build_model({"name": model_name}, ds.x_train.shape[1:], classes)

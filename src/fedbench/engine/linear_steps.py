@@ -314,6 +314,29 @@ def sparse_rows(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | No
     return indptr, cols.astype(np.int32), np.ascontiguousarray(x[rows, cols])
 
 
+def dense_rows(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The rows of a dense ``x`` [N, D] in the CSR layout the whole-round kernels read: indptr
+    [N+1] int64 = 0, D, 2D, …; indices [N·D] the columns 0..D−1 of every row, int16 where D ≤
+    32,767 (else int32); values: ``x``'s own memory (no copy when ``x`` is C-contiguous). Zeros are
+    stored like any entry: a zero adds 0 to the logits and its coordinate's gradient is 0 · ∂ℓ/∂z,
+    what the dense generic path computes. Costs N·D·2 bytes beside ``x`` (epsilon, 400,000 × 2,000:
+    1.6 GB beside its 6.4 GB of float64 rows)."""
+    x = np.ascontiguousarray(x.reshape(len(x), -1))
+    n, d = x.shape
+    index_dtype = np.int16 if d <= np.iinfo(np.int16).max else np.int32
+    indptr = np.arange(n + 1, dtype=np.int64) * d
+    indices = np.empty((n, d), dtype=index_dtype)
+    indices[:] = np.arange(d, dtype=index_dtype)
+    return indptr, indices.reshape(-1), x.reshape(-1)
+
+
+def csr_rows(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The rows of ``x`` [N, D] as CSR for the compiled kernels: :func:`sparse_rows` where at most
+    :data:`SPARSE_DENSITY` of the entries are non-zero, else :func:`dense_rows`."""
+    csr = sparse_rows(x)
+    return dense_rows(x) if csr is None else csr
+
+
 # ----------------------------------------------------------------------------------------------
 # the compiled loop
 
@@ -1402,6 +1425,7 @@ class LinearSteps:
         self.kind = kind
         self._x_all = x_all
         self._rows = None  # ("sparse", indptr, indices, values) or ("dense", x), on first use
+        self._round_rows = None  # (indptr, indices, values, max_nnz) for whole rounds, on first use
         self._forms: dict = {}
         self._pool: ThreadPoolExecutor | None = None  # the threads of :meth:`rounds`, on first use
         self._eval_rows: dict = {}  # id(x) -> (x, its CSR rows or None, labels): :meth:`evaluate`
@@ -1424,6 +1448,15 @@ class LinearSteps:
             self._rows = (("dense", np.ascontiguousarray(x)) if csr is None
                           else ("sparse", *csr, int(np.diff(csr[0]).max(initial=0))))
         return self._rows
+
+    def round_rows(self):
+        """The training inputs as CSR rows for the whole-round kernels (indptr, indices, values,
+        the most non-zeros of a row): :meth:`rows`' sparse rows, or its dense rows through
+        :func:`dense_rows` (their indices cost N·D·2 bytes, made on first use)."""
+        if self._round_rows is None:
+            rows = self.rows()
+            self._round_rows = rows[1:] if rows[0] == "sparse" else (*dense_rows(rows[1]), rows[1].shape[1])
+        return self._round_rows
 
     def form(self, algo, keys: list[str], names: list[str], hp: dict):
         """:func:`affine_form`, cached per hyperparameter values."""
@@ -1542,7 +1575,8 @@ class LinearSteps:
         kind on the same rows in one pass (:func:`_evaluate_lanes`): per model (mean cross-entropy
         per sample, accuracy, worst-class accuracy), each the model's own numbers whatever the
         others (to float rounding the generic evaluation's: another summation order). None where
-        it does not apply: not float64, or ``x`` not sparse (its rows are kept per tensor).
+        it does not apply: not float64. The rows of ``x`` are kept per tensor as CSR
+        (:func:`csr_rows`: dense rows cost N·D·2 bytes of indices beside them).
 
         Args:
             params: per model its parameters (``weight``, and ``bias`` for ``logreg``).
@@ -1553,10 +1587,8 @@ class LinearSteps:
         hit = self._eval_rows.get(id(x))
         if hit is None or hit[0] is not x:
             flat = x.detach().reshape(len(x), -1).numpy()
-            hit = self._eval_rows[id(x)] = (x, sparse_rows(flat), y.numpy().astype(np.int64))
+            hit = self._eval_rows[id(x)] = (x, csr_rows(flat), y.numpy().astype(np.int64))
         csr, labels = hit[1], hit[2]
-        if csr is None:
-            return None
         n = len(labels)
         if n == 0:
             return [(float("nan"),) * 3 for _ in params]
@@ -1591,7 +1623,7 @@ class LinearSteps:
                sizes: np.ndarray, bounds: list[tuple[int, int]]) -> tuple[int, list[dict]] | None:
         """Rounds t0..t1 of C cells with full participation, every client drawing its K·B rows
         with replacement, in one compiled call (:func:`_run_rounds`); None when they do not
-        qualify (inputs not sparse, not float64, a rule not of :func:`round_form`'s form, cells
+        qualify (inputs not float64, a rule not of :func:`round_form`'s form, cells
         with different sequences).
 
         Args:
@@ -1609,9 +1641,6 @@ class LinearSteps:
             its new server state, "uplink_floats", "uplink_nonzeros": the counts of the rounds run,
             "diverged": bool}``).
         """
-        rows = self.rows()
-        if rows[0] != "sparse":
-            return None
         names = ["weight"] if self.kind == "binary" else ["weight", "bias"]
         server_keys = sequence_keys(servers[0])
         if server_keys is None or any(sequence_keys(s) != server_keys for s in servers):
@@ -1662,8 +1691,8 @@ class LinearSteps:
                 item_hi.append(min(hi, b0 + ROUND_BLOCK))
         nonzeros = np.zeros((len(lanes), n_lanes), dtype=np.int64)
         diverged = np.zeros((len(lanes), n_lanes), dtype=np.bool_)
-        args = (server, *rows[1:], y_all, row_table, slot, np.ascontiguousarray(sizes, dtype=np.int64), key_seed,
-                key_id, _purpose_id("batches"), np.array(item_group, dtype=np.int64),
+        args = (server, *self.round_rows(), y_all, row_table, slot, np.ascontiguousarray(sizes, dtype=np.int64),
+                key_seed, key_id, _purpose_id("batches"), np.array(item_group, dtype=np.int64),
                 np.array(item_lo, dtype=np.int64), np.array(item_hi, dtype=np.int64), weight_of, q, af, c, bf, cmf,
                 dmf, emf, fmf, cc, k_steps, int(batch_size), self.kind == "binary", n_lin, d, self.kind != "binary",
                 round_mode(k_steps, *per_cell[:3]))
