@@ -78,8 +78,11 @@ def test_uplink_entropy_off_leaves_the_columns_null_and_changes_nothing_else():
     off, _ = train({**spec, "uplink_entropy": False}, ds, part, device="cpu", engine="vectorized")
     assert all(r["uplink_entropy_bits"] is None and r["uplink_entropy_bits_delta"] is None for r in off)
     assert on[-1]["uplink_entropy_bits"] > 0
+    # without entropy the job may run whole rounds at once (FedAc's protocol: docs/engines.md), whose
+    # weighted mean is summed in another order: the same numbers to float rounding, the same counts
     for a, b in zip(on, off):
-        assert a["train_objective"] == b["train_objective"] and a["uplink_nonzeros"] == b["uplink_nonzeros"]
+        assert a["train_objective"] == pytest.approx(b["train_objective"], rel=1e-12, abs=0)
+        assert a["uplink_nonzeros"] == b["uplink_nonzeros"] and a["uplink_floats"] == b["uplink_floats"]
 
 
 def _apply(params, x):
