@@ -47,7 +47,8 @@ With full participation and a server side that is linear too (:func:`round_form`
 (:func:`_run_rounds`): each client's keyed draw, ``client_init``, K steps and message, the
 messages' non-zeros and weighted mean, each cell's server update, round after round until an
 evaluation or checkpoint is due (:meth:`fedbench.engine.vectorized.VectorizedClients.train_rounds`).
-For K = 1 step the clients of a cell share their start, and the minibatch baselines (Mb-SGD,
+The kernels read rows as CSR: dense rows (epsilon) as CSR rows that store every entry
+(:func:`dense_rows`). For K = 1 step the clients of a cell share their start, and the minibatch baselines (Mb-SGD,
 Mb-Ac-SGD) take all K steps' gradients at that start, so a client costs its rows' non-zeros
 (:func:`_round_item_one_step`).
 
