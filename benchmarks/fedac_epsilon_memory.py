@@ -1,6 +1,6 @@
 """Memory and time of FedAc's epsilon jobs: one stacked job of ``fedac_epsilon_lam1e4`` at full size.
 
-    python benchmarks/fedac_epsilon_memory.py                      # M = 2,048, K = 1 and 64, 3 rounds
+    python benchmarks/fedac_epsilon_memory.py                      # M = 2,048, K = 1 and 64, 4 rounds
     python benchmarks/fedac_epsilon_memory.py --M 256,8192 --K 64 --rounds 2 --json eps.json
     python benchmarks/fedac_epsilon_memory.py --rows 40000 --test-rows 10000      # a tenth, minutes
 
@@ -72,10 +72,10 @@ def write_epsilon_like(directory: Path, rows: int, test_rows: int, seed: int = 0
 
 
 def job(data_dir: str, algorithm: str, m: int, k: int, rounds: int) -> dict:
-    """One stacked job (η grid × seeds) for ``rounds`` rounds, evaluated at the start and at its
-    last round; returns its peak RSS and times: the engine's training calls (per round), the
-    evaluations (each), and the rest (set-up: data to float64 tensors, partitions, cells, and the
-    server updates, which are negligible here)."""
+    """One stacked job (η grid × seeds) for ``rounds`` rounds, evaluated at the start, halfway and
+    at its last round; returns its peak RSS and times: a round (the engine's training calls after
+    the first, which loads the compiled code), an evaluation, and the rest (set-up: data to float64
+    tensors, partitions, cells; the first call's extra; the server updates, negligible here)."""
     sys.path.insert(0, str(REPO / "src"))
     import torch
 
@@ -90,6 +90,7 @@ def job(data_dir: str, algorithm: str, m: int, k: int, rounds: int) -> dict:
     t0 = time.perf_counter()
     ds = load_dataset(data_dir)  # memory-mapped, as a workflow job
     name, hparams = ALGORITHMS[algorithm]
+    eval_every = max(1, rounds // 2)  # two segments of rounds on the whole-rounds path: the second is timed
     specs, parts = [], {}
     for eta in ETAS:
         for s in SEEDS:
@@ -99,39 +100,44 @@ def job(data_dir: str, algorithm: str, m: int, k: int, rounds: int) -> dict:
                 "local": {"epochs": None, "steps": k, "batch_size": 1, "lr": eta, "lr_decay": 1.0,
                           "weight_decay": LAMBDA, "clip_norm": None, "replacement": True},
                 "sampling": {"scheme": "uniform", "participation": 1.0}, "rounds": rounds,
-                "eval_every": rounds, "eval_initial": True, "uplink_entropy": False, "collapse": False,
+                "eval_every": eval_every, "eval_initial": True, "uplink_entropy": False, "collapse": False,
                 "dtype": "float64"})
             if s not in parts:
                 parts[s] = make_partition(ds, {"scheme": "shared", "num_clients": m}, seed=s)
-    spent = {"train": 0.0, "eval": 0.0, "depth": 0}
-    calls = []  # the engine's round-by-round calls (a round each: epsilon's dense rows), seconds
+    spent = {"eval": 0.0, "depth": 0}
+    calls = []  # (seconds, rounds) of each training call of the engine that ran rounds
 
-    def timed(kind, real, per_round=False):
+    def timed(kind, real):
         def call(*a, **kw):
-            if kind == "train":  # the engine chooses its compiled paths for the whole run's rounds
+            if kind != "eval":  # the engine chooses its compiled paths for the whole run's rounds
                 a[0].planned_rounds = T_TOTAL // k
             spent["depth"] += 1
             t = time.perf_counter()
             try:
-                return real(*a, **kw)
+                out = real(*a, **kw)
             finally:
                 spent["depth"] -= 1
-                if spent["depth"] == 0:  # an evaluation inside another is counted once
-                    spent[kind] += time.perf_counter() - t
-                    if per_round:
-                        calls.append(time.perf_counter() - t)
+            dt = time.perf_counter() - t
+            if kind == "eval" and spent["depth"] == 0:  # an evaluation inside another is counted once
+                spent["eval"] += dt
+            elif kind == "rounds" and out is not None:  # train_rounds(servers, hps, t0, t1, cells)
+                calls.append((dt, out[0] - a[3] + 1))
+            elif kind == "round":
+                calls.append((dt, 1))
+            return out
         return call
 
-    VectorizedClients.train_cells = timed("train", VectorizedClients.train_cells, per_round=True)
-    VectorizedClients.train_rounds = timed("train", VectorizedClients.train_rounds)
+    VectorizedClients.train_cells = timed("round", VectorizedClients.train_cells)
+    VectorizedClients.train_rounds = timed("rounds", VectorizedClients.train_rounds)
     Cell.evaluation = timed("eval", Cell.evaluation)
     loop.evaluate_cells = timed("eval", loop.evaluate_cells)
     out = train_seeds(specs, ds, [parts[s["seed"]] for s in specs], device="cpu", engine="vectorized")
     end = time.perf_counter()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    evals = 2  # θ⁰ and the last round
+    evals = 1 + rounds // eval_every
     # a round's time: the calls after the first (which loads the compiled code), where there are some
-    round_s = float(np.mean(calls[1:])) if len(calls) == rounds > 1 else spent["train"] / rounds
+    timed_calls = calls[1:] if len(calls) > 1 else calls
+    round_s = sum(dt for dt, _ in timed_calls) / max(1, sum(n for _, n in timed_calls))
     return {"algorithm": algorithm, "M": m, "K": k, "rounds": rounds, "cells": len(specs),
             "setup_s": end - t0 - rounds * round_s - spent["eval"], "eval_s": spent["eval"] / evals,
             "round_s": round_s, "job_s": end - t0, "peak_rss_mb": peak,
@@ -145,8 +151,8 @@ def main(argv=None) -> None:
     ap.add_argument("--algorithms", default="fedac")
     ap.add_argument("--M", default="2048")
     ap.add_argument("--K", default="1,64")
-    ap.add_argument("--rounds", type=int, default=3, help="rounds per job (the first, which loads the compiled "
-                    "code, is counted in the set-up)")
+    ap.add_argument("--rounds", type=int, default=4, help="rounds per job (evaluated halfway and at the end; "
+                    "the first training call, which loads the compiled code, is counted in the set-up)")
     ap.add_argument("--json", help="also write the rows to this file")
     ap.add_argument("--_job", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
