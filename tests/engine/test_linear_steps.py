@@ -286,23 +286,6 @@ def test_whole_rounds_equal_the_generic_path(algorithm, variant, steps, sparse, 
     _assert_rows_equal(fused, generic)
 
 
-def test_dense_rows_with_many_rows_a_round_run_round_by_round(monkeypatch):
-    """Dense rows take whole rounds up to DENSE_ROUND_ROWS rows a client and round (K·B), round by
-    round above it (where the per-step passes cost less); both give the generic path's rows."""
-    from fedbench.engine import linear_steps
-
-    ds = _dataset(False)
-    monkeypatch.setattr(linear_steps, "DENSE_ROUND_ROWS", 4)
-    for steps, batch_size, whole in ((2, 2, True), (5, 1, False), (3, 2, False)):
-        specs = _round_specs("fedac", steps=steps, batch_size=batch_size, variant="I", rounds=4, eval_every=2)
-        fast, calls = _run_rounds_spy(specs, ds, True, monkeypatch)
-        assert calls and all(ran == whole for *_, ran in calls)
-        generic, _ = _run_rounds_spy(specs, ds, False, monkeypatch)
-        _assert_rows_equal(fast, generic)
-    sparse, calls = _run_rounds_spy(specs, _dataset(True), True, monkeypatch)  # sparse rows: whole rounds
-    assert calls and all(ran for *_, ran in calls)
-
-
 @pytest.mark.parametrize("algorithm", FAST_ALGORITHMS)
 @pytest.mark.parametrize("steps,batch_size", [(1, 1), (2, 3)])
 def test_whole_rounds_softmax_logreg(algorithm, steps, batch_size, monkeypatch):

@@ -97,14 +97,6 @@ _FLAGS = {"reassoc", "contract"}
 #: many clients per thread and round (a round then takes ~0.1 ms or more, the threads' hand-off ~0.05 ms).
 MIN_ROUND_CLIENTS_PER_THREAD = 512
 
-#: Dense rows (every coordinate a non-zero: epsilon) take whole rounds only up to this many rows a
-#: client and round (K·B). Above it the round-by-round compiled steps (:func:`_run_dense`, one pass
-#: over the parameters a step) cost less than the whole-round kernels' work per coordinate, which
-#: pays off where rows are sparse; measured on epsilon-shaped rows (2,000 features, M = 2,048, 48
-#: cells, benchmarks/RESULTS.md, stop 26): FedAc-I 0.41 s a round at K = 1 against 9.5 s round by
-#: round, 35.5 s against 22.6 s at K = 64 (crossover K ≈ 26).
-DENSE_ROUND_ROWS = 16
-
 #: Relative tolerance of the affine-form check (float64 probes).
 _CHECK_RTOL = 1e-12
 
@@ -1633,7 +1625,7 @@ class LinearSteps:
         """Rounds t0..t1 of C cells with full participation, every client drawing its K·B rows
         with replacement, in one compiled call (:func:`_run_rounds`); None when they do not
         qualify (inputs not float64, a rule not of :func:`round_form`'s form, cells
-        with different sequences, dense rows with K·B > :data:`DENSE_ROUND_ROWS`).
+        with different sequences).
 
         Args:
             algo: the algorithm module.
@@ -1664,8 +1656,6 @@ class LinearSteps:
             return None
         k_steps = int(hps[0]["local_steps"])
         if any(int(hp["local_steps"]) != k_steps for hp in hps):
-            return None
-        if self.rows()[0] == "dense" and k_steps * batch_size > DENSE_ROUND_ROWS:
             return None
         d = weight.shape[-1]
         n_lin = 1 if self.kind == "binary" else weight.shape[0]
