@@ -48,9 +48,9 @@ With full participation and a server side that is linear too (:func:`round_form`
 messages' non-zeros and weighted mean, each cell's server update, round after round until an
 evaluation or checkpoint is due (:meth:`fedbench.engine.vectorized.VectorizedClients.train_rounds`).
 The kernels read rows as CSR: dense rows (epsilon) as CSR rows that store every entry
-(:func:`dense_rows`). For K = 1 step the clients of a cell share their start, and the minibatch baselines (Mb-SGD,
-Mb-Ac-SGD) take all K steps' gradients at that start, so a client costs its rows' non-zeros
-(:func:`_round_item_one_step`).
+(:func:`dense_rows`). For K = 1 step the clients of a cell share their start, and the minibatch
+baselines (Mb-SGD, Mb-Ac-SGD) take all K steps' gradients at that start, so a client costs its
+rows' non-zeros (:func:`_round_item_one_step`).
 
 The stacked cells whose clients draw the same rows (one seed's learning-rate grid:
 :func:`lane_groups`) run as the lanes of one loop, states laid out [sequences, P·L] with the L
@@ -954,8 +954,7 @@ def _one_step_clients(
         for k in range(p_total):
             for ln in range(lanes):
                 base[ln] += e_shared[e, k * lanes + ln] != 0.0
-    for i in range(size):  # (loops: a slice fill is a call to memset, slow here for these sizes)
-        acc[i] = 0.0
+    acc[:] = 0.0
     w_sum = 0.0
     _item_rows(lo, hi, t, per_client, key_seed, key_id, purpose, sizes, thresholds, row_table, slot, ent, pool, words,
                loc)
