@@ -457,6 +457,9 @@ def test_many_models_evaluated_in_one_pass_equal_the_generic_evaluation(model_na
         np.testing.assert_allclose(got, want, rtol=1e-12)
         assert ls.evaluate([p], x, y)[0] == got
     assert ls.evaluate(params, x.float(), y) is None  # float32 rows: the generic evaluation
+    empty = ls.evaluate(params, x[:0], y[:0])  # no rows (a dataset without a test split): NaN, as evaluate()
+    assert len(empty) == len(params) and all(np.isnan(v) for got in empty for v in got)
+    assert all(np.isnan(v) for v in evaluate(model.apply, params[0], x[:0], y[:0], worst_class=True))
 
 
 def test_whole_rounds_evaluate_every_cell_in_one_pass(monkeypatch):
