@@ -1576,7 +1576,8 @@ class LinearSteps:
         per sample, accuracy, worst-class accuracy), each the model's own numbers whatever the
         others (to float rounding the generic evaluation's: another summation order). None where
         it does not apply: not float64. The rows of ``x`` are kept per tensor as CSR
-        (:func:`csr_rows`: dense rows cost N·D·2 bytes of indices beside them).
+        (:func:`csr_rows`: dense rows cost N·D·2 bytes of indices beside them); the training
+        inputs' are those the whole rounds read (:meth:`round_rows`), not a second copy.
 
         Args:
             params: per model its parameters (``weight``, and ``bias`` for ``logreg``).
@@ -1588,8 +1589,9 @@ class LinearSteps:
             return [(float("nan"),) * 3 for _ in params]
         hit = self._eval_rows.get(id(x))
         if hit is None or hit[0] is not x:
-            flat = x.detach().reshape(len(x), -1).numpy()
-            hit = self._eval_rows[id(x)] = (x, csr_rows(flat), y.numpy().astype(np.int64))
+            csr = (self.round_rows()[:3] if x is self._x_all
+                   else csr_rows(x.detach().reshape(len(x), -1).numpy()))
+            hit = self._eval_rows[id(x)] = (x, csr, y.numpy().astype(np.int64))
         csr, labels = hit[1], hit[2]
         n = len(labels)
         binary = self.kind == "binary"
