@@ -239,10 +239,18 @@ PAPER_A9A = {1e-2: 0.3727237615595949, 1e-3: 0.3333407530091771, 1e-4: 0.3245069
 @pytest.mark.parametrize("lam", sorted(PAPER_A9A))
 def test_a9a_matches_the_papers_optimum(lam):
     from sklearn.datasets import load_svmlight_file
+    from sklearn.linear_model import LogisticRegression
 
     x, y = load_svmlight_file(str(Path(os.environ["FEDBENCH_A9A"])), n_features=123)  # CSR float64
-    assert x.shape == (32561, 123)
+    assert x.shape == (32561, 123) and x.nnz == 451_592
     r = solve_optimum(x, y, lam)
-    # Any inexact solution lies above F*, so the paper's value may only be higher than ours: by at most
-    # 1e-12 (its 16 digits are given, its solver's precision is not), and lower only by rounding (1e-14).
-    assert -1e-14 <= PAPER_A9A[lam] - r.value <= 1e-12, (lam, repr(r.value), PAPER_A9A[lam])
+    # An independent solver on the real data: scikit-learn's Newton-Cholesky, whose objective
+    # C Σ log(1 + exp(−y xᵀw)) + ½‖w‖² has the same minimiser for C = 1/(λN).
+    sk = LogisticRegression(C=1 / (lam * x.shape[0]), fit_intercept=False, solver="newton-cholesky", tol=1e-15,
+                            max_iter=100).fit(x, y)
+    assert LogisticProblem(x, y, lam).value(sk.coef_.ravel().astype(np.float64)) == pytest.approx(r.value, abs=1e-14)
+    # Ours is certified (‖∇F‖ ≤ 1e-12, so F(w) − F* ≤ ‖∇F‖²/(2λ) ≤ 5e-21); any inexact solution lies above F*,
+    # so the authors' value may only be higher. Measured on the real a9a (2026-11-25): higher by 8.6e-10
+    # (λ = 1e-4), 9.4e-10 (1e-3) and 1.5e-8 (1e-2): their solver stopped that far short, which shifts
+    # their plotted suboptimalities by less than 1.5% of the smallest shown (1e-6, λ = 1e-2).
+    assert -1e-14 <= PAPER_A9A[lam] - r.value <= 2e-8, (lam, repr(r.value), PAPER_A9A[lam])
