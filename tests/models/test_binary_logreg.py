@@ -117,6 +117,30 @@ def test_init_is_standard_normal_from_the_keyed_generator_or_zeros():
     assert rng.standard_normal() == np.random.default_rng(7).standard_normal()  # the generator is unused
 
 
+def test_numpy_legacy_init_is_the_fedac_authors_vector_for_the_seed():
+    """The FedAc authors' code: np.random.seed(seed); w = np.random.randn(d) (Yuan & Ma, NeurIPS 2020)."""
+    d = 123
+    for seed in (0, 1, 2**32 - 1):
+        np.random.seed(seed)
+        authors = np.random.randn(d)
+        rng = np.random.default_rng(7)
+        p = _model(d, init="numpy_legacy").init(rng, dtype=torch.float64, seed=seed)
+        np.testing.assert_array_equal(p["weight"].numpy(), authors)
+        assert rng.standard_normal() == np.random.default_rng(7).standard_normal()  # the generator is unused
+    for bad in (None, -1, 2**32):
+        with pytest.raises(ValueError, match="'numpy_legacy' needs the run's seed"):
+            _model(d, init="numpy_legacy").init(np.random.default_rng(0), seed=bad)
+    assert model_options({"name": "binary_logreg", "init": "numpy_legacy"})[1] == {"init": "numpy_legacy"}
+
+
+@pytest.mark.parametrize("engine", ["sequential", "vectorized"])
+def test_numpy_legacy_init_reaches_the_engines_with_the_runs_seed(binary_data, engine):
+    ds, part = binary_data
+    spec = _spec("fedavg", {}, {"lr": 0.0}) | {"seed": 5, "model": {"name": "binary_logreg", "init": "numpy_legacy"}}
+    _, info = train(spec, ds, part, device="cpu", engine=engine)  # η = 0: w stays w₀
+    np.testing.assert_array_equal(info["params"]["weight"].numpy(), np.random.RandomState(5).standard_normal(5))
+
+
 def test_options_are_checked():
     assert model_options({"name": "binary_logreg"}) == ("binary_logreg", {"init": "normal"})
     with pytest.raises(ValueError, match="'init' must be one of"):

@@ -223,7 +223,8 @@ class Cell:
         else:
             used = torch.as_tensor(used, device=dev)
             self.x_used, self.y_used = x_train[used], y_train[used]
-        params = {k: v.to(dev) for k, v in model.init(generator(self.seed, 0, -1, "init"), dtype=dtype).items()}
+        params = {k: v.to(dev) for k, v in model.init(generator(self.seed, 0, -1, "init"), dtype=dtype,
+                                                    seed=self.seed).items()}
         kw = {"client_weights": self.weights} if "client_weights" in inspect.signature(algo.server_init).parameters \
             else {}  # the minimax algorithms' unbiased reweighting needs every n_k
         self.server = algo.server_init(params, dict(spec["hparams"]), self.m, **kw)

@@ -2,8 +2,9 @@
 
 A :class:`Model` is a pair of functions:
 
-``init(rng, dtype=torch.float32) -> params``
-    ``rng`` is a :class:`numpy.random.Generator` (keyed ``(seed, 0, -1, "init")`` by the engine);
+``init(rng, dtype=torch.float32, seed=None) -> params``
+    ``rng`` is a :class:`numpy.random.Generator` (keyed ``(seed, 0, -1, "init")`` by the engine;
+    ``seed``, the run's seed, is read only by ``binary_logreg``'s ``init: numpy_legacy``);
     every tensor is drawn with numpy in float64 and converted with ``torch.from_numpy``, so the
     initial model is identical on every device. Parameters are a flat ``dict[str, Tensor]`` on
     the CPU, named as the equivalent ``nn.Module``'s ``state_dict`` (``fc1.weight``, …).
@@ -19,7 +20,8 @@ Models and their options (defaults in :data:`MODELS`):
 
 - ``logreg`` (:mod:`.logreg`): multinomial logistic regression on the flattened input.
 - ``binary_logreg`` (:mod:`.binary_logreg`): binary logistic regression without bias, FedAc's
-  model (2-class datasets only); ``init``: ``normal`` (w₀ ~ N(0, I), the authors' code) or ``zeros``.
+  model (2-class datasets only); ``init``: ``normal`` (w₀ ~ N(0, I)), ``zeros``, or ``numpy_legacy``
+  (the FedAc authors' exact w₀ for the run's seed).
 - ``mlp`` (:mod:`.mlp`): ``hidden`` sizes, ReLU.
 - ``cnn`` (:mod:`.cnn`): the FedAvg-paper CNN; ``channels``, ``kernel_size``, ``hidden``, ``padding``.
 - ``lstm`` (:mod:`.lstm`): the Shakespeare character LSTM; ``vocab_size``, ``embed_dim``, ``hidden``
@@ -52,7 +54,7 @@ from fedbench.tree import Tree, tree_numel
 
 
 class Model(NamedTuple):
-    """``init(rng, dtype=torch.float32) -> params`` and ``apply(params, x) -> logits``.
+    """``init(rng, dtype=torch.float32, seed=None) -> params`` and ``apply(params, x) -> logits``.
 
     ``batch_clients_on_cpu``: whether stacking clients under ``vmap`` is faster per client than
     one client at a time on CPU, as measured for the model's layers (False for the CNN and the
@@ -185,8 +187,10 @@ def build_model(cfg: dict, input_shape: tuple, num_classes: int) -> Model:
         vgg11.feature_shape(input_shape)
     module = _MODULES[name]
 
-    def init(rng: np.random.Generator, dtype: torch.dtype = torch.float32) -> Tree:
-        return module.init(rng, input_shape, num_classes, dtype, **opts)
+    def init(rng: np.random.Generator, dtype: torch.dtype = torch.float32, seed: int | None = None) -> Tree:
+        # the run's seed reaches only binary_logreg, whose init "numpy_legacy" draws from it
+        return module.init(rng, input_shape, num_classes, dtype, **opts, **({"seed": seed} if module is binary_logreg
+                                                                            else {}))
 
     if name == "cnn":
         apply = functools.partial(cnn.apply, input_shape=cnn.image_shape(input_shape), padding=opts["padding"])

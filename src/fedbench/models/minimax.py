@@ -92,8 +92,9 @@ def wrap(base, opts: dict, input_shape: tuple, num_classes: int):
         classes = int(num_classes)
         batch_mean = opts.get("empty_classes", "zero") == "batch_mean"
 
-        def init(rng: np.random.Generator, dtype: torch.dtype = torch.float32) -> Tree:
-            return {**base.init(rng, dtype), "y.class_weights": torch.full((classes,), 1.0 / classes, dtype=dtype)}
+        def init(rng: np.random.Generator, dtype: torch.dtype = torch.float32, seed: int | None = None) -> Tree:
+            y = torch.full((classes,), 1.0 / classes, dtype=dtype)
+            return {**base.init(rng, dtype, seed), "y.class_weights": y}
 
         def apply(params: Tree, inputs: torch.Tensor) -> torch.Tensor:
             return base.apply(_split(params)[0], inputs)
@@ -115,8 +116,8 @@ def wrap(base, opts: dict, input_shape: tuple, num_classes: int):
     if problem == "robust":
         shape = tuple(int(s) for s in input_shape)
 
-        def init(rng: np.random.Generator, dtype: torch.dtype = torch.float32) -> Tree:
-            return {**base.init(rng, dtype), "y.perturbation": torch.zeros(shape, dtype=dtype)}
+        def init(rng: np.random.Generator, dtype: torch.dtype = torch.float32, seed: int | None = None) -> Tree:
+            return {**base.init(rng, dtype, seed), "y.perturbation": torch.zeros(shape, dtype=dtype)}
 
         def apply(params: Tree, inputs: torch.Tensor) -> torch.Tensor:
             x, y = _split(params)
