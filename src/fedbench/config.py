@@ -126,7 +126,7 @@ _DATASET_BOUNDS = {
 _SOURCE_BOUNDS = {"libsvm_file": {"test_fraction": "[0, 1)", "n_features": "[1, inf)"},
                   "breast_cancer": {"test_fraction": "[0, 1)"}}
 #: Bernoulli client sampling draws round t of seed s from numpy's RandomState(s + t - 1), whose
-#: seeds are < 2^32 (fedbench.engine.sampling.sample_clients).
+#: seeds are < 2^32 (fedbench.engine.sampling.sample_clients); so does binary_logreg's init numpy_legacy.
 BERNOULLI_SEED_LIMIT = 2**32
 
 
@@ -906,6 +906,13 @@ def _seed_cells(exp: dict, dset: dict, pid: str, label: str, algo: tuple[str, di
                     f"{exp['path']}.seeds[{i}]: with sampling.scheme bernoulli, seed + rounds must be <= 2^32 = "
                     f"{BERNOULLI_SEED_LIMIT} (got {seed} + {after_local['rounds']}): round t draws its clients from "
                     f"numpy's RandomState(seed + t - 1); use a smaller seed, or sampling.scheme uniform")
+    if dset["shared"]["model"].get("init") == "numpy_legacy":
+        for i, seed in enumerate(exp["seeds"]):
+            if seed >= BERNOULLI_SEED_LIMIT:
+                raise ConfigError(
+                    f"{exp['path']}.seeds[{i}]: with model init numpy_legacy the seed must be < 2^32 = "
+                    f"{BERNOULLI_SEED_LIMIT} (got {seed}): w₀ is numpy's RandomState(seed).standard_normal(D); use "
+                    f"a smaller seed, or init normal")
     apath = f"{exp['path']}.algorithms.{label}.local"
     local = _finish_local(_merge_local(dset["local"], local_over, apath), apath if local_over else dset["local_path"])
     _check_algorithm_cell(name, hparams, local, f"{exp['path']}.algorithms.{label}")

@@ -177,6 +177,11 @@ def test_config_refuses_a_non_binary_source_before_any_job():
     check_config(_config({"source": "a9a"}, {"name": "binary_logreg", "init": "zeros"}))
     with pytest.raises(ConfigError, match=r"experiments\.e\.datasets\.x\.model: .*'init' must be one of"):
         check_config(_config({"source": "a9a"}, {"name": "binary_logreg", "init": "ones"}))
+    legacy = _config({"source": "a9a"}, {"name": "binary_logreg", "init": "numpy_legacy"})
+    check_config(legacy)
+    legacy["experiments"]["e"]["seeds"] = [1, 2**32]  # RandomState takes seeds < 2^32: refused before any job
+    with pytest.raises(ConfigError, match=r"experiments\.e\.seeds\[1\]: with model init numpy_legacy"):
+        check_config(legacy)
 
 
 # ------------------------------------------------------------------------------ through the engines

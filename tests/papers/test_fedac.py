@@ -144,8 +144,8 @@ def test_algorithm_keys():
 @pytest.mark.skipif(not os.environ.get("FEDBENCH_A9A"),
                     reason="set FEDBENCH_A9A to the LIBSVM a9a training file (32,561 rows) to rerun two of the "
                            "authors' published runs; the real data is not part of the test suite")
-@pytest.mark.parametrize("k_steps, published", [(16, 0.009039), (256, 0.161319)])
-def test_a9a_mb_sgd_from_the_authors_w0_reproduces_their_published_run(k_steps, published):
+@pytest.mark.parametrize("k_steps", [16, 256])
+def test_a9a_mb_sgd_from_the_authors_w0_reproduces_their_published_run(k_steps):
     """Mb-SGD on the real a9a, λ = 1e-3, M = 8,192, η = 2, T = 4,096, seed 1 and the authors' w₀ for
     it (``init: numpy_legacy``): a minibatch of M·K ≥ 131,072 samples a step makes the run nearly
     full-gradient descent, so its best suboptimality is the authors' published number (their
@@ -157,6 +157,11 @@ def test_a9a_mb_sgd_from_the_authors_w0_reproduces_their_published_run(k_steps, 
     from fedbench.engine.loop import train
     from fedbench.metrics.optimum import solve_optimum
 
+    ref = fedac.reference_frame().filter((pl.col("dataset") == "a9a") & (pl.col("lambda") == 1e-3)
+                                         & (pl.col("algorithm") == "mb_sgd") & (pl.col("M") == 8192)
+                                         & (pl.col("K") == k_steps))
+    assert ref["eta"].to_list() == [2.0]  # their best run of this cell is the one rerun here
+    published = ref["best_suboptimality"][0]  # 0.009039 (K = 16), 0.161319 (K = 256)
     x, y = read_svmlight(os.environ["FEDBENCH_A9A"], 123)
     assert x.shape == (32561, 123)
     ds = Dataset("a9a", x, (y > 0).astype(np.int64), x[:0], (y[:0] > 0).astype(np.int64), num_classes=2)
