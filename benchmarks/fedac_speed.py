@@ -94,8 +94,10 @@ def write_a9a_like(directory: Path, seed: int = 0) -> tuple[Path, Path]:
 # one fedbench job (in a subprocess)
 
 
-def fedbench_job(algorithm: str, m: int, k: int, steps: int, data_dir: str, threads: int, generic: bool) -> dict:
-    """Train the η grid × seeds of (algorithm, M, K) stacked, for ``steps`` steps per worker."""
+def fedbench_job(algorithm: str, m: int, k: int, steps: int, data_dir: str, threads: int, generic: bool,
+                 device: str = "cpu") -> dict:
+    """Train the η grid × seeds of (algorithm, M, K) stacked, for ``steps`` steps per worker, on
+    ``device`` (``cpu`` or ``cuda``: the CUDA context's creation counts in the set-up)."""
     sys.path.insert(0, str(REPO / "src"))
     import torch
 
@@ -106,6 +108,9 @@ def fedbench_job(algorithm: str, m: int, k: int, steps: int, data_dir: str, thre
 
     torch.set_num_threads(threads)
     VectorizedClients.fast_steps = not generic
+    t_start = time.perf_counter()
+    if device == "cuda":
+        torch.zeros(1, device=device)  # the CUDA context
     ds = load_a9a({"train": Path(data_dir) / "a9a", "test": Path(data_dir) / "a9a.t"})
     name, hparams = ALGORITHMS[algorithm]
     specs, parts = [], {}
@@ -140,13 +145,20 @@ def fedbench_job(algorithm: str, m: int, k: int, steps: int, data_dir: str, thre
 
     VectorizedClients.train_cells = timed
     VectorizedClients.train_rounds = timed_rounds
-    warm = 0.0 if generic else warm_compiled()  # once per job: counted in its set-up, never scaled
+    # once per job, counted in its set-up and never scaled: the compiled CPU code's start-up, or the
+    # CUDA context's creation
+    warm = 0.0 if generic or device == "cuda" else warm_compiled()
+    if device == "cuda":
+        warm = time.perf_counter() - t_start
     t0 = time.perf_counter()
-    out = train_seeds(specs, ds, [parts[s["seed"]] for s in specs], device="cpu", engine="vectorized")
+    out = train_seeds(specs, ds, [parts[s["seed"]] for s in specs], device=device, engine="vectorized")
+    if device == "cuda":
+        torch.cuda.synchronize()
     seconds = time.perf_counter() - t0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    gpu_mb = torch.cuda.max_memory_allocated() / 2**20 if device == "cuda" else 0.0
     return {"seconds": seconds + warm, "setup_seconds": first[0] - t0 + warm, "warm_seconds": warm,
-            "cells": len(specs), "peak_rss_mb": peak,
+            "cells": len(specs), "peak_rss_mb": peak, "peak_gpu_mb": gpu_mb,
             "ok": sum(info["status"] == "ok" for _, info in out),
             "final_loss_mid_eta": out[len(out) // 2][0][-1]["train_loss"]}
 
@@ -370,6 +382,8 @@ def main(argv=None) -> None:
                     help="time fewer steps where an authors' run would exceed this many worker-steps (M × T)")
     ap.add_argument("--threads", type=int, default=1, help="torch threads of a fedbench job")
     ap.add_argument("--generic", action="store_true", help="fedbench without the fast path (for comparison)")
+    ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
+                    help="where fedbench's jobs train (the authors' code runs on the CPU either way)")
     ap.add_argument("--estimate", action="store_true", help="estimate the whole a9a λ = 1e-3 figure set")
     ap.add_argument("--probe", action="store_true", help="first: the local steps alone (generic vs fast, "
                     "ns per client-step) and the memory bandwidth")
@@ -406,6 +420,11 @@ def main(argv=None) -> None:
     print(f"- load average at start: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; {os.cpu_count()} logical CPUs; "
           f"fedbench torch threads {args.threads}{' (generic path)' if args.generic else ''}")
     print(f"- authors' checkout: {authors or 'none: ' + HOW_TO_GET}")
+    if args.device == "cuda":
+        import torch
+
+        print(f"- fedbench on {torch.cuda.get_device_name()} (torch {torch.__version__}); set-up includes the "
+              "CUDA context")
     print(f"- T = {T_TOTAL} steps per worker; fedbench timed on {args.T_fedbench}, the authors on "
           f"{args.T_authors} (scaled to {T_TOTAL}); η of the authors' run: {AUTHORS_ETA}\n")
     if args.probe:
@@ -430,13 +449,13 @@ def main(argv=None) -> None:
                 steps = rounds * k
                 job = subprocess_json(["--_job", "fedbench:" + json.dumps(
                     {"algorithm": algorithm, "m": m, "k": k, "steps": steps, "data_dir": data_dir,
-                     "threads": args.threads, "generic": args.generic})])
+                     "threads": args.threads, "generic": args.generic, "device": args.device})])
                 scale = T_TOTAL / steps  # the rounds scale; the set-up (cells, partitions, compiled code) does not
                 job_s = job["setup_seconds"] + (job["seconds"] - job["setup_seconds"]) * scale
                 per_run = job_s / job["cells"]
                 row = {"algorithm": algorithm, "M": m, "K": k, "rounds": T_TOTAL // k, "job_s_T": job_s,
                        "per_run_s": per_run, "timed_steps": steps, "peak_rss_mb": job["peak_rss_mb"],
-                       "ok_cells": job["ok"]}
+                       "ok_cells": job["ok"], "device": args.device, "peak_gpu_mb": job["peak_gpu_mb"]}
                 authors_cell = "skipped: " + HOW_TO_GET
                 ratio = "-"
                 if authors:
@@ -454,8 +473,9 @@ def main(argv=None) -> None:
                 ns = job_s / (job["cells"] * m * T_TOTAL) * 1e9
                 row["setup_s"] = job["setup_seconds"]
                 timed = "" if scale == 1 else f" ({steps // k} timed)"
+                gpu = f" (GPU {job['peak_gpu_mb']:.0f})" if args.device == "cuda" else ""
                 print(f"| {algorithm} | {m} | {k} | {T_TOTAL // k} | {job_s:.2f} s{timed} | {per_run:.4f} s | "
-                      f"{authors_cell} | {ratio} | {ns:.0f} | {job['peak_rss_mb']:.0f} |", flush=True)
+                      f"{authors_cell} | {ratio} | {ns:.0f} | {job['peak_rss_mb']:.0f}{gpu} |", flush=True)
     if args.estimate and len(rows) >= 3:
         print_estimate(rows)
     end = os.getloadavg()
@@ -471,8 +491,10 @@ def print_estimate(rows: list[dict]) -> None:
     factors = ", ".join(f"{a} {f:.2f}×" for a, f in sorted(est["factor"].items()))
     print(f"\nFit over the {len(rows)} jobs: {est['setup_s']:.1f} s set-up; per client-step and run (FedAc-I, large M) "
           f"{steps}; the other algorithms against FedAc-I: {factors}. Whole a9a λ = 1e-3 figure set "
-          f"({EXPERIMENT}: {est['jobs']} jobs, {est['runs']} runs): {est['total_s'] / 3600:.1f} h of job time "
-          "(one job per core: half that on 2 cores).")
+          f"({EXPERIMENT}: {est['jobs']} jobs, {est['runs']} runs): {est['total_s'] / 3600:.2f} h "
+          f"= {est['total_s'] / 60:.0f} min of job time "
+          + ("(one job at a time on the GPU)." if rows[0].get("device") == "cuda"
+             else "(one job per core: half that on 2 cores)."))
 
 
 if __name__ == "__main__":
