@@ -476,12 +476,12 @@ def main(argv=None) -> None:
                 gpu = f" (GPU {job['peak_gpu_mb']:.0f})" if args.device == "cuda" else ""
                 print(f"| {algorithm} | {m} | {k} | {T_TOTAL // k} | {job_s:.2f} s{timed} | {per_run:.4f} s | "
                       f"{authors_cell} | {ratio} | {ns:.0f} | {job['peak_rss_mb']:.0f}{gpu} |", flush=True)
+                if args.json:  # after every job: a run cut short keeps what it measured
+                    Path(args.json).write_text(json.dumps(rows, indent=1))
     if args.estimate and len(rows) >= 3:
         print_estimate(rows)
     end = os.getloadavg()
     print(f"\n- load average at end: {end[0]:.2f} {end[1]:.2f} {end[2]:.2f}")
-    if args.json:
-        Path(args.json).write_text(json.dumps(rows, indent=1))
 
 
 def print_estimate(rows: list[dict]) -> None:

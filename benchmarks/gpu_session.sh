@@ -6,7 +6,13 @@
 # not fedbench's workflow packages, so fedbench runs from src/ (PYTHONPATH) and no Snakemake job runs.
 #
 #     OUT=/tmp/gpu bash benchmarks/gpu_session.sh
+#     OUT=/tmp/gpu PARTS="cuda_tests fedac" bash benchmarks/gpu_session.sh     # some parts only
+#
+# Parts: minimax (the VGG-11 round at 64·10 and 3,333 samples a client), cuda_tests (every CUDA
+# test of tests/engine), fedac (FedAc's jobs on CUDA at M = 256..8,192, K = 1..256, and the
+# estimate of the whole a9a λ = 1e-3 figure set from them).
 set -u
+PARTS=${PARTS:-minimax cuda_tests fedac}
 OUT=${OUT:-gpu_out}
 mkdir -p "$OUT"
 export PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1 MPLBACKEND=Agg WANDB_MODE=disabled
@@ -22,15 +28,24 @@ part() {  # part NAME LIMIT_S COMMAND...: run, log to $OUT/NAME.log, record exit
   "$PY" -c "import torch, sys; print(sys.version.split()[0], torch.__version__, torch.cuda.get_device_name())"
   nproc; } > "$OUT/machine.txt" 2>&1
 : > "$OUT/summary.txt"
-part minimax_640 90 "$PY" benchmarks/minimax_costs.py --device cuda --unit epochs --samples 640
-part minimax_3333 150 "$PY" benchmarks/minimax_costs.py --device cuda --unit epochs --samples 3333
-part cuda_tests 130 "$PY" -m pytest -q -n 8 -p no:cacheprovider tests/engine -k "cuda or graph"
-part fedac_k16 110 "$PY" benchmarks/fedac_speed.py --device cuda --algorithms fedac,fedavg --M 256,8192 \
-  --K 16,256 --json "$OUT/fedac_k16.json"
-part fedac_k1 90 "$PY" benchmarks/fedac_speed.py --device cuda --algorithms fedac --M 256,8192 --K 1 \
-  --T-fedbench 512 --json "$OUT/fedac_k1.json"
+want() { case " $PARTS " in *" $1 "*) return 0;; esac; return 1; }
+if want minimax; then
+  part minimax_640 90 "$PY" benchmarks/minimax_costs.py --device cuda --unit epochs --samples 640
+  part minimax_3333 150 "$PY" benchmarks/minimax_costs.py --device cuda --unit epochs --samples 3333
+fi
+want cuda_tests && part cuda_tests 100 "$PY" -m pytest -q -n 8 -p no:cacheprovider tests/engine -k "cuda or graph"
+if want fedac; then
+  part fedac 180 "$PY" benchmarks/fedac_speed.py --device cuda --algorithms fedac --M 256,2048,8192 \
+    --K 1,16,256 --T-fedbench 1024 --json "$OUT/fedac.json"
+  part fedac_others 60 "$PY" benchmarks/fedac_speed.py --device cuda --algorithms fedavg,mb_sgd,mb_ac_sgd \
+    --M 2048 --K 16 --T-fedbench 1024 --json "$OUT/fedac_others.json"
+  part fedac_estimate 20 "$PY" benchmarks/fedac_speed.py --estimate-from "$OUT/fedac.json,$OUT/fedac_others.json"
+fi
 cat "$OUT/machine.txt"
-for f in minimax_640 minimax_3333; do echo "== $f"; tail -8 "$OUT/$f.log"; done
-for f in fedac_k16 fedac_k1; do echo "== $f"; grep "^| fedac\|^| fedavg\|Error\|error" "$OUT/$f.log" | cut -c1-200; done
-echo "== cuda_tests"; tail -4 "$OUT/cuda_tests.log"
+for f in minimax_640 minimax_3333; do [ -f "$OUT/$f.log" ] && { echo "== $f"; tail -8 "$OUT/$f.log"; }; done
+for f in fedac fedac_others; do
+  [ -f "$OUT/$f.log" ] && { echo "== $f"; grep "^| fedac\|^| fedavg\|^| mb_\|Error\|error" "$OUT/$f.log" | sed 's/skipped: git clone[^|]*|/-|/'; }
+done
+[ -f "$OUT/fedac_estimate.log" ] && { echo "== fedac_estimate"; tail -3 "$OUT/fedac_estimate.log"; }
+[ -f "$OUT/cuda_tests.log" ] && { echo "== cuda_tests"; tail -4 "$OUT/cuda_tests.log"; }
 echo "== summary"; cat "$OUT/summary.txt"

@@ -297,6 +297,27 @@ def round_form(algo, server_keys: list[str], leaf_names: list[str], hp: dict, lo
     return state_keys, entries, b, cd[:, ns:], cd[:, :ns], ef[:, :ns], ef[:, ns:]
 
 
+def step_form(cache: dict, algo, keys: list[str], names: list[str], hp: dict):
+    """:func:`affine_form`, cached in ``cache`` per hyperparameter values."""
+    key = (tuple(keys), tuple(sorted((k, repr(v)) for k, v in hp.items())))
+    if key not in cache:
+        cache[key] = affine_form(algo, keys, names, hp, hp.get("local_steps"))
+    return cache[key]
+
+
+def cell_forms(cache: dict, algo, server_keys: list[str], names: list[str], hp: dict):
+    """:func:`round_form` with the step's :func:`affine_form`, cached in ``cache`` per
+    hyperparameter values: (state_keys, entries, (q, A, c), B, C, D, E, F), or None (K not a
+    positive integer, or a rule not of the linear form)."""
+    key = ("round", tuple(server_keys), tuple(sorted((k, repr(v)) for k, v in hp.items())))
+    if key not in cache:
+        k = hp.get("local_steps")
+        rf = round_form(algo, server_keys, names, hp, k) if isinstance(k, int) and k >= 1 else None
+        step = None if rf is None else step_form(cache, algo, rf[0], names, hp)
+        cache[key] = None if step is None else (rf[0], rf[1], step, *rf[2:])
+    return cache[key]
+
+
 # ----------------------------------------------------------------------------------------------
 # inputs as rows
 
@@ -1459,11 +1480,8 @@ class LinearSteps:
         return self._round_rows
 
     def form(self, algo, keys: list[str], names: list[str], hp: dict):
-        """:func:`affine_form`, cached per hyperparameter values."""
-        key = (tuple(keys), tuple(sorted((k, repr(v)) for k, v in hp.items())))
-        if key not in self._forms:
-            self._forms[key] = affine_form(algo, keys, names, hp, hp.get("local_steps"))
-        return self._forms[key]
+        """:func:`step_form` cached in this path's forms."""
+        return step_form(self._forms, algo, keys, names, hp)
 
     def run(self, algo, state: dict, hps: list[dict], coef_of: np.ndarray, idx: torch.Tensor,
             y: torch.Tensor) -> tuple[dict, np.ndarray] | None:
@@ -1610,15 +1628,8 @@ class LinearSteps:
                 for ln in range(len(params))]
 
     def round_form(self, algo, server_keys: list[str], names: list[str], hp: dict):
-        """:func:`round_form` with the step's :func:`affine_form`, cached per hyperparameter
-        values: (state_keys, entries, (q, A, c), B, C, D, E, F), or None."""
-        key = ("round", tuple(server_keys), tuple(sorted((k, repr(v)) for k, v in hp.items())))
-        if key not in self._forms:
-            k = hp.get("local_steps")
-            rf = round_form(algo, server_keys, names, hp, k) if isinstance(k, int) and k >= 1 else None
-            step = None if rf is None else self.form(algo, rf[0], names, hp)
-            self._forms[key] = None if step is None else (rf[0], rf[1], step, *rf[2:])
-        return self._forms[key]
+        """:func:`cell_forms` cached in this path's forms."""
+        return cell_forms(self._forms, algo, server_keys, names, hp)
 
     def rounds(self, algo, servers: list[dict], hps: list[dict], t0: int, t1: int, y_all: np.ndarray,
                batch_size: int, key_seed: np.ndarray, key_id: np.ndarray, row_table: np.ndarray, slot: np.ndarray,

@@ -538,6 +538,12 @@ class VectorizedClients:
     #: as for CUDA graphs; tests and benchmarks set it to run that path on CPU.
     retire_finished = True
 
+    #: Whole rounds (:meth:`train_rounds`) on CUDA run as tensor programs
+    #: (:mod:`fedbench.engine.tensor_rounds`), on CPU as compiled loops (:mod:`fedbench.engine.linear_steps`).
+    #: True runs the tensor programs on CPU too (the same results to float rounding): tests set it,
+    #: since CI has no GPU.
+    tensor_rounds = False
+
     def __init__(self, algorithm: ModuleType, model, grad_fn, x_all: torch.Tensor, y_all: torch.Tensor,
                  clients: Sequence[np.ndarray], local: dict, seed: int, chunk_size=None,
                  step_overhead: float | None = None, augmentation: dict | None = None,
@@ -578,6 +584,7 @@ class VectorizedClients:
         #: The compiled local steps of linear logistic regression (:mod:`fedbench.engine.linear_steps`),
         #: built on first use; None where the model or device does not qualify.
         self._linear = False
+        self._tensors = False  # the whole-rounds tensor path (:mod:`fedbench.engine.tensor_rounds`), on first use
         #: The rounds the caller will train (:func:`fedbench.engine.loop.train_seeds` sets it); with
         #: the clients per round it decides whether the compiled paths pay (:meth:`_compiled_pays`).
         self.planned_rounds: int | None = None
@@ -1065,8 +1072,10 @@ class VectorizedClients:
                      cells: Sequence[int]) -> tuple[int, list[dict]] | None:
         """Rounds ``t0..t1`` of the given cells with full participation (every client of each
         cell, every round) and the same hyperparameters every round, local steps, messages and
-        server updates in one compiled call
-        (:meth:`fedbench.engine.linear_steps.LinearSteps.rounds`), or None where that does not
+        server updates in one compiled call on CPU
+        (:meth:`fedbench.engine.linear_steps.LinearSteps.rounds`) or a few tensor operations per
+        local step elsewhere (:meth:`fedbench.engine.tensor_rounds.TensorRounds.rounds`, binary
+        logistic regression only; :attr:`tensor_rounds`), or None where that does not
         apply: the fast path's conditions (:meth:`_fast_chunk`), ``local.steps`` K with
         ``local.replacement``, stateless clients, and an algorithm whose ``client_init``,
         ``client_final`` and ``server_update`` are linear (:func:`fedbench.engine.linear_steps.round_form`).
@@ -1083,21 +1092,32 @@ class VectorizedClients:
         """
         local = self.local
         k, b = local.get("steps"), int(local["batch_size"])
-        if (not self.fast_steps or self.device.type != "cpu" or self.aug is not None or self.holdout is not None
+        if (not self.fast_steps or self.aug is not None or self.holdout is not None
                 or self.store is not None or not isinstance(k, int) or isinstance(k, bool) or k < 1
                 or local.get("epochs") is not None or not local.get("replacement")):
             return None
+        compiled = self.device.type == "cpu" and not self.tensor_rounds
         bounds = [(int(self.offsets[c]), int(self.offsets[c + 1])) for c in cells]
         clients = sum(hi - lo for lo, hi in bounds)
-        if not clients or not self._compiled_pays(clients) or self.linear is None:
+        if not clients or (compiled and (not self._compiled_pays(clients) or self.linear is None)):
             return None
         from fedbench.engine import keyed_integers
 
         n_max = int(self._sizes.max())
         if self._sizes.min() < 1 or not keyed_integers.supported(self.key_seed, t1, self.key_id, n_max):
             return None
-        out = self.linear.rounds(self.algo, list(servers), [dict(h) for h in hps], t0, t1, self.y_all.numpy(), b,
-                                 self.key_seed, self.key_id, self.row_table(), self._slot, self._sizes, bounds)
+        if compiled:
+            out = self.linear.rounds(self.algo, list(servers), [dict(h) for h in hps], t0, t1, self.y_all.numpy(), b,
+                                     self.key_seed, self.key_id, self.row_table(), self._slot, self._sizes, bounds)
+        else:
+            if self._tensors is False:
+                from fedbench.engine.tensor_rounds import TensorRounds
+
+                self._tensors = TensorRounds.build(self.model, self.grad_fn, self.x_all, self.y_all)
+            if self._tensors is None:
+                return None
+            out = self._tensors.rounds(self.algo, list(servers), [dict(h) for h in hps], t0, t1, b, self.key_seed,
+                                       self.key_id, self.row_table(), self._slot, self._sizes, bounds)
         if out is not None:
             done = (out[0] - t0 + 1) * clients * k
             self.executed_steps += done

@@ -1,0 +1,185 @@
+"""Whole rounds of binary logistic regression as tensor programs: the vectorized engine's
+whole-rounds path on CUDA.
+
+For FedAc's protocol (Yuan & Ma, "Federated Accelerated Stochastic Gradient Descent", NeurIPS 2020,
+§5: M workers with batch size 1, full participation, an ℓ2-regularized linear model) the CPU engine
+runs whole rounds in compiled loops (:mod:`fedbench.engine.linear_steps`, numba). On a GPU the
+generic path is launch-bound instead: every round runs each stacked cell's ``client_init``,
+``client_final`` and server update in Python and, for a chunk that stacks several learning rates,
+its vmapped steps eagerly (measured on an H200: ~70 ms of host time per round and ~4.5 ms per step
+for 54 cells at M = 256; ``benchmarks/RESULTS.md``). This module runs the same rounds as a
+few tensor operations per local step over every client of every stacked cell at once.
+
+The rules are the algorithm's own, read off it as the CPU path reads them
+(:func:`fedbench.engine.linear_steps.round_form` and :func:`~fedbench.engine.linear_steps.affine_form`):
+for n step sequences s (FedAc: w, w^ag), server sequences S and message entries e,
+
+    s ← B S                                   (client_init)
+    K times:  p = Σ_j q_j s_j;   s_i ← Σ_j A_ij s_j + c_i ∇f(p; b)     (client_step)
+    e = C s + D S;   ē = Σ_k w_k e_k;   S ← E S + F ē                  (client_final, server_update)
+
+with ∇f(p; b) = (1/B) Σ_b (σ(x_bᵀp) − y_b) x_b, the gradient of the mean cross-entropy of the
+logits [0, xᵀp] (``binary_logreg``). The stacked cells whose clients draw the same rows (one seed's
+learning-rate grid, :func:`~fedbench.engine.linear_steps.lane_groups`) are the lanes of one group:
+the state is [groups, lanes, M, n, d] and a step gathers each group's rows once. The rows are the
+engine's keyed draws (:func:`fedbench.engine.keyed_integers.uniform_rows`, bit for bit numpy's
+``generator(seed, t, k, "batches").integers``), drawn on the host for a segment of rounds and
+copied to the device once.
+
+Equality: float64, the generic path's rows and server states to 1e-10 relative
+(``tests/engine/test_tensor_rounds.py``, on the CPU; the same tensor code runs on CUDA).
+Softmax ``logreg``, partial participation, drawn local work and stateful clients are not served
+here (the engine then runs round by round).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from fedbench.engine import keyed_integers
+from fedbench.engine.linear_steps import LINEAR_MODELS, cell_forms, lane_groups, sequence_keys
+from fedbench.tree import _mean_weights
+
+#: Host memory for a segment's row indices (int64) is bounded by drawing at most this many
+#: client-steps at once; a longer segment is drawn in parts.
+MAX_DRAWN = 1 << 25
+
+
+class TensorRounds:
+    """The whole-rounds path of one vectorized engine: the training inputs on its device.
+
+    Build it with :meth:`build` (None when the model is not ``binary_logreg``'s linear model with
+    its cross-entropy gradient); :meth:`rounds` runs rounds t0..t1 or returns None.
+    """
+
+    def __init__(self, x_all: torch.Tensor, y_all: torch.Tensor):
+        self.x = x_all.detach().reshape(len(x_all), -1).to(torch.float64)
+        self.y = y_all.detach().to(device=x_all.device, dtype=torch.float64)
+        self._forms: dict = {}
+
+    @classmethod
+    def build(cls, model, grad_fn, x_all: torch.Tensor, y_all: torch.Tensor) -> TensorRounds | None:
+        """The path for ``model`` trained with ``grad_fn`` on ``x_all`` [N, D] (float, on the
+        engine's device) with labels ``y_all`` [N] ∈ {0, 1}, or None (another model or gradient)."""
+        apply = getattr(grad_fn, "model_apply", None)
+        if LINEAR_MODELS.get(apply) != "binary" or model.apply is not apply or not x_all.is_floating_point():
+            return None
+        return cls(x_all, y_all)
+
+    def rounds(self, algo, servers: list[dict], hps: list[dict], t0: int, t1: int, batch_size: int,
+               key_seed: np.ndarray, key_id: np.ndarray, row_table: np.ndarray, slot: np.ndarray,
+               sizes: np.ndarray, bounds: list[tuple[int, int]]) -> tuple[int, list[dict]] | None:
+        """Rounds t0..t1 (1-based) of C cells with full participation, every client drawing its
+        K·B rows with replacement; the arguments and the result are those of
+        :meth:`fedbench.engine.linear_steps.LinearSteps.rounds` (``y_all`` is held here). None
+        when they do not qualify: server states not float64, a rule not of the linear form, cells
+        with different sequences or K, or lane groups of different sizes.
+
+        Returns:
+            (the last round run: t1, or the first round after which a cell diverged (a client's
+            logit or the cell's new ``params`` not finite); per cell ``{"server", "uplink_floats",
+            "uplink_nonzeros", "diverged"}``).
+        """
+        names = ["weight"]
+        server_keys = sequence_keys(servers[0])
+        if server_keys is None or any(sequence_keys(s) != server_keys for s in servers):
+            return None
+        if set(servers[0]["params"]) != set(names) or servers[0]["params"]["weight"].dtype != torch.float64:
+            return None
+        forms = [cell_forms(self._forms, algo, server_keys, names, hp) for hp in hps]
+        if any(f is None for f in forms) or len({(tuple(f[0]), tuple(f[1])) for f in forms}) != 1:
+            return None
+        k_steps = int(hps[0]["local_steps"])
+        if any(int(hp["local_steps"]) != k_steps for hp in hps):
+            return None
+        lanes = lane_groups(bounds, key_seed, key_id, row_table, slot, sizes)
+        n_lanes = len(lanes[0])
+        clients = bounds[lanes[0][0]][1] - bounds[lanes[0][0]][0]
+        if any(len(g) != n_lanes or bounds[g[0]][1] - bounds[g[0]][0] != clients for g in lanes):
+            return None
+        dev, d = self.x.device, self.x.shape[1]
+        order = [ci for g in lanes for ci in g]  # cell at (group, lane), flattened
+
+        def per_cell(of):  # [G, L, ...] of a form's matrix, float64 on the device
+            arr = np.stack([of(forms[ci]) for ci in order])
+            return torch.as_tensor(arr, dtype=torch.float64, device=dev).reshape(len(lanes), n_lanes, *arr.shape[1:])
+
+        q, a, c = (per_cell(lambda f, i=i: f[2][i]) for i in range(3))  # the step: q [n], A [n, n], c [n]
+        bm, cm, dm, em, fm = (per_cell(lambda f, i=i: f[i]) for i in range(3, 8))  # the round: B, C, D, E, F
+        server = torch.stack([torch.stack([servers[ci][k]["weight"].detach().reshape(-1) for k in server_keys])
+                              for ci in order]).to(dev).reshape(len(lanes), n_lanes, len(server_keys), d)
+        weight = torch.stack([_mean_weights(torch.as_tensor(sizes[lo:hi], dtype=torch.float64), hi - lo)
+                              for lo, hi in (bounds[g[0]] for g in lanes)]).to(dev)  # [G, M]
+        firsts = [np.arange(*bounds[g[0]]) for g in lanes]  # engine-wide ids of each group's clients
+        nonzeros = torch.zeros(len(lanes), n_lanes, dtype=torch.int64, device=dev)
+        ok = torch.ones(len(lanes), n_lanes, dtype=torch.bool, device=dev)
+        per_round = len(lanes) * clients * k_steps * int(batch_size)
+        span = max(1, MAX_DRAWN // max(per_round, 1))
+        last = t0 - 1
+        t = t0
+        while t <= t1 and bool(ok.all()):
+            upto = min(t1, t + span - 1)
+            rows = self._draw(firsts, t, upto, k_steps * int(batch_size), key_seed, key_id, row_table, slot, sizes)
+            for r in range(upto - t + 1):
+                server, nz, fine = _round(self.x, self.y, server, rows[r], q, a, c, bm, cm, dm, em, fm, weight,
+                                          k_steps, int(batch_size))
+                nonzeros += nz
+                ok &= fine
+                last = t + r
+                if not bool(ok.all()):  # a cell diverged: stop after this round, as the CPU path does
+                    break
+            t = last + 1
+        out = []
+        ran = last - t0 + 1
+        at = {ci: (gi, ln) for gi, g in enumerate(lanes) for ln, ci in enumerate(g)}
+        nonzeros_cpu, ok_cpu = nonzeros.cpu(), ok.cpu()
+        for ci, (lo, hi) in enumerate(bounds):
+            gi, ln = at[ci]
+            new = dict(servers[ci])
+            for i, k in enumerate(server_keys):  # on the servers' device, as the generic path keeps them
+                old = servers[ci][k]["weight"]
+                new[k] = {"weight": server[gi, ln, i].clone().reshape(old.shape).to(old.device)}
+            out.append({"server": new, "uplink_floats": ran * (hi - lo) * len(forms[ci][1]) * d,
+                        "uplink_nonzeros": int(nonzeros_cpu[gi, ln]), "diverged": not bool(ok_cpu[gi, ln])})
+        return last, out
+
+    def _draw(self, firsts: list[np.ndarray], t0: int, t1: int, per_client: int, key_seed: np.ndarray,
+              key_id: np.ndarray, row_table: np.ndarray, slot: np.ndarray, sizes: np.ndarray) -> torch.Tensor:
+        """The rows of rounds t0..t1: [T, G, M, K·B] int64 on the device, row
+        ``row_table[slot[g], j]`` for j = ``generator(seed_g, t, id_g, "batches").integers(0, n_g,
+        K·B)`` of each group's client g (the engine's draws, :func:`keyed_integers.uniform_rows`)."""
+        out = np.empty((t1 - t0 + 1, len(firsts), len(firsts[0]), per_client), dtype=np.int64)
+        for r, t in enumerate(range(t0, t1 + 1)):
+            for gi, ids in enumerate(firsts):
+                for n in np.unique(sizes[ids]):  # one size for the shared partition
+                    at = np.flatnonzero(sizes[ids] == n)
+                    sel = ids[at]
+                    draws = keyed_integers.uniform_rows(key_seed[sel], t, key_id[sel], int(n), (per_client,))
+                    out[r, gi, at] = row_table[slot[sel][:, None], draws]
+        return torch.from_numpy(out).to(self.x.device)
+
+
+def _round(x, y, server, rows, q, a, c, bm, cm, dm, em, fm, weight, k_steps: int, batch_size: int):
+    """One round of every client of every lane. ``server`` [G, L, n_s, d]; ``rows`` [G, M, K·B].
+    Returns (the new server [G, L, n_s, d], the messages' non-zeros [G, L] (int64), whether each
+    lane stayed finite [G, L]: every client's logits and the new ``params``)."""
+    s = torch.einsum("glij,gljd->glid", bm, server).unsqueeze(2)  # [G, L, 1, n, d]: every client's start
+    fine = torch.ones(server.shape[:2], dtype=torch.bool, device=server.device)
+    for k in range(k_steps):
+        r = rows[:, :, k * batch_size:(k + 1) * batch_size]  # [G, M, B]
+        xb, yb = x[r], y[r]  # [G, M, B, d], [G, M, B]
+        p = torch.einsum("gln,glmnd->glmd", q, s.expand(-1, -1, r.shape[1], -1, -1) if k == 0 else s)
+        z = torch.einsum("glmd,gmbd->glmb", p, xb)
+        fine &= torch.isfinite(z).all(dim=(2, 3))
+        dz = (torch.sigmoid(z) - yb.unsqueeze(1)) / batch_size
+        grad = torch.einsum("glmb,gmbd->glmd", dz, xb)
+        s = torch.einsum("glij,glmjd->glmid", a, s) + c[:, :, None, :, None] * grad.unsqueeze(3)
+    if k_steps == 0:
+        s = s.expand(-1, -1, rows.shape[1], -1, -1)
+    e = torch.einsum("glei,glmid->glmed", cm, s) + torch.einsum("glej,gljd->gled", dm, server).unsqueeze(2)
+    nonzeros = (e != 0).sum(dim=(2, 3, 4))
+    ebar = torch.einsum("gm,glmed->gled", weight, e)
+    new = torch.einsum("glij,gljd->glid", em, server) + torch.einsum("glie,gled->glid", fm, ebar)
+    fine &= torch.isfinite(new[:, :, 0]).all(dim=-1)
+    return new, nonzeros, fine

@@ -1,0 +1,104 @@
+"""The whole-rounds tensor path (:mod:`fedbench.engine.tensor_rounds`, CUDA's whole rounds, run here
+on the CPU through ``VectorizedClients.tensor_rounds``): the generic path's rows and server states,
+float64, 1e-10, for every algorithm of FedAc's protocol, on sparse and dense rows; it stops at a
+diverged cell where the generic path records it; segments do not change its bits. On a GPU the
+same checks run on CUDA, where the path is taken without being asked for."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from test_linear_steps import _assert_rows_equal, _dataset, _round_specs
+
+from fedbench.data.partition import make_partition
+from fedbench.engine.loop import train_seeds
+from fedbench.engine.vectorized import VectorizedClients
+
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(),
+                                                                reason="no CUDA GPU visible"))]
+
+
+def _run(specs, ds, monkeypatch, tensor: bool, device: str = "cpu", **kw):
+    """train_seeds with the tensor path (``tensor``) or round by round on the generic path; returns
+    (results, the (t0, t1, ran) of every train_rounds call)."""
+    monkeypatch.setattr(VectorizedClients, "fast_steps", tensor)
+    monkeypatch.setattr(VectorizedClients, "tensor_rounds", tensor)
+    calls = []
+    real = VectorizedClients.train_rounds
+
+    def spy(self, servers, hps, t0, t1, cells):
+        out = real(self, servers, hps, t0, t1, cells)
+        calls.append((t0, t1, out is not None))
+        return out
+
+    monkeypatch.setattr(VectorizedClients, "train_rounds", spy)
+    parts = [make_partition(ds, {"scheme": "shared", "num_clients": 5}, seed=s["seed"]) for s in specs]
+    return train_seeds(specs, ds, parts, device=device, engine="vectorized", **kw), calls
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("algorithm,variant", [("fedavg", None), ("fedac", "I"), ("fedac", "II"),
+                                               ("fedac", "vanilla"), ("mb_sgd", None), ("mb_ac_sgd", None)])
+@pytest.mark.parametrize("steps,batch_size", [(1, 1), (3, 1), (2, 3)])
+@pytest.mark.parametrize("sparse", [True, False])
+def test_tensor_rounds_equal_the_generic_path(algorithm, variant, steps, batch_size, sparse, device, monkeypatch):
+    """Every row column (losses, accuracies, objective, uplink floats and non-zeros, the initial
+    row) and the final server states (``params``, FedAc's ``w``) of stacked cells that differ in lr
+    and seed, against the generic path on the CPU."""
+    ds = _dataset(sparse)
+    specs = _round_specs(algorithm, steps=steps, batch_size=batch_size, variant=variant)
+    fused, calls = _run(specs, ds, monkeypatch, True, device)
+    assert calls == [(1, 3, True), (4, 6, True), (7, 7, True)]  # segments end at the evaluations
+    generic, calls = _run(specs, ds, monkeypatch, False)
+    assert not any(ran for *_, ran in calls)
+    _assert_rows_equal(fused, generic)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_tensor_rounds_stop_at_a_diverged_cell(device, monkeypatch):
+    """FedAc at η far above 1/L blows up: recorded diverged at the generic path's round, with the
+    same rows; the other cell goes on to the end."""
+    ds = _dataset(True)
+    specs = _round_specs("fedac", steps=2, lrs=(0.05, 3e3), seeds=(0,), rounds=120, eval_every=60)
+    for s in specs:
+        s["collapse"] = False  # NaN/inf, not the collapse rule
+    fused, calls = _run(specs, ds, monkeypatch, True, device)
+    generic, _ = _run(specs, ds, monkeypatch, False)
+    assert [info["status"] for _, info in fused] == ["ok", "diverged"]
+    stop = fused[1][0][-1]["round"]
+    assert 60 < stop < 120 and (stop + 1, 120, True) in calls and fused[0][0][-1]["round"] == 120
+    _assert_rows_equal(fused, generic)
+
+
+def test_tensor_rounds_do_not_depend_on_segments(monkeypatch, tmp_path):
+    """Bit for bit: checkpoints every 2 rounds (other segments) and a run resumed from one."""
+    ds = _dataset(True)
+    specs = _round_specs("fedac", steps=3, seeds=(0, 1, 2))
+    base, _ = _run(specs, ds, monkeypatch, True)
+    paths = [tmp_path / f"ckpt{i}.pt" for i in range(len(specs))]
+    cut, calls = _run(specs, ds, monkeypatch, True, checkpoint_paths=paths, checkpoint_every=2)
+    assert [(t0, t1) for t0, t1, _ in calls] == [(1, 2), (3, 3), (4, 4), (5, 6), (7, 7)]
+    _assert_rows_equal(cut, base, rtol=0)
+    resumed, calls = _run(specs, ds, monkeypatch, True, checkpoint_paths=paths)  # from round 6's checkpoint
+    assert [(t0, t1) for t0, t1, _ in calls] == [(7, 7)]
+    _assert_rows_equal(resumed, base, rtol=0)
+
+
+def test_tensor_rounds_draw_in_parts(monkeypatch):
+    """A segment longer than MAX_DRAWN client-steps is drawn in parts: the same bits."""
+    ds = _dataset(True)
+    specs = _round_specs("fedac", steps=2)
+    base, _ = _run(specs, ds, monkeypatch, True)
+    monkeypatch.setattr("fedbench.engine.tensor_rounds.MAX_DRAWN", 7)
+    parts, _ = _run(specs, ds, monkeypatch, True)
+    _assert_rows_equal(parts, base, rtol=0)
+
+
+def test_softmax_logreg_runs_round_by_round(monkeypatch):
+    """The tensor path serves ``binary_logreg`` only: ``logreg`` cells run round by round."""
+    ds = _dataset(True, classes=3)
+    specs = _round_specs("fedavg", "logreg", rounds=3, eval_every=2)
+    out, calls = _run(specs, ds, monkeypatch, True)
+    assert calls and not any(ran for *_, ran in calls)
+    generic, _ = _run(specs, ds, monkeypatch, False)
+    _assert_rows_equal(out, generic)
