@@ -9,10 +9,13 @@
 #     OUT=/tmp/gpu PARTS="cuda_tests fedac" bash benchmarks/gpu_session.sh     # some parts only
 #
 # Parts: minimax (the VGG-11 round at 64·10 and 3,333 samples a client), cuda_tests (every CUDA
-# test of tests/engine), fedac (FedAc's jobs on CUDA at M = 256..8,192, K = 1..256, and the
-# estimate of the whole a9a λ = 1e-3 figure set from them).
+# test of tests/engine), layouts (one step of the whole-rounds tensor path in three layouts),
+# fedac (FedAc's jobs on CUDA at M ∈ $FEDAC_M, K ∈ $FEDAC_K, and the estimate of the whole
+# a9a λ = 1e-3 figure set from them).
 set -u
-PARTS=${PARTS:-minimax cuda_tests fedac}
+PARTS=${PARTS:-minimax cuda_tests layouts fedac}
+FEDAC_M=${FEDAC_M:-256,2048,8192}
+FEDAC_K=${FEDAC_K:-1,16,256}
 OUT=${OUT:-gpu_out}
 mkdir -p "$OUT"
 export PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1 MPLBACKEND=Agg WANDB_MODE=disabled
@@ -34,10 +37,13 @@ if want minimax; then
   part minimax_3333 150 "$PY" benchmarks/minimax_costs.py --device cuda --unit epochs --samples 3333
 fi
 want cuda_tests && part cuda_tests 100 "$PY" -m pytest -q -n 8 -p no:cacheprovider tests/engine -k "cuda or graph"
+if want layouts; then
+  part layouts 60 sh -c "\"$PY\" benchmarks/tensor_step_layouts.py --M 8192 && \"$PY\" benchmarks/tensor_step_layouts.py --M 256"
+fi
 if want fedac; then
-  part fedac 180 "$PY" benchmarks/fedac_speed.py --device cuda --algorithms fedac --M 256,2048,8192 \
-    --K 1,16,256 --T-fedbench 1024 --json "$OUT/fedac.json"
-  part fedac_others 60 "$PY" benchmarks/fedac_speed.py --device cuda --algorithms fedavg,mb_sgd,mb_ac_sgd \
+  part fedac 180 "$PY" benchmarks/fedac_speed.py --device cuda --algorithms fedac --M "$FEDAC_M" \
+    --K "$FEDAC_K" --T-fedbench 1024 --json "$OUT/fedac.json"
+  part fedac_others 40 "$PY" benchmarks/fedac_speed.py --device cuda --algorithms fedavg,mb_sgd,mb_ac_sgd \
     --M 2048 --K 16 --T-fedbench 1024 --json "$OUT/fedac_others.json"
   part fedac_estimate 20 "$PY" benchmarks/fedac_speed.py --estimate-from "$OUT/fedac.json,$OUT/fedac_others.json"
 fi
@@ -46,6 +52,7 @@ for f in minimax_640 minimax_3333; do [ -f "$OUT/$f.log" ] && { echo "== $f"; ta
 for f in fedac fedac_others; do
   [ -f "$OUT/$f.log" ] && { echo "== $f"; grep "^| fedac\|^| fedavg\|^| mb_\|Error\|error" "$OUT/$f.log" | sed 's/skipped: git clone[^|]*|/-|/'; }
 done
+[ -f "$OUT/layouts.log" ] && { echo "== layouts"; cat "$OUT/layouts.log"; }
 [ -f "$OUT/fedac_estimate.log" ] && { echo "== fedac_estimate"; tail -3 "$OUT/fedac_estimate.log"; }
 [ -f "$OUT/cuda_tests.log" ] && { echo "== cuda_tests"; tail -4 "$OUT/cuda_tests.log"; }
 echo "== summary"; cat "$OUT/summary.txt"

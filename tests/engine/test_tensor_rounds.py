@@ -33,7 +33,12 @@ def _run(specs, ds, monkeypatch, tensor: bool, device: str = "cpu", **kw):
 
     monkeypatch.setattr(VectorizedClients, "train_rounds", spy)
     parts = [make_partition(ds, {"scheme": "shared", "num_clients": 5}, seed=s["seed"]) for s in specs]
-    return train_seeds(specs, ds, parts, device=device, engine="vectorized", **kw), calls
+    out = train_seeds(specs, ds, parts, device=device, engine="vectorized", **kw)
+    for _, info in out:  # the server states on the host, to compare with the CPU's
+        info["server_state"] = {k: {n: v.cpu() for n, v in leaf.items()} if isinstance(leaf, dict) else leaf
+                                for k, leaf in info["server_state"].items()}
+        info["params"] = {n: v.cpu() for n, v in info["params"].items()}
+    return out, calls
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -163,23 +163,53 @@ class TensorRounds:
 def _round(x, y, server, rows, q, a, c, bm, cm, dm, em, fm, weight, k_steps: int, batch_size: int):
     """One round of every client of every lane. ``server`` [G, L, n_s, d]; ``rows`` [G, M, K·B].
     Returns (the new server [G, L, n_s, d], the messages' non-zeros [G, L] (int64), whether each
-    lane stayed finite [G, L]: every client's logits and the new ``params``)."""
-    s = torch.einsum("glij,gljd->glid", bm, server).unsqueeze(2)  # [G, L, 1, n, d]: every client's start
-    fine = torch.ones(server.shape[:2], dtype=torch.bool, device=server.device)
+    lane stayed finite [G, L]: every client's logits and the new ``params``).
+
+    The clients' state is [G, L, n, M, d] (a sequence of all clients contiguous) and every sum
+    over the n sequences is n scaled passes (``addcmul``), each a coalesced read-modify-write
+    over the state (the layouts compared: ``benchmarks/tensor_step_layouts.py``)."""
+    g, l = server.shape[:2]
+    s = _mix(bm, server).unsqueeze(3)  # [G, L, n, 1, d]: every client starts from B S
+    fine = torch.ones(g, l, dtype=torch.bool, device=server.device)
     for k in range(k_steps):
         r = rows[:, :, k * batch_size:(k + 1) * batch_size]  # [G, M, B]
-        xb, yb = x[r], y[r]  # [G, M, B, d], [G, M, B]
-        p = torch.einsum("gln,glmnd->glmd", q, s.expand(-1, -1, r.shape[1], -1, -1) if k == 0 else s)
-        z = torch.einsum("glmd,gmbd->glmb", p, xb)
+        xb, yb = x[r].unsqueeze(1), y[r].unsqueeze(1)  # [G, 1, M, B, d], [G, 1, M, B]
+        p = _mix(q.unsqueeze(2), s)[:, :, 0]  # [G, L, M or 1, d]
+        z = (p.unsqueeze(3) * xb).sum(-1)  # [G, L, M, B]
         fine &= torch.isfinite(z).all(dim=(2, 3))
-        dz = (torch.sigmoid(z) - yb.unsqueeze(1)) / batch_size
-        grad = torch.einsum("glmb,gmbd->glmd", dz, xb)
-        s = torch.einsum("glij,glmjd->glmid", a, s) + c[:, :, None, :, None] * grad.unsqueeze(3)
-    if k_steps == 0:
-        s = s.expand(-1, -1, rows.shape[1], -1, -1)
-    e = torch.einsum("glei,glmid->glmed", cm, s) + torch.einsum("glej,gljd->gled", dm, server).unsqueeze(2)
-    nonzeros = (e != 0).sum(dim=(2, 3, 4))
-    ebar = torch.einsum("gm,glmed->gled", weight, e)
-    new = torch.einsum("glij,gljd->glid", em, server) + torch.einsum("glie,gled->glid", fm, ebar)
+        dz = (torch.sigmoid(z) - yb) / batch_size
+        grad = (dz.unsqueeze(-1) * xb).sum(3) if batch_size > 1 else dz * xb[:, :, :, 0]  # [G, L, M, d]
+        s = _mix(a, s, c, grad)
+    nonzeros = torch.zeros(g, l, dtype=torch.int64, device=server.device)
+    ebar = []
+    for e in _mix(cm, s, add=_mix(dm, server).unsqueeze(3)).unbind(2):  # each message entry [G, L, M, d]
+        nonzeros += (e != 0).sum(dim=(2, 3))
+        ebar.append(torch.einsum("gm,glmd->gld", weight, e))
+    new = _mix(em, server) + _mix(fm, torch.stack(ebar, 2))
     fine &= torch.isfinite(new[:, :, 0]).all(dim=-1)
     return new, nonzeros, fine
+
+
+def _mix(coef: torch.Tensor, seqs: torch.Tensor, c: torch.Tensor | None = None, grad: torch.Tensor | None = None,
+         add: torch.Tensor | None = None) -> torch.Tensor:
+    """out_i = Σ_j coef[..., i, j] seqs[:, :, j] (+ c[..., i] grad) (+ add[:, :, i]) for sequences
+    ``seqs`` [G, L, n, ...] and per-lane coefficients ``coef`` [G, L, r, n]: [G, L, r, ...]; one
+    coalesced pass per term (the sums over n are short: n ≤ 3)."""
+    g, l, r, n = coef.shape
+    shape = torch.broadcast_shapes(seqs.shape[3:], () if grad is None else grad.shape[2:],
+                                   () if add is None else add.shape[3:])
+    out = torch.empty(g, l, r, *shape, dtype=seqs.dtype, device=seqs.device)
+    pad = (None,) * len(shape)
+    for i in range(r):
+        o = out[:, :, i]
+        if grad is not None:
+            torch.mul(grad, c[:, :, i][(...,) + pad], out=o)
+        elif add is not None:
+            o.copy_(add[:, :, i])
+        else:
+            o.zero_()
+        if grad is not None and add is not None:
+            o.add_(add[:, :, i])
+        for j in range(n):
+            o.addcmul_(seqs[:, :, j], coef[:, :, i, j][(...,) + pad])
+    return out
