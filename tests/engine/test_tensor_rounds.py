@@ -2,17 +2,24 @@
 on the CPU through ``VectorizedClients.tensor_rounds``): the generic path's rows and server states,
 float64, 1e-10, for every algorithm of FedAc's protocol, on sparse and dense rows; it stops at a
 diverged cell where the generic path records it; segments do not change its bits. On a GPU the
-same checks run on CUDA, where the path is taken without being asked for."""
+same checks run on CUDA, where the path is taken without being asked for. The evaluation of many
+cells at once (``TensorRounds.evaluate``) is checked against the generic evaluation directly and
+through every row of these runs."""
 
 from __future__ import annotations
+
+import math
 
 import pytest
 import torch
 from test_linear_steps import _assert_rows_equal, _dataset, _round_specs
 
 from fedbench.data.partition import make_partition
+from fedbench.engine.evaluate import evaluate
 from fedbench.engine.loop import train_seeds
+from fedbench.engine.tensor_rounds import TensorRounds
 from fedbench.engine.vectorized import VectorizedClients
+from fedbench.models import binary_logreg
 
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(),
                                                                 reason="no CUDA GPU visible"))]
@@ -107,3 +114,24 @@ def test_softmax_logreg_runs_round_by_round(monkeypatch):
     assert calls and not any(ran for *_, ran in calls)
     generic, _ = _run(specs, ds, monkeypatch, False)
     _assert_rows_equal(out, generic)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_evaluate_many_models_equals_the_generic_evaluation(device):
+    """TensorRounds.evaluate: per model (loss, accuracy, worst-class accuracy) as
+    fedbench.engine.evaluate.evaluate gives it, 1e-12, with logits far beyond softplus's linear
+    threshold, a zero logit (a tie: class 0), a split with one class only, and an empty split."""
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(300, 7, generator=gen, dtype=torch.float64).to(device)
+    x[0] = 0.0  # logit exactly 0 for every model
+    y = (torch.rand(300, generator=gen) < 0.4).long().to(device)
+    weights = [torch.randn(7, generator=gen, dtype=torch.float64) * s for s in (0.1, 1.0, 30.0)]
+    params = [{"weight": w.to(device)} for w in weights]
+    path = TensorRounds(x, y)
+    for xs, ys in ((x, y), (x[y == 1], y[y == 1]), (x[:0], y[:0])):
+        got = path.evaluate(params, xs, ys)
+        for p, g in zip(params, got):
+            want = evaluate(binary_logreg.apply, p, xs, ys, worst_class=True)
+            for a, b in zip(g, want):
+                assert (math.isnan(a) and math.isnan(b)) or abs(a - b) <= 1e-12 * max(1.0, abs(b))
+    assert path.evaluate([{"weight": weights[0].float().to(device)}], x.float(), y) is None

@@ -335,11 +335,13 @@ def train_seeds(
 
 def evaluate_cells(clients, cells: list[Cell], params: list[dict]) -> list[tuple | None]:
     """Per cell, :meth:`Cell.evaluation` of ``params`` computed for many cells at once where the
-    engine's compiled path can (:meth:`fedbench.engine.linear_steps.LinearSteps.evaluate`: linear
-    models on float64 rows, one pass over the rows for all cells that share their training
-    rows and test split), else None (the cell evaluates itself)."""
+    engine's linear paths can (``clients.evaluator``: on CPU
+    :meth:`fedbench.engine.linear_steps.LinearSteps.evaluate`, linear models on float64 rows, one
+    pass over the rows for all cells that share their training rows and test split; on CUDA
+    :meth:`fedbench.engine.tensor_rounds.TensorRounds.evaluate`, ``binary_logreg``), else None
+    (the cell evaluates itself)."""
     out: list[tuple | None] = [None] * len(cells)
-    linear = getattr(clients, "linear", None) if cells and getattr(clients, "fast_steps", False) else None
+    linear = getattr(clients, "evaluator", None) if cells and getattr(clients, "fast_steps", False) else None
     if linear is None:
         return out
     groups: dict = {}

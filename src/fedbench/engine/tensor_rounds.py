@@ -45,6 +45,9 @@ from fedbench.tree import _mean_weights
 #: client-steps at once; a longer segment is drawn in parts.
 MAX_DRAWN = 1 << 25
 
+#: Rows per chunk of :meth:`TensorRounds.evaluate` (its logits are [rows, models] float64).
+EVAL_ROWS = 1 << 16
+
 
 class TensorRounds:
     """The whole-rounds path of one vectorized engine: the training inputs on its device.
@@ -143,6 +146,40 @@ class TensorRounds:
             out.append({"server": new, "uplink_floats": ran * (hi - lo) * len(forms[ci][1]) * d,
                         "uplink_nonzeros": int(nonzeros_cpu[gi, ln]), "diverged": not bool(ok_cpu[gi, ln])})
         return last, out
+
+    def evaluate(self, params: list[dict], x: torch.Tensor, y: torch.Tensor) -> list[tuple] | None:
+        """:func:`fedbench.engine.evaluate.evaluate` (with ``worst_class``) of several
+        ``binary_logreg`` models on the same rows at once, as one product [rows, D] × [D, models]
+        per chunk and one host synchronisation: per model (mean cross-entropy per sample,
+        accuracy, worst-class accuracy), to float rounding the generic evaluation's. The CPU
+        counterpart is :meth:`fedbench.engine.linear_steps.LinearSteps.evaluate`.
+
+        Args:
+            params: per model its parameters (``weight`` [D]).
+            x: [N, ...] the rows; y: [N] int64 labels in {0, 1}; on the models' device.
+
+        Returns None where it does not apply (not float64).
+        """
+        if x.dtype != torch.float64 or not params or any(p["weight"].dtype != torch.float64 for p in params):
+            return None
+        n = len(y)
+        if n == 0:  # an empty split (a dataset without a test split): evaluate()'s NaNs
+            return [(float("nan"),) * 3 for _ in params]
+        w = torch.stack([p["weight"].detach().reshape(-1) for p in params], 1).to(x.device)  # [D, models]
+        xf, yf = x.reshape(n, -1), y.to(torch.float64).unsqueeze(1)
+        loss = torch.zeros(len(params), dtype=torch.float64, device=x.device)
+        hits = torch.zeros(2, len(params), dtype=torch.int64, device=x.device)
+        for i in range(0, n, EVAL_ROWS):
+            z, yy = xf[i:i + EVAL_ROWS] @ w, yf[i:i + EVAL_ROWS]  # logits [0, z]: cross-entropy log(1 + eᶻ) − y z
+            loss += (torch.logaddexp(torch.zeros_like(z), z) - yy * z).sum(0)
+            right = (z > 0) == (yy > 0)  # argmax of [0, z] (a tie is class 0)
+            hits[1] += (right & (yy > 0)).sum(0)
+            hits[0] += (right & (yy == 0)).sum(0)
+        counts = torch.bincount(y, minlength=2)[:2].cpu()
+        loss, hits = loss.cpu(), hits.cpu()
+        present = counts > 0
+        return [(float(loss[j]) / n, int(hits[:, j].sum()) / n,
+                 float((hits[present, j].double() / counts[present].double()).min())) for j in range(len(params))]
 
     def _draw(self, firsts: list[np.ndarray], t0: int, t1: int, per_client: int, key_seed: np.ndarray,
               key_id: np.ndarray, row_table: np.ndarray, slot: np.ndarray, sizes: np.ndarray) -> torch.Tensor:

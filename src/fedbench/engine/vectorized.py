@@ -538,10 +538,10 @@ class VectorizedClients:
     #: as for CUDA graphs; tests and benchmarks set it to run that path on CPU.
     retire_finished = True
 
-    #: Whole rounds (:meth:`train_rounds`) on CUDA run as tensor programs
-    #: (:mod:`fedbench.engine.tensor_rounds`), on CPU as compiled loops (:mod:`fedbench.engine.linear_steps`).
-    #: True runs the tensor programs on CPU too (the same results to float rounding): tests set it,
-    #: since CI has no GPU.
+    #: Whole rounds (:meth:`train_rounds`) and the evaluation of many cells at once (:attr:`evaluator`)
+    #: on CUDA run as tensor programs (:mod:`fedbench.engine.tensor_rounds`), on CPU as compiled loops
+    #: (:mod:`fedbench.engine.linear_steps`). True runs the tensor programs on CPU too (the same
+    #: results to float rounding): tests set it, since CI has no GPU.
     tensor_rounds = False
 
     def __init__(self, algorithm: ModuleType, model, grad_fn, x_all: torch.Tensor, y_all: torch.Tensor,
@@ -1110,19 +1110,32 @@ class VectorizedClients:
             out = self.linear.rounds(self.algo, list(servers), [dict(h) for h in hps], t0, t1, self.y_all.numpy(), b,
                                      self.key_seed, self.key_id, self.row_table(), self._slot, self._sizes, bounds)
         else:
-            if self._tensors is False:
-                from fedbench.engine.tensor_rounds import TensorRounds
-
-                self._tensors = TensorRounds.build(self.model, self.grad_fn, self.x_all, self.y_all)
-            if self._tensors is None:
+            if self.tensors is None:
                 return None
-            out = self._tensors.rounds(self.algo, list(servers), [dict(h) for h in hps], t0, t1, b, self.key_seed,
+            out = self.tensors.rounds(self.algo, list(servers), [dict(h) for h in hps], t0, t1, b, self.key_seed,
                                        self.key_id, self.row_table(), self._slot, self._sizes, bounds)
         if out is not None:
             done = (out[0] - t0 + 1) * clients * k
             self.executed_steps += done
             self.real_steps += done
         return out
+
+    @property
+    def tensors(self):
+        """The whole-rounds tensor path (:class:`fedbench.engine.tensor_rounds.TensorRounds`), or
+        None (model); built on first use."""
+        if self._tensors is False:
+            from fedbench.engine.tensor_rounds import TensorRounds
+
+            self._tensors = TensorRounds.build(self.model, self.grad_fn, self.x_all, self.y_all)
+        return self._tensors
+
+    @property
+    def evaluator(self):
+        """What evaluates many linear models in one pass (:func:`fedbench.engine.loop.evaluate_cells`):
+        the compiled path on CPU (:attr:`linear`), the tensor path elsewhere or with
+        :attr:`tensor_rounds` (:attr:`tensors`); None where neither applies."""
+        return self.linear if self.device.type == "cpu" and not self.tensor_rounds else self.tensors
 
     def _compiled_pays(self, clients_per_round: int) -> bool:
         """Whether the compiled paths save more than :attr:`compiled_min_seconds` in this job (never
