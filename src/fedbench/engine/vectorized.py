@@ -99,6 +99,8 @@ How a round is run
     stacked (:class:`StackedMessages`; per-client dicts only for algorithms that read them one by one).
     With full participation and a linear server side, whole segments of rounds (server updates
     included) run in one compiled call (:meth:`VectorizedClients.train_rounds`; docs/engines.md).
+    On CUDA such segments of ``binary_logreg`` run as tensor programs instead
+    (:mod:`fedbench.engine.tensor_rounds`), and their evaluations as one product for all cells.
 
 Equivalence: in float64 the parameters match the reference to ~1e-14 relative after several
 rounds (tests require 1e-10); bitwise equality is not promised, since batched kernels may sum in
