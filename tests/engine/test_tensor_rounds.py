@@ -135,3 +135,19 @@ def test_evaluate_many_models_equals_the_generic_evaluation(device):
             for a, b in zip(g, want):
                 assert (math.isnan(a) and math.isnan(b)) or abs(a - b) <= 1e-12 * max(1.0, abs(b))
     assert path.evaluate([{"weight": weights[0].float().to(device)}], x.float(), y) is None
+
+
+def test_out_of_device_memory_runs_round_by_round(monkeypatch):
+    """Where the device cannot hold the state, the tensor path gives up before changing anything
+    and the engine runs those rounds one by one: the same rows."""
+    ds = _dataset(True)
+    specs = _round_specs("fedac", steps=2)
+
+    def no_memory(*args, **kwargs):
+        raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
+
+    monkeypatch.setattr("fedbench.engine.tensor_rounds._round", no_memory)
+    out, calls = _run(specs, ds, monkeypatch, True)
+    assert calls and not any(ran for *_, ran in calls)
+    generic, _ = _run(specs, ds, monkeypatch, False)
+    _assert_rows_equal(out, generic)

@@ -26,6 +26,10 @@ engine's keyed draws (:func:`fedbench.engine.keyed_integers.uniform_rows`, bit f
 ``generator(seed, t, k, "batches").integers``), drawn on the host for a segment of rounds and
 copied to the device once.
 
+Memory: the clients' state is n × U with U = groups · lanes · M · d · 8 bytes (FedAc-I at M =
+8,192, 54 cells, a9a: 870 MB), and a step's temporaries about 3U more; where the device has too
+little, :meth:`TensorRounds.rounds` gives up and the engine runs round by round in chunks.
+
 Equality: float64, the generic path's rows and server states to 1e-10 relative
 (``tests/engine/test_tensor_rounds.py``, on the CPU; the same tensor code runs on CUDA).
 Softmax ``logreg``, partial participation, drawn local work and stateful clients are not served
@@ -57,7 +61,7 @@ class TensorRounds:
     """
 
     def __init__(self, x_all: torch.Tensor, y_all: torch.Tensor):
-        self.x = x_all.detach().reshape(len(x_all), -1).to(torch.float64)
+        self.x = x_all.detach().reshape(len(x_all), -1)
         self.y = y_all.detach().to(device=x_all.device, dtype=torch.float64)
         self._forms: dict = {}
 
@@ -76,8 +80,9 @@ class TensorRounds:
         """Rounds t0..t1 (1-based) of C cells with full participation, every client drawing its
         K·B rows with replacement; the arguments and the result are those of
         :meth:`fedbench.engine.linear_steps.LinearSteps.rounds` (``y_all`` is held here). None
-        when they do not qualify: server states not float64, a rule not of the linear form, cells
-        with different sequences or K, or lane groups of different sizes.
+        when they do not qualify: inputs or server states not float64, a rule not of the linear
+        form, cells with different sequences or K, lane groups of different sizes, or the device's
+        memory too small for the state (then the engine runs round by round, in chunks).
 
         Returns:
             (the last round run: t1, or the first round after which a cell diverged (a client's
@@ -88,7 +93,8 @@ class TensorRounds:
         server_keys = sequence_keys(servers[0])
         if server_keys is None or any(sequence_keys(s) != server_keys for s in servers):
             return None
-        if set(servers[0]["params"]) != set(names) or servers[0]["params"]["weight"].dtype != torch.float64:
+        if (set(servers[0]["params"]) != set(names) or servers[0]["params"]["weight"].dtype != torch.float64
+                or self.x.dtype != torch.float64):
             return None
         forms = [cell_forms(self._forms, algo, server_keys, names, hp) for hp in hps]
         if any(f is None for f in forms) or len({(tuple(f[0]), tuple(f[1])) for f in forms}) != 1:
@@ -121,18 +127,22 @@ class TensorRounds:
         span = max(1, MAX_DRAWN // max(per_round, 1))
         last = t0 - 1
         t = t0
-        while t <= t1 and bool(ok.all()):
-            upto = min(t1, t + span - 1)
-            rows = self._draw(firsts, t, upto, k_steps * int(batch_size), key_seed, key_id, row_table, slot, sizes)
-            for r in range(upto - t + 1):
-                server, nz, fine = _round(self.x, self.y, server, rows[r], q, a, c, bm, cm, dm, em, fm, weight,
-                                          k_steps, int(batch_size))
-                nonzeros += nz
-                ok &= fine
-                last = t + r
-                if not bool(ok.all()):  # a cell diverged: stop after this round, as the CPU path does
-                    break
-            t = last + 1
+        try:  # nothing is kept from a failed attempt: the caller's states are untouched until the end
+            while t <= t1 and bool(ok.all()):
+                upto = min(t1, t + span - 1)
+                rows = self._draw(firsts, t, upto, k_steps * int(batch_size), key_seed, key_id, row_table, slot,
+                                  sizes)
+                for r in range(upto - t + 1):
+                    server, nz, fine = _round(self.x, self.y, server, rows[r], q, a, c, bm, cm, dm, em, fm, weight,
+                                              k_steps, int(batch_size))
+                    nonzeros += nz
+                    ok &= fine
+                    last = t + r
+                    if not bool(ok.all()):  # a cell diverged: stop after this round, as the CPU path does
+                        break
+                t = last + 1
+        except torch.OutOfMemoryError:  # the state and a step's temporaries, ~(2n + 3) × [G, L, M, d]
+            return None
         out = []
         ran = last - t0 + 1
         at = {ci: (gi, ln) for gi, g in enumerate(lanes) for ln, ci in enumerate(g)}
