@@ -223,10 +223,12 @@ def _round_specs(algorithm, model="binary_logreg", steps=1, batch_size=1, varian
     return specs
 
 
-def _run_rounds_spy(specs, ds, fast: bool, monkeypatch, **kw):
-    """train_seeds with (fast) or without (generic per-round path) the compiled paths; returns
-    (results, the (t0, t1, ran) of every train_rounds call)."""
+def _run_rounds_spy(specs, ds, fast: bool, monkeypatch, device: str = "cpu", tensor: bool = False, **kw):
+    """train_seeds with (fast) or without (generic per-round path) the compiled paths, on ``device``
+    (``tensor``: the whole-rounds tensor path of :mod:`fedbench.engine.tensor_rounds`, CUDA's, on
+    any device); returns (results, the (t0, t1, ran) of every train_rounds call)."""
     monkeypatch.setattr(VectorizedClients, "fast_steps", fast)
+    monkeypatch.setattr(VectorizedClients, "tensor_rounds", tensor)
     monkeypatch.setattr(VectorizedClients, "compiled_min_seconds", 0)
     calls = []
     real = VectorizedClients.train_rounds
@@ -238,7 +240,7 @@ def _run_rounds_spy(specs, ds, fast: bool, monkeypatch, **kw):
 
     monkeypatch.setattr(VectorizedClients, "train_rounds", spy)
     parts = [make_partition(ds, {"scheme": "shared", "num_clients": 5}, seed=s["seed"]) for s in specs]
-    return train_seeds(specs, ds, parts, device="cpu", engine="vectorized", **kw), calls
+    return train_seeds(specs, ds, parts, device=device, engine="vectorized", **kw), calls
 
 
 def _assert_rows_equal(a, b, rtol=RTOL):

@@ -12,13 +12,10 @@ import math
 
 import pytest
 import torch
-from test_linear_steps import _assert_rows_equal, _dataset, _round_specs
+from test_linear_steps import _assert_rows_equal, _dataset, _round_specs, _run_rounds_spy
 
-from fedbench.data.partition import make_partition
 from fedbench.engine.evaluate import evaluate
-from fedbench.engine.loop import train_seeds
 from fedbench.engine.tensor_rounds import TensorRounds
-from fedbench.engine.vectorized import VectorizedClients
 from fedbench.models import binary_logreg
 
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(),
@@ -27,20 +24,8 @@ DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.i
 
 def _run(specs, ds, monkeypatch, tensor: bool, device: str = "cpu", **kw):
     """train_seeds with the tensor path (``tensor``) or round by round on the generic path; returns
-    (results, the (t0, t1, ran) of every train_rounds call)."""
-    monkeypatch.setattr(VectorizedClients, "fast_steps", tensor)
-    monkeypatch.setattr(VectorizedClients, "tensor_rounds", tensor)
-    calls = []
-    real = VectorizedClients.train_rounds
-
-    def spy(self, servers, hps, t0, t1, cells):
-        out = real(self, servers, hps, t0, t1, cells)
-        calls.append((t0, t1, out is not None))
-        return out
-
-    monkeypatch.setattr(VectorizedClients, "train_rounds", spy)
-    parts = [make_partition(ds, {"scheme": "shared", "num_clients": 5}, seed=s["seed"]) for s in specs]
-    out = train_seeds(specs, ds, parts, device=device, engine="vectorized", **kw)
+    (results with the server states on the host, the (t0, t1, ran) of every train_rounds call)."""
+    out, calls = _run_rounds_spy(specs, ds, tensor, monkeypatch, device=device, tensor=tensor, **kw)
     for _, info in out:  # the server states on the host, to compare with the CPU's
         info["server_state"] = {k: {n: v.cpu() for n, v in leaf.items()} if isinstance(leaf, dict) else leaf
                                 for k, leaf in info["server_state"].items()}
