@@ -1103,6 +1103,8 @@ class VectorizedClients:
         clients = sum(hi - lo for lo, hi in bounds)
         if not clients or (compiled and (not self._compiled_pays(clients) or self.linear is None)):
             return None
+        if not compiled and self.tensors is None:  # another model: nothing to import
+            return None
         from fedbench.engine import keyed_integers
 
         n_max = int(self._sizes.max())
@@ -1112,8 +1114,6 @@ class VectorizedClients:
             out = self.linear.rounds(self.algo, list(servers), [dict(h) for h in hps], t0, t1, self.y_all.numpy(), b,
                                      self.key_seed, self.key_id, self.row_table(), self._slot, self._sizes, bounds)
         else:
-            if self.tensors is None:
-                return None
             out = self.tensors.rounds(self.algo, list(servers), [dict(h) for h in hps], t0, t1, b, self.key_seed,
                                        self.key_id, self.row_table(), self._slot, self._sizes, bounds)
         if out is not None:
