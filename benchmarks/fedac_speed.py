@@ -145,11 +145,12 @@ def fedbench_job(algorithm: str, m: int, k: int, steps: int, data_dir: str, thre
 
     VectorizedClients.train_cells = timed
     VectorizedClients.train_rounds = timed_rounds
-    # once per job, counted in its set-up and never scaled: the compiled CPU code's start-up, or the
-    # CUDA context's creation
-    warm = 0.0 if generic or device == "cuda" else warm_compiled()
+    # once per job, counted in its set-up and never scaled: the CUDA context's creation (with the
+    # data's load), or the compiled CPU code's start-up
     if device == "cuda":
         warm = time.perf_counter() - t_start
+    else:
+        warm = 0.0 if generic else warm_compiled()
     t0 = time.perf_counter()
     out = train_seeds(specs, ds, [parts[s["seed"]] for s in specs], device=device, engine="vectorized")
     if device == "cuda":

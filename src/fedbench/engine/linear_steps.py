@@ -297,9 +297,14 @@ def round_form(algo, server_keys: list[str], leaf_names: list[str], hp: dict, lo
     return state_keys, entries, b, cd[:, ns:], cd[:, :ns], ef[:, :ns], ef[:, ns:]
 
 
+def _hp_key(hp: dict) -> tuple:
+    """The hyperparameter values as a cache key."""
+    return tuple(sorted((k, repr(v)) for k, v in hp.items()))
+
+
 def step_form(cache: dict, algo, keys: list[str], names: list[str], hp: dict):
     """:func:`affine_form`, cached in ``cache`` per hyperparameter values."""
-    key = (tuple(keys), tuple(sorted((k, repr(v)) for k, v in hp.items())))
+    key = (tuple(keys), _hp_key(hp))
     if key not in cache:
         cache[key] = affine_form(algo, keys, names, hp, hp.get("local_steps"))
     return cache[key]
@@ -309,7 +314,7 @@ def cell_forms(cache: dict, algo, server_keys: list[str], names: list[str], hp: 
     """:func:`round_form` with the step's :func:`affine_form`, cached in ``cache`` per
     hyperparameter values: (state_keys, entries, (q, A, c), B, C, D, E, F), or None (K not a
     positive integer, or a rule not of the linear form)."""
-    key = ("round", tuple(server_keys), tuple(sorted((k, repr(v)) for k, v in hp.items())))
+    key = ("round", tuple(server_keys), _hp_key(hp))
     if key not in cache:
         k = hp.get("local_steps")
         rf = round_form(algo, server_keys, names, hp, k) if isinstance(k, int) and k >= 1 else None

@@ -197,13 +197,16 @@ class TensorRounds:
         ``row_table[slot[g], j]`` for j = ``generator(seed_g, t, id_g, "batches").integers(0, n_g,
         K·B)`` of each group's client g (the engine's draws, :func:`keyed_integers.uniform_rows`)."""
         out = np.empty((t1 - t0 + 1, len(firsts), len(firsts[0]), per_client), dtype=np.int64)
+        # per group, its clients by size (one size for the shared partition), the same every round
+        parts = []
+        for gi, ids in enumerate(firsts):
+            for n in np.unique(sizes[ids]):
+                at = np.flatnonzero(sizes[ids] == n)
+                parts.append((gi, at, ids[at], int(n)))
         for r, t in enumerate(range(t0, t1 + 1)):
-            for gi, ids in enumerate(firsts):
-                for n in np.unique(sizes[ids]):  # one size for the shared partition
-                    at = np.flatnonzero(sizes[ids] == n)
-                    sel = ids[at]
-                    draws = keyed_integers.uniform_rows(key_seed[sel], t, key_id[sel], int(n), (per_client,))
-                    out[r, gi, at] = row_table[slot[sel][:, None], draws]
+            for gi, at, sel, n in parts:
+                draws = keyed_integers.uniform_rows(key_seed[sel], t, key_id[sel], n, (per_client,))
+                out[r, gi, at] = row_table[slot[sel][:, None], draws]
         return torch.from_numpy(out).to(self.x.device)
 
 
@@ -239,9 +242,9 @@ def _round(x, y, server, rows, q, a, c, bm, cm, dm, em, fm, weight, k_steps: int
 
 def _mix(coef: torch.Tensor, seqs: torch.Tensor, c: torch.Tensor | None = None, grad: torch.Tensor | None = None,
          add: torch.Tensor | None = None) -> torch.Tensor:
-    """out_i = Σ_j coef[..., i, j] seqs[:, :, j] (+ c[..., i] grad) (+ add[:, :, i]) for sequences
-    ``seqs`` [G, L, n, ...] and per-lane coefficients ``coef`` [G, L, r, n]: [G, L, r, ...]; one
-    coalesced pass per term (the sums over n are short: n ≤ 3)."""
+    """out_i = Σ_j coef[..., i, j] seqs[:, :, j], plus c[..., i] grad or add[:, :, i] (one of the
+    two), for sequences ``seqs`` [G, L, n, ...] and per-lane coefficients ``coef`` [G, L, r, n]:
+    [G, L, r, ...]; one coalesced pass per term (the sums over n are short: n ≤ 3)."""
     g, l, r, n = coef.shape
     shape = torch.broadcast_shapes(seqs.shape[3:], () if grad is None else grad.shape[2:],
                                    () if add is None else add.shape[3:])
@@ -255,8 +258,6 @@ def _mix(coef: torch.Tensor, seqs: torch.Tensor, c: torch.Tensor | None = None, 
             o.copy_(add[:, :, i])
         else:
             o.zero_()
-        if grad is not None and add is not None:
-            o.add_(add[:, :, i])
         for j in range(n):
             o.addcmul_(seqs[:, :, j], coef[:, :, i, j][(...,) + pad])
     return out
