@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from fedbench.algorithms import ALGORITHMS, get_algorithm
-from fedbench.data.partition import make_partition, write_partition
+from fedbench.data.partition import make_partition, read_partition, write_partition
 from fedbench.data.store import Dataset, write_dataset
 from fedbench.engine.loop import run_cells, train, train_seeds
 from fedbench.engine.stacking import check_stackable, stack_key
@@ -262,13 +262,17 @@ def test_structural_and_non_numeric_hyperparameters_must_match():
 # -- files -------------------------------------------------------------------------------------
 
 
-def test_run_cells_records_the_stacked_cells_and_the_extras(tmp_path, data):
+def test_run_cells_records_the_stacked_cells_and_the_extras(tmp_path, data, monkeypatch):
+    import fedbench.engine.loop as loop
+
     ds, parts = data
     write_dataset(tmp_path / "toy", ds)
     for s in (0, 1):
         write_partition(parts[s], ds, tmp_path / f"part{s}")
     specs = _cells("fedavg")[:2] + [_cells("fedavg")[2]]
     dirs = [tmp_path / "runs" / str(i) for i in range(3)]
+    read = []  # the two cells of seed 0 share part0: read once
+    monkeypatch.setattr(loop, "read_partition", lambda p: read.append(p) or read_partition(p))
     summaries = run_cells(specs, tmp_path / "toy", [tmp_path / f"part{s['seed']}" / "partition.parquet" for s in specs],
                           [d / "metrics.parquet" for d in dirs], [d / "summary.json" for d in dirs], device="cpu",
                           progress=False, chunk_size=CHUNK, summary_extra=[{"fingerprint": f"f{i}"} for i in range(3)])
@@ -277,6 +281,7 @@ def test_run_cells_records_the_stacked_cells_and_the_extras(tmp_path, data):
         on_disk = json.loads((d / "summary.json").read_text())
         assert on_disk["stacked_cells"] == summaries[i]["stacked_cells"] == names
         assert on_disk["fingerprint"] == f"f{i}" and "stacked_seeds" not in on_disk
+    assert sorted(p.parent.name for p in read) == ["part0", "part1"]
     with pytest.raises(ValueError, match="one of each per cell"):
         run_cells(specs, tmp_path / "toy", [tmp_path / "part0" / "partition.parquet"] * 3,
                   [d / "metrics.parquet" for d in dirs], [d / "summary.json" for d in dirs], device="cpu",
