@@ -27,8 +27,8 @@ model; a 16,281-row test file beside it.
 
 Large jobs (M·T/K·54 client-rounds) can be timed on fewer steps (``--T-fedbench``): the per-run
 time is then scaled to T = 4,096 (training time is linear in the rounds; the scale is printed).
-``--estimate`` adds the time of the whole figure set (6 algorithms × M ∈ {4, ..., 8192} × K ∈ {1,
-..., 256} × 18 η × 3 seeds) from a fit of the measured jobs.
+``--estimate`` adds the time of the whole figure set (Figs. 1 and 3: ``fedac_a9a_lam1e3``'s 4
+algorithms × M ∈ {4, ..., 8192} × K ∈ {1, ..., 256} × 18 η × 3 seeds) from a fit of the measured jobs.
 """
 
 from __future__ import annotations
