@@ -503,11 +503,12 @@ def _run_locked(specs, dataset_dir, partition_paths, metrics_paths, summary_path
     dataset = load_dataset(dataset_dir)
     # Cells of one seed share a partition file (a learning-rate grid: 18 cells, one table): read
     # each file once, so that its rows are also computed once (train_seeds keys them by table).
-    tables = {}
-    for path in map(Path, partition_paths):
-        if path.resolve() not in tables:
-            tables[path.resolve()] = read_partition(path)
-    partitions = [tables[Path(p).resolve()] for p in partition_paths]
+    tables, partitions = {}, []
+    for path in partition_paths:
+        key = Path(path).resolve()
+        if key not in tables:
+            tables[key] = read_partition(path)
+        partitions.append(tables[key])
     results = train_seeds(specs, dataset, partitions, device=device, progress=progress, engine=engine,
                           chunk_size=chunk_size, checkpoint_paths=checkpoint_paths, checkpoint_every=checkpoint_every)
     summaries = []
