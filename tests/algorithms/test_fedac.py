@@ -158,7 +158,8 @@ def test_the_cases_above_reach_both_branches_of_gamma_and_the_betas_differ():
     # (η, μ, K) = (0.5, 1, 3): η > √(η/(μK)), so γ = η; (0.1, 0.3, 3): γ = √(η/(μK))
     assert fedac.coefficients(0.5, 1.0, 3)[2] == 0.5
     assert fedac.coefficients(0.1, 0.3, 3)[2] == pytest.approx(math.sqrt(0.1 / 0.9), rel=1e-15)
-    # FedAc-II at γμ = 0.5: the paper's β = 7.67, the code's 8.33 (summary §2.3)
+    # FedAc-II at γμ = 0.5 (α = 2.5): the paper's β = (2α² − 1)/(α − 1) = 23/3, the authors' code's
+    # 2α²/(α − 1) = 25/3 (Yuan & Ma, NeurIPS 2020, FedAc-II)
     a_inv, b_paper, _ = fedac.coefficients(0.5, 1.0, 3, "II", "paper")
     _, b_code, _ = fedac.coefficients(0.5, 1.0, 3, "II", "code")
     assert a_inv == pytest.approx(1 / 2.5, rel=1e-15)
