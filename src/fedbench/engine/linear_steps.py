@@ -73,6 +73,7 @@ import numpy as np
 import torch
 
 from fedbench.engine.keyed_integers import _threshold, keyed_integers_into
+from fedbench.engine.lane_math import div, exp_nonpos, log1p_unit
 from fedbench.engine.prefetch import prefetch
 from fedbench.models import binary_logreg, logreg
 from fedbench.rng import _purpose_id
@@ -369,24 +370,28 @@ def csr_rows(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 @numba.njit(cache=True, inline="always", fastmath=_FLAGS)
+def _binary_loss_and_grad(zz, lab, inv_b, with_loss):
+    """(σ(z) − [y = 1]) / B and the cross-entropy log(1 + e^z) − [y = 1] z of the logits [0, z],
+    from one e^{−|z|} (:mod:`fedbench.engine.lane_math`: the same bits in a vectorized lane loop as
+    one at a time); without ``with_loss``, z in place of the loss (finite exactly when it is)."""
+    ez = exp_nonpos(-abs(zz))
+    sig = div(1.0 if zz >= 0 else ez, 1.0 + ez)
+    g = ((sig - 1.0) if lab == 1 else sig) * inv_b
+    if not with_loss:
+        return g, zz
+    sp = max(zz, 0.0) + log1p_unit(ez)
+    return g, (sp - zz if lab == 1 else sp)
+
+
+@numba.njit(cache=True, inline="always", fastmath=_FLAGS)
 def _loss_and_logit_grads(z, lab, binary, n_lin, inv_b, dz_row, with_loss=True):
     """Cross-entropy of the logits (binary: [0, z[0]]; else z[:n_lin]) for class ``lab``; writes
     (softmax − one-hot) / B into dz_row; returns the loss (binary with ``with_loss`` False: z[0],
     finite exactly when the loss is, without the log)."""
     if binary:
         zz = z[0]
-        # log(1 + e^z) − [y = 1] z, and σ(z) − [y = 1], from one e^{−|z|}
-        ez = math.exp(-abs(zz))
-        sig = 1.0 / (1.0 + ez) if zz >= 0 else ez / (1.0 + ez)
-        if not with_loss:
-            dz_row[0] = ((sig - 1.0) if lab == 1 else sig) * inv_b
-            return zz
-        sp = max(zz, 0.0) + math.log1p(ez)
-        if lab == 1:
-            dz_row[0] = (sig - 1.0) * inv_b
-            return sp - zz
-        dz_row[0] = sig * inv_b
-        return sp
+        dz_row[0], loss = _binary_loss_and_grad(zz, lab, inv_b, with_loss)
+        return loss
     m = z[0]
     for c in range(1, n_lin):
         m = max(m, z[c])
@@ -719,6 +724,13 @@ def _grads_lanes(z, lab, binary, n_lin, inv_b, dz, loss, with_loss, zl, dzl):
     """Per lane l: the cross-entropy of the logits z[:, l] for class ``lab`` added to loss[l]
     (:func:`_loss_and_logit_grads`, the same numbers), its logit gradients in dz[:, l]."""
     lanes = z.shape[1]
+    if binary:  # one pass over the lanes, which vectorizes
+        z0, d0 = z[0], dz[0]
+        for ln in range(lanes):
+            g, lv = _binary_loss_and_grad(z0[ln], lab, inv_b, with_loss)
+            d0[ln] = g
+            loss[ln] += lv
+        return
     for ln in range(lanes):
         for cl in range(n_lin):
             zl[cl] = z[cl, ln]
