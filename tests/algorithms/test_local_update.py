@@ -144,7 +144,10 @@ def test_adam_server_converges_to_the_surrogate_minimizer(problem):
 def test_server_gd_contracts_at_the_predicted_rate(problem):
     """e_t = x_t − x*(·) evolves as e_{t+1} = (I − ηH̃) e_t: along H̃'s extreme eigenvectors by exactly
     1 − ηλ_min = ρ and 1 − ηλ_max = −ρ, ρ = (cond − 1)/(cond + 1) (checked at t = 5, 1e-9), and in
-    norm asymptotically by ρ (t = 24, once the inner components have died out: 1e-4)."""
+    norm asymptotically by ρ (t = 24, once the inner components have died out: 1e-4). The norm is
+    taken of x_{t+1} − x_t = e_{t+1} − e_t, which follows the same recursion without x*(·): at
+    t = 24, e_t is ~1e-10 of e_0, and the float error of the solved x*(·) (~1e-15, by the LAPACK
+    build) moved ‖e_25‖/‖e_24‖ by 1e-4."""
     ds, part, A, c, p = problem
     theta = _theta("all")
     ev, vec = np.linalg.eigh(tq.surrogate_hessian(A, p, 0.0, GAMMA, theta))
@@ -152,11 +155,11 @@ def test_server_gd_contracts_at_the_predicted_rate(problem):
     rho = (cond - 1) / (cond + 1)
     hp = LU | {"server_lr": 2.0 / (ev[-1] + ev[0])}
     target = tq.surrogate_minimizer(A, c, p, 0.0, GAMMA, theta)
-    err = {t: _final(_spec("local_update", hp, rounds=t), ds, part) - target for t in (5, 6, 24, 25)}
+    err = {t: _final(_spec("local_update", hp, rounds=t), ds, part) - target for t in (5, 6, 23, 24, 25)}
     lo, hi = vec[:, 0], vec[:, -1]
     np.testing.assert_allclose(lo @ err[6] / (lo @ err[5]), rho, rtol=1e-9)
     np.testing.assert_allclose(hi @ err[6] / (hi @ err[5]), -rho, rtol=1e-9)
-    observed = np.linalg.norm(err[25]) / np.linalg.norm(err[24])
+    observed = np.linalg.norm(err[25] - err[24]) / np.linalg.norm(err[24] - err[23])
     assert abs(observed - rho) < 1e-4 * rho, (observed, rho)
     assert rho <= rates.rate(tq.condition_bound(A, p, 0.0, GAMMA, theta), "gd") + 1e-12
 
