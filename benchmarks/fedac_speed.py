@@ -244,6 +244,62 @@ def load_latency_ns(sizes_mib=(0.25, 1, 4, 8, 64), loads: int = 2_000_000) -> di
     return out
 
 
+def lane_loops_floor_ns(data_dir: str, lanes: int = 18, rows: int = 1 << 16) -> dict:
+    """ns per row and lane of the two loops every client-step needs at any K, alone: the logits
+    z_l = Σ_u x_u w[k_u·L + l] of a random a9a row (14 non-zeros) for L lanes, and the scatter
+    acc[k_u·L + l] += g_l x_u of its gradient, laid out as the fast path lays out its lanes
+    (coordinate-major, L side by side), nothing else (no exp, no draw, no count, no state).
+    What the fast path's arithmetic costs at best on this core, in the kernel's own loop shape; a
+    per-run target below it needs another algorithmic shape, not a faster loop."""
+    import numba
+
+    @numba.njit(fastmath={"contract"})
+    def logits(w, indptr, indices, values, picked, z):
+        lanes = z.shape[0]
+        for r in picked:
+            start, m = indptr[r], indptr[r + 1] - indptr[r]
+            for ln in range(lanes):
+                z[ln] = 0.0
+            for u in range(m):
+                i0, v = indices[start + u] * lanes, values[start + u]
+                wk = w[i0:i0 + lanes]
+                for ln in range(lanes):
+                    z[ln] += v * wk[ln]
+        return z[0]
+
+    @numba.njit(fastmath={"contract"})
+    def scatter(acc, indptr, indices, values, picked, g):
+        lanes = g.shape[0]
+        for r in picked:
+            start, m = indptr[r], indptr[r + 1] - indptr[r]
+            for u in range(m):
+                i0, v = indices[start + u] * lanes, values[start + u]
+                ak = acc[i0:i0 + lanes]
+                for ln in range(lanes):
+                    ak[ln] += g[ln] * v
+        return acc[0]
+
+    from sklearn.datasets import load_svmlight_file
+
+    x, _ = load_svmlight_file(str(Path(data_dir) / "a9a"), n_features=123)
+    x = x.tocsr()
+    indptr, indices, values = x.indptr.astype(np.int64), x.indices.astype(np.int32), x.data.astype(np.float64)
+    rng = np.random.default_rng(0)
+    picked = rng.integers(0, x.shape[0], size=rows)
+    w, acc, z, g = rng.normal(size=124 * lanes), np.zeros(124 * lanes), np.zeros(lanes), rng.normal(size=lanes)
+    out = {"lanes": lanes}
+    for name, fn, args in (("logits_ns", logits, (w, indptr, indices, values, picked, z)),
+                           ("scatter_ns", scatter, (acc, indptr, indices, values, picked, g))):
+        fn(*args)
+        best = math.inf
+        for _ in range(5):
+            t0 = time.perf_counter()
+            fn(*args)
+            best = min(best, time.perf_counter() - t0)
+        out[name] = best / (rows * lanes) * 1e9
+    return out
+
+
 def local_steps_probe(data_dir: str, m: int = 256, k: int = 16, cells: int = CELLS) -> dict:
     """What bounds the local steps: one chunk of ``cells`` × ``m`` FedAc-I clients (float64, B = 1),
     its K steps by the generic path (K vmapped steps, as the engine runs them) and by the fast
@@ -304,6 +360,7 @@ def local_steps_probe(data_dir: str, m: int = 256, k: int = 16, cells: int = CEL
         best = min(best, time.perf_counter() - t0)
     out["copy_gb_s"] = 2 * a.nbytes / best / 1e9
     out["load_ns"] = load_latency_ns()
+    out["floor"] = lane_loops_floor_ns(data_dir)
     nnz = 14
     # bytes per client-step of the fast path: the row (indptr 16 B + nnz × (4 B index + 8 B value)),
     # its row id and label (16 B), and the state (w, w^ag: 2 × 123 × 8 B) read and written once
@@ -436,7 +493,10 @@ def main(argv=None) -> None:
               f"{p['bytes_per_step']:.0f} B per client-step; memory bandwidth (numpy copy, read + write) "
               f"{p['copy_gb_s']:.1f} GB/s, i.e. {p['bytes_per_step'] / p['copy_gb_s']:.0f} ns per client-step "
               "if it were bandwidth-bound. A dependent load (pointer chase) over "
-              + ", ".join(f"{k} MiB {v:.1f} ns" for k, v in p["load_ns"].items()) + ".\n")
+              + ", ".join(f"{k} MiB {v:.1f} ns" for k, v in p["load_ns"].items()) + ". "
+              f"The two loops every client-step needs, alone at {p['floor']['lanes']} lanes (logits of a "
+              f"random row, its gradient's scatter): {p['floor']['logits_ns']:.1f} + "
+              f"{p['floor']['scatter_ns']:.1f} ns per row and lane.\n")
     print(f"| algorithm | M | K | rounds | fedbench job ({CELLS} runs) | fedbench per run | authors per run | ratio | "
           "fedbench ns per client-step | peak RSS of the job (MB) |")
     print("|---|---|---|---|---|---|---|---|---|---|")
