@@ -361,7 +361,8 @@ def test_a_host_that_accepts_and_never_answers_fails_within_the_deadline(tmp_pat
     worker.join(15)
     stop.set()
     assert not worker.is_alive(), "fetch_all still waiting on a silent host after 15 s"
-    assert 1.0 <= outcome["seconds"] < 3.0
+    # at the deadline (1 s), not after 4 × 60 s; the upper bound leaves room for a loaded 2-core machine
+    assert 1.0 <= outcome["seconds"] < 8.0
     err = outcome["error"]
     assert isinstance(err, DataUnavailableError)
     msg = str(err)
