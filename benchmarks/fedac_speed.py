@@ -246,26 +246,23 @@ def load_latency_ns(sizes_mib=(0.25, 1, 4, 8, 64), loads: int = 2_000_000) -> di
 
 def lane_loops_floor_ns(data_dir: str, lanes: int = 18, rows: int = 1 << 16) -> dict:
     """ns per row and lane of the two loops every client-step needs at any K, alone: the logits
-    z_l = Σ_u x_u w[k_u·L + l] of a random a9a row (14 non-zeros) for L lanes, and the scatter
+    z_l = Σ_u x_u w[k_u·L + l] (+ bias) of a random a9a row (14 non-zeros) for L lanes, by the
+    kernels' own ``_logits_lanes``, and the scatter
     acc[k_u·L + l] += g_l x_u of its gradient, laid out as the fast path lays out its lanes
     (coordinate-major, L side by side), nothing else (no exp, no draw, no count, no state).
     What the fast path's arithmetic costs at best on this core, in the kernel's own loop shape; a
     per-run target below it needs another algorithmic shape, not a faster loop."""
     import numba
 
+    sys.path.insert(0, str(REPO / "src"))
+    from fedbench.engine.linear_steps import _logits_lanes
+
     @numba.njit(fastmath={"contract"})
     def logits(w, indptr, indices, values, picked, z):
-        lanes = z.shape[0]
-        for r in picked:
-            start, m = indptr[r], indptr[r + 1] - indptr[r]
-            for ln in range(lanes):
-                z[ln] = 0.0
-            for u in range(m):
-                i0, v = indices[start + u] * lanes, values[start + u]
-                wk = w[i0:i0 + lanes]
-                for ln in range(lanes):
-                    z[ln] += v * wk[ln]
-        return z[0]
+        lanes = z.shape[1]
+        for r in picked:  # the kernels' own logit loop (binary: one logit, 123 weights and the bias)
+            _logits_lanes(z, w, indices, values, indptr[r], indptr[r + 1] - indptr[r], 1, 123, True, lanes)
+        return z[0, 0]
 
     @numba.njit(fastmath={"contract"})
     def scatter(acc, indptr, indices, values, picked, g):
@@ -286,7 +283,7 @@ def lane_loops_floor_ns(data_dir: str, lanes: int = 18, rows: int = 1 << 16) -> 
     indptr, indices, values = x.indptr.astype(np.int64), x.indices.astype(np.int32), x.data.astype(np.float64)
     rng = np.random.default_rng(0)
     picked = rng.integers(0, x.shape[0], size=rows)
-    w, acc, z, g = rng.normal(size=124 * lanes), np.zeros(124 * lanes), np.zeros(lanes), rng.normal(size=lanes)
+    w, acc, z, g = rng.normal(size=124 * lanes), np.zeros(124 * lanes), np.zeros((1, lanes)), rng.normal(size=lanes)
     out = {"lanes": lanes}
     for name, fn, args in (("logits_ns", logits, (w, indptr, indices, values, picked, z)),
                            ("scatter_ns", scatter, (acc, indptr, indices, values, picked, g))):
