@@ -949,7 +949,9 @@ def _scatter_and_count(acc, e_shared, ccg, dz, wg, indices, values, start, m, n_
     acc[k·L + l] += w g and, for each message e, change[l] += [e_shared + (C c)_e g ≠ 0] −
     [e_shared ≠ 0] in the same pass over the lanes (a CSR row holds each column once). The same
     numbers as the general loop of :func:`_one_step_clients`, without its per-client gradient
-    buffer and second pass."""
+    buffer and second pass. One and two messages (e.g. FedAvg's one, FedAc's w and w^ag) have loops
+    of their own, which vectorize: the general loop alone, with its inner loop over the messages,
+    took 2.18 against 1.47 s for the rounds of an M = 256, K = 1 FedAc-I job (stop 30)."""
     nm = e_shared.shape[0]
     bias_at = n_lin * d
     for cl in range(n_lin):
