@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from fedbench.engine.batches import local_batches, stacked_batches
-from fedbench.engine.keyed_integers import permutations, supported, uniform_rows
+from fedbench.engine.keyed_integers import permutations, supported, uniform_rows, uniform_rows_rounds
 from fedbench.rng import PURPOSES, generator
 
 
@@ -22,6 +22,21 @@ def test_equals_numpy_generator_for_every_key(n):
         want = np.stack([generator(int(s), t, int(c), "batches").integers(0, n, size=(3, 4), dtype=np.int64)
                          for s, c in zip(seeds, clients)])
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("n", [1, 97, 32_561])
+def test_rounds_at_once_equal_one_round_at_a_time(n):
+    """uniform_rows_rounds (several rounds, numba's threads, more keys than one chunk of 4,096) is
+    uniform_rows round by round, bit for bit."""
+    clients = np.arange(-1, 5000)
+    seeds = np.array([0, 3, 2**32 - 1])[np.arange(len(clients)) % 3]
+    rounds = np.array([1, 2, 4096, 2**32 - 1])
+    got = uniform_rows_rounds(seeds, rounds, clients, n, 3)
+    assert got.shape == (4, len(clients), 3)
+    for r, t in enumerate(rounds):
+        np.testing.assert_array_equal(got[r], uniform_rows(seeds, int(t), clients, n, (3,)))
+    with pytest.raises(ValueError, match="keys need"):
+        uniform_rows_rounds(seeds, np.array([2**32]), clients, n, 3)
 
 
 @pytest.mark.parametrize("purpose", PURPOSES)

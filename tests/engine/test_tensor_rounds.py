@@ -1,5 +1,7 @@
 """The whole-rounds tensor path (:mod:`fedbench.engine.tensor_rounds`, CUDA's whole rounds, run here
-on the CPU through ``VectorizedClients.tensor_rounds``): the generic path's rows and server states,
+on the CPU through ``VectorizedClients.tensor_rounds``), in both its versions (the Triton kernels of
+:mod:`fedbench.engine.round_kernels`, which Triton interprets on a machine without a GPU, and the
+torch operations): the generic path's rows and server states,
 float64, 1e-10, for every algorithm of FedAc's protocol, on sparse and dense rows; it stops at a
 diverged cell where the generic path records it; segments do not change its bits. On a GPU the
 same checks run on CUDA, where the path is taken without being asked for. The evaluation of many
@@ -22,6 +24,16 @@ DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.i
                                                                 reason="no CUDA GPU visible"))]
 
 
+@pytest.fixture(params=["kernels", "torch"])
+def version(request, monkeypatch):
+    """The tensor path's two versions of a round: the Triton kernels (interpreted on the CPU) and
+    the torch operations (wide rows, no Triton)."""
+    if request.param == "kernels":
+        pytest.importorskip("triton")
+    monkeypatch.setattr("fedbench.engine.tensor_rounds.KERNELS", request.param == "kernels")
+    return request.param
+
+
 def _run(specs, ds, monkeypatch, tensor: bool, device: str = "cpu", **kw):
     """train_seeds with the tensor path (``tensor``) or round by round on the generic path; returns
     (results with the server states on the host, the (t0, t1, ran) of every train_rounds call)."""
@@ -38,7 +50,8 @@ def _run(specs, ds, monkeypatch, tensor: bool, device: str = "cpu", **kw):
                                                ("fedac", "vanilla"), ("mb_sgd", None), ("mb_ac_sgd", None)])
 @pytest.mark.parametrize("steps,batch_size", [(1, 1), (3, 1), (2, 3)])
 @pytest.mark.parametrize("sparse", [True, False])
-def test_tensor_rounds_equal_the_generic_path(algorithm, variant, steps, batch_size, sparse, device, monkeypatch):
+def test_tensor_rounds_equal_the_generic_path(algorithm, variant, steps, batch_size, sparse, device, version,
+                                              monkeypatch):
     """Every row column (losses, accuracies, objective, uplink floats and non-zeros, the initial
     row) and the final server states (``params``, FedAc's ``w``) of stacked cells that differ in lr
     and seed, against the generic path on the CPU."""
@@ -51,8 +64,10 @@ def test_tensor_rounds_equal_the_generic_path(algorithm, variant, steps, batch_s
     _assert_rows_equal(fused, generic)
 
 
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning",
+                            "ignore:invalid value encountered:RuntimeWarning")  # the interpreter's numpy, blowing up
 @pytest.mark.parametrize("device", DEVICES)
-def test_tensor_rounds_stop_at_a_diverged_cell(device, monkeypatch):
+def test_tensor_rounds_stop_at_a_diverged_cell(device, version, monkeypatch):
     """FedAc at η far above 1/L blows up: recorded diverged at the generic path's round, with the
     same rows; the other cell goes on to the end."""
     ds = _dataset(True)
@@ -67,7 +82,7 @@ def test_tensor_rounds_stop_at_a_diverged_cell(device, monkeypatch):
     _assert_rows_equal(fused, generic)
 
 
-def test_tensor_rounds_do_not_depend_on_segments(monkeypatch, tmp_path):
+def test_tensor_rounds_do_not_depend_on_segments(version, monkeypatch, tmp_path):
     """Bit for bit: checkpoints every 2 rounds (other segments) and a run resumed from one."""
     ds = _dataset(True)
     specs = _round_specs("fedac", steps=3, seeds=(0, 1, 2))
@@ -81,7 +96,7 @@ def test_tensor_rounds_do_not_depend_on_segments(monkeypatch, tmp_path):
     _assert_rows_equal(resumed, base, rtol=0)
 
 
-def test_tensor_rounds_draw_in_parts(monkeypatch):
+def test_tensor_rounds_draw_in_parts(version, monkeypatch):
     """A segment longer than MAX_DRAWN client-steps is drawn in parts: the same bits."""
     ds = _dataset(True)
     specs = _round_specs("fedac", steps=2)
@@ -122,7 +137,7 @@ def test_evaluate_many_models_equals_the_generic_evaluation(device):
     assert path.evaluate([{"weight": weights[0].float().to(device)}], x.float(), y) is None
 
 
-def test_out_of_device_memory_runs_round_by_round(monkeypatch):
+def test_out_of_device_memory_runs_round_by_round(version, monkeypatch):
     """Where the device cannot hold the state, the tensor path gives up before changing anything
     and the engine runs those rounds one by one: the same rows."""
     ds = _dataset(True)
@@ -132,6 +147,7 @@ def test_out_of_device_memory_runs_round_by_round(monkeypatch):
         raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
 
     monkeypatch.setattr("fedbench.engine.tensor_rounds._round", no_memory)
+    monkeypatch.setattr("fedbench.engine.tensor_rounds._KernelRounds.__call__", no_memory)
     out, calls = _run(specs, ds, monkeypatch, True)
     assert calls and not any(ran for *_, ran in calls)
     generic, _ = _run(specs, ds, monkeypatch, False)

@@ -171,6 +171,20 @@ def _fill(entropy, n, out):
         keyed_integers_into(entropy, i, n, threshold, out[i], pool, words)
 
 
+@numba.njit(cache=True, parallel=True)
+def _fill_parallel(entropy, n, out):
+    """:func:`_fill` over the keys in chunks of 4,096, the chunks on numba's threads (each key's
+    numbers depend on its key alone: the same bits as :func:`_fill`)."""
+    threshold = _threshold(n)
+    keys = entropy.shape[0]
+    chunk = 4096
+    for c in numba.prange((keys + chunk - 1) // chunk):
+        pool = np.empty(4, dtype=np.uint64)
+        words = np.empty(8, dtype=np.uint64)
+        for i in range(c * chunk, min(keys, (c + 1) * chunk)):
+            keyed_integers_into(entropy, i, n, threshold, out[i], pool, words)
+
+
 @numba.njit(cache=True)
 def _fill_permutations(entropy, n, out):
     """out[i, c] = the c-th ``permutation(n)`` drawn in a row from the generator keyed by
@@ -252,3 +266,29 @@ def uniform_rows(seeds, round: int, clients, num_samples: int, shape: tuple, pur
     out = np.empty((len(clients), int(np.prod(shape))), dtype=np.int64)
     _fill(_entropy(seeds, round, clients, purpose), int(num_samples), out)
     return out.reshape(len(clients), *shape)
+
+
+def uniform_rows_rounds(seeds, rounds: np.ndarray, clients, num_samples: int, per_key: int,
+                        purpose: str = "batches") -> np.ndarray:
+    """:func:`uniform_rows` of the same keys for several rounds at once, on all of numba's threads:
+    an int64 array ``[len(rounds), len(clients), per_key]`` whose ``[r]`` is
+    ``uniform_rows(seeds, rounds[r], clients, num_samples, (per_key,))``, bit for bit (the CUDA
+    tensor path draws a segment of rounds ahead of the device with it).
+
+    Raises:
+        ValueError: keys or ``num_samples`` outside :func:`supported`.
+    """
+    seeds = np.broadcast_to(np.asarray(seeds, dtype=np.int64), np.shape(clients))
+    clients = np.asarray(clients, dtype=np.int64)
+    rounds = np.asarray(rounds, dtype=np.int64)
+    if len(rounds) and not (supported(seeds, int(rounds.min()), clients, num_samples)
+                            and supported(seeds, int(rounds.max()), clients, num_samples)):
+        raise ValueError("uniform_rows_rounds: keys need seed, round, client + 1 < 2^32 and 1 <= num_samples <= 2^32")
+    entropy = np.empty((len(rounds), len(clients), 4), dtype=np.uint64)
+    entropy[:, :, 0] = seeds
+    entropy[:, :, 1] = rounds[:, None]
+    entropy[:, :, 2] = clients + 1
+    entropy[:, :, 3] = _purpose_id(purpose)
+    out = np.empty((len(rounds) * len(clients), int(per_key)), dtype=np.int64)
+    _fill_parallel(entropy.reshape(-1, 4), int(num_samples), out)
+    return out.reshape(len(rounds), len(clients), int(per_key))

@@ -121,26 +121,22 @@ class TensorRounds:
         weight = torch.stack([_mean_weights(torch.as_tensor(sizes[lo:hi], dtype=torch.float64), hi - lo)
                               for lo, hi in (bounds[g[0]] for g in lanes)]).to(dev)  # [G, M]
         firsts = [np.arange(*bounds[g[0]]) for g in lanes]  # engine-wide ids of each group's clients
-        nonzeros = torch.zeros(len(lanes), n_lanes, dtype=torch.int64, device=dev)
-        ok = torch.ones(len(lanes), n_lanes, dtype=torch.bool, device=dev)
-        per_round = len(lanes) * clients * k_steps * int(batch_size)
-        span = max(1, MAX_DRAWN // max(per_round, 1))
-        last = t0 - 1
-        t = t0
+        draw = _Draws(firsts, k_steps * int(batch_size), key_seed, key_id, row_table, slot, sizes, dev)
+        sizes_of = (len(forms[0][0]), len(server_keys), len(forms[0][1]))
         try:  # nothing is kept from a failed attempt: the caller's states are untouched until the end
-            while t <= t1 and bool(ok.all()):
-                upto = min(t1, t + span - 1)
-                rows = self._draw(firsts, t, upto, k_steps * int(batch_size), key_seed, key_id, row_table, slot,
-                                  sizes)
-                for r in range(upto - t + 1):
-                    server, nz, fine = _round(self.x, self.y, server, rows[r], q, a, c, bm, cm, dm, em, fm, weight,
-                                              k_steps, int(batch_size))
-                    nonzeros += nz
-                    ok &= fine
-                    last = t + r
-                    if not bool(ok.all()):  # a cell diverged: stop after this round, as the CPU path does
-                        break
-                t = last + 1
+            if KERNELS and _kernels_apply(dev, d, *sizes_of):
+                run = _KernelRounds(self.x, self.y, server, q, a, c, bm, cm, dm, em, fm, weight, k_steps,
+                                    int(batch_size), sizes_of)
+                first_bad = run(draw, t0, t1)
+                last = t1
+                if bool((first_bad >= 0).any()):  # a cell diverged: again, up to the first such round
+                    last = int(first_bad[first_bad >= 0].min())
+                    run.reset(server)
+                    first_bad = run(draw, t0, last)
+                server, nonzeros, ok = run.results()
+            else:
+                server, nonzeros, ok, last = _torch_rounds(self.x, self.y, server, draw, t0, t1, q, a, c, bm, cm,
+                                                           dm, em, fm, weight, k_steps, int(batch_size))
         except torch.OutOfMemoryError:  # the state and a step's temporaries, ~(2n + 3) × [G, L, M, d]
             return None
         out = []
@@ -191,23 +187,139 @@ class TensorRounds:
         return [(float(loss[j]) / n, int(hits[:, j].sum()) / n,
                  float((hits[present, j].double() / counts[present].double()).min())) for j in range(len(params))]
 
-    def _draw(self, firsts: list[np.ndarray], t0: int, t1: int, per_client: int, key_seed: np.ndarray,
-              key_id: np.ndarray, row_table: np.ndarray, slot: np.ndarray, sizes: np.ndarray) -> torch.Tensor:
-        """The rows of rounds t0..t1: [T, G, M, K·B] int64 on the device, row
-        ``row_table[slot[g], j]`` for j = ``generator(seed_g, t, id_g, "batches").integers(0, n_g,
-        K·B)`` of each group's client g (the engine's draws, :func:`keyed_integers.uniform_rows`)."""
-        out = np.empty((t1 - t0 + 1, len(firsts), len(firsts[0]), per_client), dtype=np.int64)
-        # per group, its clients by size (one size for the shared partition), the same every round
-        parts = []
+
+KERNELS = True
+"""Run the rounds through :mod:`fedbench.engine.round_kernels` where they apply (Triton installed,
+rows of at most :data:`~fedbench.engine.round_kernels.MAX_BLOCK_D` features): compiled on CUDA;
+on the CPU only in a process that Triton interprets (``TRITON_INTERPRET=1`` before Triton's import,
+as the tests set it on a machine without a GPU: the CPU engine has its own compiled rounds).
+Else, or set to False, the rounds run as torch operations (:func:`_torch_rounds`)."""
+
+
+def _kernels_apply(dev: torch.device, d: int, n: int, n_server: int, n_entries: int) -> bool:
+    """Whether :mod:`fedbench.engine.round_kernels` can run these rounds on ``dev``."""
+    try:
+        import triton
+
+        from fedbench.engine import round_kernels
+    except ImportError:  # no Triton (a CPU-only install)
+        return False
+    interpreted = bool(triton.knobs.runtime.interpret)
+    return (dev.type == "cpu") == interpreted and round_kernels.supported(d, n, n_server, n_entries)
+
+
+class _Draws:
+    """The rows of a span of rounds, [T, G, M, K·B] int64 on the device: row ``row_table[slot[g], j]``
+    for j = ``generator(seed_g, t, id_g, "batches").integers(0, n_g, K·B)`` of each group's client
+    g (the engine's draws, :func:`keyed_integers.uniform_rows_rounds` on the host's threads; the
+    table lookup on the device). On CUDA the copy to the device does not wait for the device's
+    earlier work, so the host draws the next span while the device runs this one."""
+
+    def __init__(self, firsts: list[np.ndarray], per_client: int, key_seed: np.ndarray, key_id: np.ndarray,
+                 row_table: np.ndarray, slot: np.ndarray, sizes: np.ndarray, dev: torch.device):
+        self.dev, self.per = dev, per_client
+        self.shape = (len(firsts), len(firsts[0]))
+        self.span = max(1, MAX_DRAWN // max(len(firsts) * len(firsts[0]) * per_client, 1))  # rounds a draw
+        self.parts = []  # per group, its clients by size (one size for the shared partition)
         for gi, ids in enumerate(firsts):
             for n in np.unique(sizes[ids]):
                 at = np.flatnonzero(sizes[ids] == n)
-                parts.append((gi, at, ids[at], int(n)))
-        for r, t in enumerate(range(t0, t1 + 1)):
-            for gi, at, sel, n in parts:
-                draws = keyed_integers.uniform_rows(key_seed[sel], t, key_id[sel], n, (per_client,))
-                out[r, gi, at] = row_table[slot[sel][:, None], draws]
-        return torch.from_numpy(out).to(self.x.device)
+                sel = ids[at]
+                used, local = np.unique(slot[sel], return_inverse=True)
+                table = torch.as_tensor(row_table[used, :int(n)], device=dev)
+                self.parts.append((gi, torch.as_tensor(at, device=dev), key_seed[sel], key_id[sel], int(n), table,
+                                   torch.as_tensor(local.reshape(-1), device=dev)))
+
+    def __call__(self, t0: int, t1: int) -> torch.Tensor:
+        """The rows of rounds t0..t1 (1-based)."""
+        out = torch.empty((t1 - t0 + 1, *self.shape, self.per), dtype=torch.int64, device=self.dev)
+        rounds = np.arange(t0, t1 + 1)
+        for gi, at, seeds, ids, n, table, local in self.parts:
+            drawn = torch.from_numpy(keyed_integers.uniform_rows_rounds(seeds, rounds, ids, n, self.per))
+            if self.dev.type == "cuda":
+                drawn = drawn.pin_memory().to(self.dev, non_blocking=True)
+            out[:, gi, at] = table[local[None, :, None], drawn]
+        return out
+
+
+class _KernelRounds:
+    """Rounds through :mod:`fedbench.engine.round_kernels`: the forms flattened to P = G·L lanes,
+    the server state double-buffered on the device, the partial sums' buffers made once."""
+
+    def __init__(self, x, y, server, q, a, c, bm, cm, dm, em, fm, weight, k_steps: int, batch_size: int,
+                 sizes_of: tuple[int, int, int]):
+        from fedbench.engine import round_kernels
+        self.x, self.y, self.weight = x, y, weight.contiguous()
+        self.groups, self.lanes = server.shape[:2]
+        self.n, self.ns, self.ne = sizes_of
+        self.clients, self.d = weight.shape[1], x.shape[1]
+        p = self.groups * self.lanes
+        self.forms = [f.reshape(p, -1).contiguous() for f in (bm, q, a, c, cm, dm, em, fm)]
+        self.block_m, self.block_d, self.tiles, self.nblk = round_kernels.shape(self.clients, self.d)
+        dev = server.device
+        self.part = torch.empty(p, self.nblk, self.ne, self.d, dtype=torch.float64, device=dev)
+        self.nz = torch.empty(p, self.nblk, dtype=torch.int64, device=dev)
+        self.bad = torch.empty(p, self.nblk, dtype=torch.int32, device=dev)
+        self.k_steps, self.batch_size = k_steps, batch_size
+        self.clients_kernel, self.server_kernel = round_kernels.clients_kernel, round_kernels.server_kernel
+        self.reset(server)
+
+    def reset(self, server: torch.Tensor) -> None:
+        """Start again from ``server`` [G, L, n_s, d]."""
+        p = self.groups * self.lanes
+        self.server = server.reshape(p, self.ns, self.d).clone()
+        self.spare = torch.empty_like(self.server)
+        self.nonzeros = torch.zeros(p, dtype=torch.int64, device=server.device)
+        self.first_bad = torch.full((p,), -1, dtype=torch.int64, device=server.device)
+
+    def __call__(self, draw: _Draws, t0: int, t1: int) -> torch.Tensor:
+        """Rounds t0..t1; returns per lane [G, L] the first round after which it was not finite, or −1."""
+        bm, q, a, c, cm, dm, em, fm = self.forms
+        p = self.groups * self.lanes
+        t = t0
+        while t <= t1:
+            upto = min(t1, t + draw.span - 1)
+            rows = draw(t, upto)
+            for r in range(upto - t + 1):
+                self.clients_kernel[(p, self.nblk)](
+                    self.x, self.y, rows[r], self.server, bm, q, a, c, cm, dm, self.weight, self.part, self.nz,
+                    self.bad, self.clients, self.d, self.lanes, self.nblk, K=self.k_steps, B=self.batch_size,
+                    TILES=self.tiles, N=self.n, NS=self.ns, NE=self.ne, BLOCK_M=self.block_m, BLOCK_D=self.block_d)
+                self.server_kernel[(p,)](
+                    self.server, self.spare, em, fm, self.part, self.nz, self.bad, self.nonzeros, self.first_bad,
+                    t + r, self.d, NBLK=self.nblk, NS=self.ns, NE=self.ne, BLOCK_D=self.block_d, BLOCK_B=16)
+                self.server, self.spare = self.spare, self.server
+            t = upto + 1
+        return self.first_bad.reshape(self.groups, self.lanes)
+
+    def results(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(server [G, L, n_s, d], the messages' non-zeros [G, L], whether each lane stayed finite [G, L])."""
+        shape = (self.groups, self.lanes)
+        return (self.server.reshape(*shape, self.ns, self.d), self.nonzeros.reshape(shape),
+                self.first_bad.reshape(shape) < 0)
+
+
+def _torch_rounds(x, y, server, draw: _Draws, t0: int, t1: int, q, a, c, bm, cm, dm, em, fm, weight,
+                  k_steps: int, batch_size: int):
+    """Rounds t0..t1 as torch operations (:func:`_round`), stopping after the first round in which a
+    lane was not finite: (server, non-zeros [G, L], finite [G, L], the last round run)."""
+    g, l = server.shape[:2]
+    nonzeros = torch.zeros(g, l, dtype=torch.int64, device=server.device)
+    ok = torch.ones(g, l, dtype=torch.bool, device=server.device)
+    last = t0 - 1
+    t = t0
+    while t <= t1 and bool(ok.all()):
+        upto = min(t1, t + draw.span - 1)
+        rows = draw(t, upto)
+        for r in range(upto - t + 1):
+            server, nz, fine = _round(x, y, server, rows[r], q, a, c, bm, cm, dm, em, fm, weight, k_steps, batch_size)
+            nonzeros += nz
+            ok &= fine
+            last = t + r
+            if not bool(ok.all()):  # a cell diverged: stop after this round, as the CPU path does
+                break
+        t = last + 1
+    return server, nonzeros, ok, last
 
 
 def _round(x, y, server, rows, q, a, c, bm, cm, dm, em, fm, weight, k_steps: int, batch_size: int):
