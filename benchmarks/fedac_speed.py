@@ -95,11 +95,16 @@ def write_a9a_like(directory: Path, seed: int = 0) -> tuple[Path, Path]:
 
 
 def fedbench_job(algorithm: str, m: int, k: int, steps: int, data_dir: str, threads: int, generic: bool,
-                 device: str = "cpu") -> dict:
+                 device: str = "cpu", kernels: bool = True) -> dict:
     """Train the η grid × seeds of (algorithm, M, K) stacked, for ``steps`` steps per worker, on
-    ``device`` (``cpu`` or ``cuda``: the CUDA context's creation counts in the set-up)."""
+    ``device`` (``cpu`` or ``cuda``: the CUDA context's creation counts in the set-up); on CUDA
+    with the round's Triton kernels (``kernels``) or its torch operations."""
     sys.path.insert(0, str(REPO / "src"))
     import torch
+
+    from fedbench.engine import tensor_rounds
+
+    tensor_rounds.KERNELS = kernels
 
     from fedbench.data.libsvm import load_a9a
     from fedbench.data.partition import make_partition
@@ -439,6 +444,8 @@ def main(argv=None) -> None:
     ap.add_argument("--generic", action="store_true", help="fedbench without the fast path (for comparison)")
     ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
                     help="where fedbench's jobs train (the authors' code runs on the CPU either way)")
+    ap.add_argument("--torch-rounds", action="store_true",
+                    help="on CUDA: the tensor path's rounds as torch operations, not Triton kernels (to compare)")
     ap.add_argument("--estimate", action="store_true", help="estimate the whole a9a λ = 1e-3 figure set")
     ap.add_argument("--probe", action="store_true", help="first: the local steps alone (generic vs fast, "
                     "ns per client-step) and the memory bandwidth")
@@ -507,13 +514,15 @@ def main(argv=None) -> None:
                 steps = rounds * k
                 job = subprocess_json(["--_job", "fedbench:" + json.dumps(
                     {"algorithm": algorithm, "m": m, "k": k, "steps": steps, "data_dir": data_dir,
-                     "threads": args.threads, "generic": args.generic, "device": args.device})])
+                     "threads": args.threads, "generic": args.generic, "device": args.device,
+                     "kernels": not args.torch_rounds})])
                 scale = T_TOTAL / steps  # the rounds scale; the set-up (cells, partitions, compiled code) does not
                 job_s = job["setup_seconds"] + (job["seconds"] - job["setup_seconds"]) * scale
                 per_run = job_s / job["cells"]
                 row = {"algorithm": algorithm, "M": m, "K": k, "rounds": T_TOTAL // k, "job_s_T": job_s,
                        "per_run_s": per_run, "timed_steps": steps, "peak_rss_mb": job["peak_rss_mb"],
-                       "ok_cells": job["ok"], "device": args.device, "peak_gpu_mb": job["peak_gpu_mb"]}
+                       "ok_cells": job["ok"], "device": args.device, "peak_gpu_mb": job["peak_gpu_mb"],
+                       "version": "torch" if args.torch_rounds else "kernels"}
                 authors_cell = "skipped: " + HOW_TO_GET
                 ratio = "-"
                 if authors:

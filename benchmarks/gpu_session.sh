@@ -11,9 +11,13 @@
 # Parts: minimax (the VGG-11 round at 64·10 and 3,333 samples a client), cuda_tests (every CUDA
 # test of tests/engine), layouts (one step of the whole-rounds tensor path in three layouts),
 # fedac (FedAc's jobs on CUDA at M ∈ $FEDAC_M, K ∈ $FEDAC_K, and the estimate of the whole
-# a9a λ = 1e-3 figure set from them).
+# a9a λ = 1e-3 figure set from them), fedac_versions (FedAc-I jobs with the round's Triton kernels
+# and with its torch operations, side by side), fedac_set (the whole a9a λ = 1e-3 figure set's 432
+# jobs, $SET_PARALLEL at a time, each its own process, timed; no job starts after $SET_LIMIT s).
 set -u
-PARTS=${PARTS:-minimax cuda_tests layouts fedac}
+PARTS=${PARTS:-cuda_tests fedac_versions fedac_set}
+SET_PARALLEL=${SET_PARALLEL:-8}
+SET_LIMIT=${SET_LIMIT:-200}
 FEDAC_M=${FEDAC_M:-256,2048,8192}
 FEDAC_K=${FEDAC_K:-1,16,256}
 OUT=${OUT:-gpu_out}
@@ -36,6 +40,16 @@ if want minimax; then
   part minimax_640 90 "$PY" benchmarks/minimax_costs.py --device cuda --unit epochs --samples 640
   part minimax_3333 150 "$PY" benchmarks/minimax_costs.py --device cuda --unit epochs --samples 3333
 fi
+if want fedac_versions; then
+  for v in kernels torch; do
+    part "fedac_$v" 50 "$PY" benchmarks/fedac_speed.py --device cuda --algorithms fedac --M 256,8192 --K 1,16 \
+      --T-fedbench 512 --json "$OUT/fedac_$v.json" $([ $v = torch ] && echo --torch-rounds)
+  done
+fi
+if want fedac_set; then
+  part fedac_set $((SET_LIMIT + 120)) "$PY" benchmarks/fedac_figure_set.py --device cuda --warm \
+    --parallel "$SET_PARALLEL" --limit-s "$SET_LIMIT" --json "$OUT/fedac_set.json"
+fi
 want cuda_tests && part cuda_tests 100 "$PY" -m pytest -q -n 8 -p no:cacheprovider tests/engine -k "cuda or graph"
 if want layouts; then
   part layouts 60 sh -c "\"$PY\" benchmarks/tensor_step_layouts.py --M 8192 && \"$PY\" benchmarks/tensor_step_layouts.py --M 256"
@@ -49,9 +63,10 @@ if want fedac; then
 fi
 cat "$OUT/machine.txt"
 for f in minimax_640 minimax_3333; do [ -f "$OUT/$f.log" ] && { echo "== $f"; tail -8 "$OUT/$f.log"; }; done
-for f in fedac fedac_others; do
+for f in fedac fedac_others fedac_kernels fedac_torch; do
   [ -f "$OUT/$f.log" ] && { echo "== $f"; grep "^| fedac\|^| fedavg\|^| mb_\|Error\|error" "$OUT/$f.log" | sed 's/skipped: git clone[^|]*|/-|/'; }
 done
+[ -f "$OUT/fedac_set.log" ] && { echo "== fedac_set"; tail -9 "$OUT/fedac_set.log"; }
 [ -f "$OUT/layouts.log" ] && { echo "== layouts"; cat "$OUT/layouts.log"; }
 [ -f "$OUT/fedac_estimate.log" ] && { echo "== fedac_estimate"; tail -3 "$OUT/fedac_estimate.log"; }
 [ -f "$OUT/cuda_tests.log" ] && { echo "== cuda_tests"; tail -4 "$OUT/cuda_tests.log"; }

@@ -65,12 +65,14 @@ def supported(d: int, n: int, n_server: int, n_entries: int) -> bool:
 
 @triton.jit
 def clients_kernel(x_ptr, y_ptr, rows_ptr, server_ptr, b_ptr, q_ptr, a_ptr, c_ptr, cm_ptr, dm_ptr, w_ptr,
-                   part_ptr, nz_ptr, bad_ptr, M, d, L, NBLK, K: tl.constexpr, B: tl.constexpr,
-                   TILES: tl.constexpr, N: tl.constexpr, NS: tl.constexpr, NE: tl.constexpr,
+                   part_ptr, nz_ptr, bad_ptr, M, d, L, NBLK, K, B, TILES,
+                   N: tl.constexpr, NS: tl.constexpr, NE: tl.constexpr,
                    BLOCK_M: tl.constexpr, BLOCK_D: tl.constexpr):
     """One round of the clients of block ``program_id(1)`` of lane ``program_id(0)``: K local steps
-    of batch size B each (compile-time constants, as the tiles per block TILES and the sizes of the
-    forms: one compiled kernel per (K, B, TILES, n, n_s, n_e, BLOCK_M, BLOCK_D), cached by Triton).
+    of batch size B each. The sizes of the forms and the tile are compile-time constants (one
+    compiled kernel per algorithm's (n, n_s, n_e) and row width, cached by Triton); K, B and the
+    tiles per block TILES are not (the loops over them are ``while`` loops, which Triton's
+    interpreter also runs).
 
     Args (float64 unless named; P lanes = G groups × L lanes; a group's lanes draw the same rows):
         x_ptr [N_rows, d], y_ptr [N_rows] (labels 0/1): the training rows.
@@ -139,19 +141,22 @@ def clients_kernel(x_ptr, y_ptr, rows_ptr, server_ptr, b_ptr, q_ptr, a_ptr, c_pt
     nonzeros = tl.zeros([BLOCK_M], dtype=tl.int64)
     bad = tl.zeros([BLOCK_M], dtype=tl.int32)
     kb = K * B
-    for tile in range(TILES):
+    tile = 0
+    while tile < TILES:
         m = (blk * TILES + tile) * BLOCK_M + tl.arange(0, BLOCK_M)
         mmask = m < M
         valid = mmask[:, None] & dmask[None, :]
         row_base = rows_ptr + (g.to(tl.int64) * M + m) * kb
         t_0 = tl.zeros([BLOCK_M, BLOCK_D], dtype=tl.float64) + init_0[None, :]
         t_1 = tl.zeros([BLOCK_M, BLOCK_D], dtype=tl.float64) + init_1[None, :]
-        for k in range(K):
+        k = 0
+        while k < K:
             p = q_0 * t_0
             if N > 1:
                 p += q_1 * t_1
             grad = tl.zeros([BLOCK_M, BLOCK_D], dtype=tl.float64)
-            for b in range(B):
+            b = 0
+            while b < B:
                 r = tl.load(row_base + k * B + b, mask=mmask, other=0)
                 xb = tl.load(x_ptr + r[:, None] * d + cols[None, :], mask=valid, other=0.0)
                 yb = tl.load(y_ptr + r, mask=mmask, other=0.0)
@@ -160,11 +165,13 @@ def clients_kernel(x_ptr, y_ptr, rows_ptr, server_ptr, b_ptr, q_ptr, a_ptr, c_pt
                 bad = tl.where(mmask & ~finite, 1, bad)
                 dz = (1.0 / (1.0 + tl.exp(-z)) - yb) / B
                 grad += dz[:, None] * xb
+                b += 1
             n_0 = c_0 * grad + a_00 * t_0
             if N > 1:
                 n_0 += a_01 * t_1
                 t_1 = c_1 * grad + a_10 * t_0 + a_11 * t_1
             t_0 = n_0
+            k += 1
         # client_final: the message, its non-zeros and its weighted sum over the tile's clients
         wk = tl.load(w_ptr + g.to(tl.int64) * M + m, mask=mmask, other=0.0)
         e_0 = ds_0[None, :] + cm_00 * t_0
@@ -178,6 +185,7 @@ def clients_kernel(x_ptr, y_ptr, rows_ptr, server_ptr, b_ptr, q_ptr, a_ptr, c_pt
                 e_1 += cm_11 * t_1
             nonzeros += tl.sum((valid & (e_1 != 0)).to(tl.int64), axis=1)
             acc_1 += tl.sum(wk[:, None] * e_1, axis=0)
+        tile += 1
     at = lane.to(tl.int64) * NBLK + blk
     out = part_ptr + at * NE * d
     tl.store(out + cols, acc_0, mask=dmask)
@@ -189,7 +197,7 @@ def clients_kernel(x_ptr, y_ptr, rows_ptr, server_ptr, b_ptr, q_ptr, a_ptr, c_pt
 
 @triton.jit
 def server_kernel(server_ptr, new_ptr, em_ptr, fm_ptr, part_ptr, nz_ptr, bad_ptr, nz_total_ptr, first_bad_ptr,
-                  t, d, NBLK: tl.constexpr, NS: tl.constexpr, NE: tl.constexpr, BLOCK_D: tl.constexpr,
+                  t, d, NBLK, NS: tl.constexpr, NE: tl.constexpr, BLOCK_D: tl.constexpr,
                   BLOCK_B: tl.constexpr):
     """The server update of lane ``program_id(0)``: ē = Σ over the NBLK partial sums (in block order),
     S' = E S + F ē into new_ptr [P, NS, d]; adds the round's non-zeros to nz_total_ptr [P] (int64)
@@ -208,7 +216,8 @@ def server_kernel(server_ptr, new_ptr, em_ptr, fm_ptr, part_ptr, nz_ptr, bad_ptr
     nz = tl.zeros([BLOCK_B], dtype=tl.int64)
     bad = tl.zeros([BLOCK_B], dtype=tl.int32)
     base = lane.to(tl.int64) * NBLK
-    for b0 in range(0, NBLK, BLOCK_B):
+    b0 = 0
+    while b0 < NBLK:
         bs = b0 + tl.arange(0, BLOCK_B)
         bmask = bs < NBLK
         at = (base + bs) * NE * d
@@ -218,6 +227,7 @@ def server_kernel(server_ptr, new_ptr, em_ptr, fm_ptr, part_ptr, nz_ptr, bad_ptr
             e_1 += tl.sum(tl.load(part_ptr + at[:, None] + d + cols[None, :], mask=tile, other=0.0), axis=0)
         nz += tl.load(nz_ptr + base + bs, mask=bmask, other=0)
         bad = tl.maximum(bad, tl.load(bad_ptr + base + bs, mask=bmask, other=0))
+        b0 += BLOCK_B
     new_0 = tl.load(em_ptr + lane * NS * NS) * s_0
     if NS > 1:
         new_0 += tl.load(em_ptr + lane * NS * NS + 1) * s_1

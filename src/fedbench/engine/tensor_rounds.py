@@ -47,7 +47,7 @@ from fedbench.tree import _mean_weights
 
 #: Host memory for a segment's row indices (int64) is bounded by drawing at most this many
 #: client-steps at once; a longer segment is drawn in parts.
-MAX_DRAWN = 1 << 25
+MAX_DRAWN = 1 << 22
 
 #: Rows per chunk of :meth:`TensorRounds.evaluate` (its logits are [rows, models] float64).
 EVAL_ROWS = 1 << 16
@@ -283,11 +283,11 @@ class _KernelRounds:
             for r in range(upto - t + 1):
                 self.clients_kernel[(p, self.nblk)](
                     self.x, self.y, rows[r], self.server, bm, q, a, c, cm, dm, self.weight, self.part, self.nz,
-                    self.bad, self.clients, self.d, self.lanes, self.nblk, K=self.k_steps, B=self.batch_size,
-                    TILES=self.tiles, N=self.n, NS=self.ns, NE=self.ne, BLOCK_M=self.block_m, BLOCK_D=self.block_d)
+                    self.bad, self.clients, self.d, self.lanes, self.nblk, self.k_steps, self.batch_size,
+                    self.tiles, N=self.n, NS=self.ns, NE=self.ne, BLOCK_M=self.block_m, BLOCK_D=self.block_d)
                 self.server_kernel[(p,)](
                     self.server, self.spare, em, fm, self.part, self.nz, self.bad, self.nonzeros, self.first_bad,
-                    t + r, self.d, NBLK=self.nblk, NS=self.ns, NE=self.ne, BLOCK_D=self.block_d, BLOCK_B=16)
+                    t + r, self.d, self.nblk, NS=self.ns, NE=self.ne, BLOCK_D=self.block_d, BLOCK_B=16)
                 self.server, self.spare = self.spare, self.server
             t = upto + 1
         return self.first_bad.reshape(self.groups, self.lanes)
