@@ -9,7 +9,10 @@ Figs. 1 and 3 of Yuan & Ma, "Federated Accelerated Stochastic Gradient Descent",
 per worker. Each job here is its own Python process, as a Snakemake job is (interpreter, torch and
 CUDA start-up, the data's load, the stacked training with its evaluations), through
 ``benchmarks/fedac_speed.py``'s job (the a9a-shaped file it writes: 32,561 × 123, 14 ones a row).
-``--parallel`` jobs run at once (the workflow's ``--cores`` / ``--jobs``), the largest first.
+``--parallel`` jobs run at once (the workflow's ``--cores`` / ``--jobs``). The order alternates the
+largest and the smallest jobs left (``--order interleave``): a large job's time is the GPU's, a
+small one's is the host's (interpreter, imports, set-up), so the two overlap; ``--order largest``
+runs the largest first.
 
 Printed: the wall time of the whole set, the sum of the jobs' times, the slowest jobs, every job's
 cells that stayed finite, and the peak memory (GPU: torch's peak allocation per job; host: the
@@ -26,7 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -64,6 +67,7 @@ def main(argv=None) -> None:
     ap.add_argument("--parallel", type=int, default=1, help="jobs at once")
     ap.add_argument("--numba-threads", type=int, default=None,
                     help="NUMBA_NUM_THREADS of each job (default: the CPUs / --parallel)")
+    ap.add_argument("--order", choices=["interleave", "largest"], default="interleave")
     ap.add_argument("--limit-s", type=float, default=None, help="start no job after this many seconds")
     ap.add_argument("--warm", action="store_true",
                     help="first, untimed: each algorithm at M = 4, 16, 1,024 and K = 1, 2 for one round, so that "
@@ -72,12 +76,15 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
     jobs = [{"algorithm": a, "M": int(m), "K": int(k), "T": args.T}
             for a in args.algorithms.split(",") for m in args.M.split(",") for k in args.K.split(",")]
-    jobs.sort(key=lambda j: (-j["M"], j["K"]))  # the largest first: the last to finish are small
+    jobs.sort(key=lambda j: (-j["M"], j["K"]))  # the largest first
+    if args.order == "interleave":
+        jobs = [jobs[i // 2] if i % 2 == 0 else jobs[-1 - i // 2] for i in range(len(jobs))]
     root = Path(tempfile.mkdtemp(prefix="fedbench-fedac-set-"))
     write_a9a_like(root)
     threads = args.numba_threads or max(1, (os.cpu_count() or 1) // args.parallel)
     env = {**os.environ, "NUMBA_NUM_THREADS": str(threads), "OMP_NUM_THREADS": "1"}
-    print(f"# {len(jobs)} jobs ({CELLS} runs each, T = {args.T}) on {args.device}, {args.parallel} at a time, "
+    print(f"# {len(jobs)} jobs ({CELLS} runs each, T = {args.T}) on {args.device}, {args.parallel} at a time "
+          f"({args.order}), "
           f"{threads} numba threads a job, {os.cpu_count()} CPUs", flush=True)
     if args.warm:
         t0 = time.perf_counter()
@@ -92,7 +99,7 @@ def main(argv=None) -> None:
     rows = []
     with ThreadPoolExecutor(args.parallel) as pool:
         futures = [pool.submit(run_job, j, str(root), args.device, env, t_start, args.limit_s) for j in jobs]
-        for f in futures:
+        for f in as_completed(futures):
             rows.append(f.result())
             if args.json:
                 Path(args.json).write_text(json.dumps(rows, indent=1))

@@ -13,10 +13,11 @@
 # fedac (FedAc's jobs on CUDA at M ∈ $FEDAC_M, K ∈ $FEDAC_K, and the estimate of the whole
 # a9a λ = 1e-3 figure set from them), fedac_versions (FedAc-I jobs with the round's Triton kernels
 # and with its torch operations, side by side), fedac_set (the whole a9a λ = 1e-3 figure set's 432
-# jobs, $SET_PARALLEL at a time, each its own process, timed; no job starts after $SET_LIMIT s).
+# jobs, $SET_PARALLEL at a time, each its own process, timed; no job starts after $SET_LIMIT s),
+# tiles (the round kernels' tile shapes, ms per round at M = 8,192).
 set -u
 PARTS=${PARTS:-cuda_tests fedac_versions fedac_set}
-SET_PARALLEL=${SET_PARALLEL:-8}
+SET_PARALLEL=${SET_PARALLEL:-16}
 SET_LIMIT=${SET_LIMIT:-200}
 FEDAC_M=${FEDAC_M:-256,2048,8192}
 FEDAC_K=${FEDAC_K:-1,16,256}
@@ -46,8 +47,9 @@ if want fedac_versions; then
       --T-fedbench 512 --json "$OUT/fedac_$v.json" $([ $v = torch ] && echo --torch-rounds)
   done
 fi
+want tiles && part tiles 45 "$PY" benchmarks/round_kernel_tiles.py --M 8192 --K 1,16
 if want fedac_set; then
-  part fedac_set $((SET_LIMIT + 120)) "$PY" benchmarks/fedac_figure_set.py --device cuda --warm \
+  part fedac_set $((SET_LIMIT + 60)) "$PY" benchmarks/fedac_figure_set.py --device cuda --warm \
     --parallel "$SET_PARALLEL" --limit-s "$SET_LIMIT" --json "$OUT/fedac_set.json"
 fi
 want cuda_tests && part cuda_tests 100 "$PY" -m pytest -q -n 8 -p no:cacheprovider tests/engine -k "cuda or graph"
@@ -67,6 +69,7 @@ for f in fedac fedac_others fedac_kernels fedac_torch; do
   [ -f "$OUT/$f.log" ] && { echo "== $f"; grep "^| fedac\|^| fedavg\|^| mb_\|Error\|error" "$OUT/$f.log" | sed 's/skipped: git clone[^|]*|/-|/'; }
 done
 [ -f "$OUT/fedac_set.log" ] && { echo "== fedac_set"; tail -9 "$OUT/fedac_set.log"; }
+[ -f "$OUT/tiles.log" ] && { echo "== tiles"; cat "$OUT/tiles.log"; }
 [ -f "$OUT/layouts.log" ] && { echo "== layouts"; cat "$OUT/layouts.log"; }
 [ -f "$OUT/fedac_estimate.log" ] && { echo "== fedac_estimate"; tail -3 "$OUT/fedac_estimate.log"; }
 [ -f "$OUT/cuda_tests.log" ] && { echo "== cuda_tests"; tail -4 "$OUT/cuda_tests.log"; }

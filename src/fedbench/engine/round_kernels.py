@@ -45,6 +45,8 @@ MAX_BLOCK_D = 256
 TILE = 1024
 #: Client blocks per lane at most: ``server_kernel`` sums this many partial sums per lane.
 MAX_BLOCKS = 64
+#: Warps of a ``clients_kernel`` program.
+NUM_WARPS = 4
 
 
 def shape(clients: int, d: int) -> tuple[int, int, int, int]:

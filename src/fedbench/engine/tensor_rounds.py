@@ -262,6 +262,7 @@ class _KernelRounds:
         self.bad = torch.empty(p, self.nblk, dtype=torch.int32, device=dev)
         self.k_steps, self.batch_size = k_steps, batch_size
         self.clients_kernel, self.server_kernel = round_kernels.clients_kernel, round_kernels.server_kernel
+        self.num_warps = round_kernels.NUM_WARPS
         self.reset(server)
 
     def reset(self, server: torch.Tensor) -> None:
@@ -284,7 +285,8 @@ class _KernelRounds:
                 self.clients_kernel[(p, self.nblk)](
                     self.x, self.y, rows[r], self.server, bm, q, a, c, cm, dm, self.weight, self.part, self.nz,
                     self.bad, self.clients, self.d, self.lanes, self.nblk, self.k_steps, self.batch_size,
-                    self.tiles, N=self.n, NS=self.ns, NE=self.ne, BLOCK_M=self.block_m, BLOCK_D=self.block_d)
+                    self.tiles, N=self.n, NS=self.ns, NE=self.ne, BLOCK_M=self.block_m, BLOCK_D=self.block_d,
+                    num_warps=self.num_warps)
                 self.server_kernel[(p,)](
                     self.server, self.spare, em, fm, self.part, self.nz, self.bad, self.nonzeros, self.first_bad,
                     t + r, self.d, self.nblk, NS=self.ns, NE=self.ne, BLOCK_D=self.block_d, BLOCK_B=16)
