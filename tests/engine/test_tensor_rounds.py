@@ -82,6 +82,43 @@ def test_tensor_rounds_stop_at_a_diverged_cell(device, version, monkeypatch):
     _assert_rows_equal(fused, generic)
 
 
+@pytest.mark.parametrize("blocks,chunk,shape", [(2, 16, (2, 16, 2, 2)), (3, 2, (2, 16, 1, 3))])
+@pytest.mark.parametrize("algorithm,variant", [("fedac", "I"), ("mb_sgd", None), ("fedavg", None)])
+def test_kernels_with_several_tiles_a_block(algorithm, variant, blocks, chunk, shape, monkeypatch):
+    """The clients kernel's loop over the tiles of a block, a last tile with one client and a tile
+    with none (5 clients, 2 a tile, at most 2 blocks: 2 tiles a block), and the server kernel's sum
+    over the blocks in chunks (3 blocks, 2 a chunk): the generic path's rows, 1e-10."""
+    pytest.importorskip("triton")
+    from fedbench.engine import round_kernels
+
+    monkeypatch.setattr(round_kernels, "TILE", 32)  # d = 9: BLOCK_D = 16, BLOCK_M = 2
+    monkeypatch.setattr(round_kernels, "MAX_BLOCKS", blocks)
+    monkeypatch.setattr(round_kernels, "SUM_CHUNK", chunk)
+    assert round_kernels.shape(5, 9) == shape
+    ds = _dataset(True)
+    specs = _round_specs(algorithm, steps=3, variant=variant)
+    fused, calls = _run(specs, ds, monkeypatch, True)
+    assert all(ran for *_, ran in calls)
+    generic, _ = _run(specs, ds, monkeypatch, False)
+    _assert_rows_equal(fused, generic)
+
+
+def test_tile_shapes_cover_the_clients():
+    """round_kernels.shape: BLOCK_D the power of two ≥ d, NBLK ≤ MAX_BLOCKS blocks of TILES tiles of
+    BLOCK_M clients covering every client, with no block left empty."""
+    pytest.importorskip("triton")
+    from fedbench.engine import round_kernels
+
+    for clients in (1, 4, 5, 255, 256, 1000, 8192, 100_000):
+        for d in (1, 9, 123, 128, 129, 256):
+            block_m, block_d, tiles, nblk = round_kernels.shape(clients, d)
+            assert block_d >= d and block_d & (block_d - 1) == 0 and block_d < 2 * max(d, 1)
+            assert nblk <= round_kernels.MAX_BLOCKS and block_m * tiles * nblk >= clients
+            assert block_m * tiles * (nblk - 1) < clients
+    assert not round_kernels.supported(2000, 2, 2, 2) and round_kernels.supported(123, 2, 2, 2)
+    assert not round_kernels.supported(123, 3, 2, 2)
+
+
 def test_tensor_rounds_do_not_depend_on_segments(version, monkeypatch, tmp_path):
     """Bit for bit: checkpoints every 2 rounds (other segments) and a run resumed from one."""
     ds = _dataset(True)

@@ -262,7 +262,7 @@ class _KernelRounds:
         self.bad = torch.empty(p, self.nblk, dtype=torch.int32, device=dev)
         self.k_steps, self.batch_size = k_steps, batch_size
         self.clients_kernel, self.server_kernel = round_kernels.clients_kernel, round_kernels.server_kernel
-        self.num_warps = round_kernels.NUM_WARPS
+        self.num_warps, self.sum_chunk = round_kernels.NUM_WARPS, round_kernels.SUM_CHUNK
         self.reset(server)
 
     def reset(self, server: torch.Tensor) -> None:
@@ -289,7 +289,7 @@ class _KernelRounds:
                     num_warps=self.num_warps)
                 self.server_kernel[(p,)](
                     self.server, self.spare, em, fm, self.part, self.nz, self.bad, self.nonzeros, self.first_bad,
-                    t + r, self.d, self.nblk, NS=self.ns, NE=self.ne, BLOCK_D=self.block_d, BLOCK_B=16)
+                    t + r, self.d, self.nblk, NS=self.ns, NE=self.ne, BLOCK_D=self.block_d, BLOCK_B=self.sum_chunk)
                 self.server, self.spare = self.spare, self.server
             t = upto + 1
         return self.first_bad.reshape(self.groups, self.lanes)
