@@ -83,3 +83,27 @@ def test_fedac_epsilon_memory_runs_a_job_and_reports_its_memory(tmp_path):
     assert len([line for line in r.stdout.splitlines() if line.startswith("| fedac | 4 | 2 | 48 |")]) == 1
     row = __import__("json").loads(out.read_text())[0]
     assert row["ok"] == 48 and row["round_s"] > 0 and row["peak_rss_mb"] > 0
+
+
+def test_fedac_figure_set_runs_its_jobs_as_processes():
+    args = ["--algorithms", "fedac,mb_sgd", "--M", "4", "--K", "2", "--T", "4", "--parallel", "2"]
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "fedac_figure_set.py"), *args],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "2 jobs ran, 0 failed, 0 not started" in r.stdout
+    assert "Cells that stayed finite: 108 of 108" in r.stdout
+
+
+def test_round_kernel_tiles_runs():
+    """On a machine without a GPU the kernels run through Triton's interpreter (tests/conftest.py)."""
+    import pytest
+    import torch
+
+    pytest.importorskip("triton")
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "round_kernel_tiles.py"), "--device", device,
+                        "--M", "4", "--K", "2", "--steps", "2", "--tiles", "512", "--warps", "2", "--blocks", "256"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    rows = [line for line in r.stdout.splitlines() if line.startswith("| 4 | 2 |")]
+    assert len(rows) == 1 and "(default)" in rows[0]
