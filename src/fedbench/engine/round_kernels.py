@@ -202,7 +202,7 @@ def clients_kernel(x_ptr, y_ptr, rows_ptr, server_ptr, b_ptr, q_ptr, a_ptr, c_pt
     tl.store(bad_ptr + at, tl.max(bad, axis=0))
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["t"])  # the round: one compiled kernel for every t
 def server_kernel(server_ptr, new_ptr, em_ptr, fm_ptr, part_ptr, nz_ptr, bad_ptr, nz_total_ptr, first_bad_ptr,
                   t, d, NBLK, NS: tl.constexpr, NE: tl.constexpr, BLOCK_D: tl.constexpr,
                   BLOCK_B: tl.constexpr):
