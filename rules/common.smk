@@ -31,7 +31,7 @@ PARTITIONS = _parsed["partitions"]
 TRAIN_RESOURCES = _parsed["train_resources"]
 WANDB = _parsed["wandb"]
 TABLES = _parsed["tables"]
-STACKED = _parsed["stacked"]  # experiments whose stackable cells train in one job
+STACKED = _parsed["stacked"]  # {experiment: stacked groups per job} of the `stack: true` experiments
 
 # One spec per cell, keyed by the wildcard values (strings) of its output path.
 CELL_INDEX = {
@@ -152,28 +152,30 @@ def _local_executor():
     return plugin is not None and plugin.name == "local"
 
 
-def _train_resource(key, cell=None):
+def _train_resource(key, cell=None, groups=1):
     """A resource function of a train rule: fedbench.config.job_resources of the config's
     resources for the cell's (experiment, dataset), at this attempt (runtime and mem_mb grow
     with it, so a retry after a time-out or out-of-memory kill asks for more). The cell is the
-    one the wildcards name, or ``cell`` for a stacked job (its first cell; all share the resources)."""
+    one the wildcards name, or ``cell`` for a stacked job (its first cell; all share the resources),
+    whose runtime is that of its ``groups`` groups one after another."""
 
     def get(wildcards, attempt):
         if key in SCHEDULER_RESOURCES and _local_executor():
             return None  # Snakemake drops a None resource: not shown, not requested
         where = (cell["experiment"], cell["dataset"]) if cell else (wildcards.experiment, wildcards.dataset)
-        return job_resources(TRAIN_RESOURCES[where], attempt)[key]
+        value = job_resources(TRAIN_RESOURCES[where], attempt)[key]
+        return value * groups if key == "runtime" and value is not None else value
 
     get.__name__ = f"train_{key}"
     return get
 
 
-def train_rule_resources(cell=None):
-    """The resources of the train rule, or with ``cell`` those of a stacked job, for that cell's
-    experiment and dataset. gpu/gres/slurm_partition are only declared when some experiment sets them, so that
+def train_rule_resources(cell=None, groups=1):
+    """The resources of the train rule, or with ``cell`` those of a stacked job of ``groups``
+    groups, for that cell's experiment and dataset. gpu/gres/slurm_partition are only declared when some experiment sets them, so that
     otherwise the profile's defaults apply to them untouched (a declared resource whose value is
     None is dropped by Snakemake)."""
-    res = {key: _train_resource(key, cell) for key in ("runtime", "mem_mb", "cpus_per_task")}
+    res = {key: _train_resource(key, cell, groups) for key in ("runtime", "mem_mb", "cpus_per_task")}
     values = list(TRAIN_RESOURCES.values())
     if any(r["gpus"] for r in values):
         res["gpu"] = _train_resource("gpu", cell)  # Slurm: --gpus=N (none when 0); locally: --resources gpu=N
@@ -321,15 +323,18 @@ def stacked_cell_done(cell, fingerprint):
 def stack_groups():
     """The train jobs of the `stack: true` experiments: the cells still to train, grouped by
     fedbench.engine.stacking.stack_key (cells that differ only in their seed and continuous
-    hyperparameters: one job each), in config order.
+    hyperparameters: one group each, trained in lockstep), in config order, and up to the
+    experiment's stack_groups_per_job consecutive groups of the same dataset in one job (one after
+    another, one process).
 
     Cells that are done (stacked_cell_done) are in no group and have no rule: Snakemake reads their
     outputs as existing files. So adding a grid value or a seed trains only the new cells (one job
     for them), and a changed hyperparameter retrains only the cells whose fingerprint changed;
-    regrouping never retrains a finished cell. Each group is a rule of its own
+    regrouping never retrains a finished cell. Each job is a rule of its own
     (rules/train.smk), named train_<experiment>_<dataset>_<partition>_<algorithm label>_<digest of
     its members>, so a cluster job that parses the Snakefile again finds the same rule (its
-    members are still not done while it runs)."""
+    members are still not done while it runs). ``sizes`` are the job's groups' cell counts, in
+    the order of ``cells``."""
     groups = {}
     for cell in CELLS:
         if cell["experiment"] not in STACKED:
@@ -339,19 +344,30 @@ def stack_groups():
             continue
         key = (cell["experiment"], stack_key(training_spec(cell)))
         groups.setdefault(key, []).append((cell, fingerprint))
-    out = []
+    jobs = []  # lists of groups: consecutive groups of one experiment and dataset, up to its groups per job
     for (experiment, _), members in groups.items():
+        last = jobs[-1][-1][0][0] if jobs else None
+        if (last is not None and (last["experiment"], last["dataset"]) == (experiment, members[0][0]["dataset"])
+                and len(jobs[-1]) < STACKED[experiment]):
+            jobs[-1].append(members)
+        else:
+            jobs.append([members])
+    out = []
+    for job in jobs:
+        members = [m for group in job for m in group]
         names = [run_dir(c) for c, _ in members]
         digest = hashlib.sha256("\n".join(names).encode()).hexdigest()[:10]
         first = members[0][0]
         label = first["sweep"]["label"] if first.get("sweep") else first["algorithm"]
-        readable = re.sub(r"\W", "_", f"{experiment}_{first['dataset']}_{first['partition']}_{label}")
+        more = f"_and_{len(job) - 1}_more" if len(job) > 1 else ""
+        readable = re.sub(r"\W", "_", f"{first['experiment']}_{first['dataset']}_{first['partition']}_{label}{more}")
         out.append(SimpleNamespace(
             name=f"train_{readable}_{digest[:6]}",
             cells=[c for c, _ in members],
             fingerprints=[f for _, f in members],
+            sizes=[len(group) for group in job],
             log="results/logs/train/{experiment}/{dataset}/{partition}/stack-{digest}.log".format(
-                digest=digest, **members[0][0]),
+                digest=digest, **first),
         ))
     return out
 

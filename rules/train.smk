@@ -57,11 +57,12 @@ if HISTOGRAM_EXPERIMENTS:
 
 # Stacking (experiments with `stack: true`, config/README.md): the cells still to train are
 # grouped by fedbench.engine.stacking.stack_key (cells that differ only in their seed and
-# continuous hyperparameters: a grid of learning rates x seeds) and each group is one job that
-# trains its cells in lockstep as one set of clients (fedbench.engine.loop.run_cells) and writes
-# each cell's outputs exactly where rule train would. One rule per group, with explicit outputs
-# (stack_groups in rules/common.smk): finished cells are in no group (their summary.json records
-# the fingerprint of what made them), so an added grid value or seed trains only the new cells.
+# continuous hyperparameters: a grid of learning rates x seeds); a group trains its cells in
+# lockstep as one set of clients (fedbench.engine.loop.run_cells) and writes each cell's outputs
+# exactly where rule train would. A job is one group, or up to the experiment's
+# stack_groups_per_job groups one after another in one process. One rule per job, with explicit
+# outputs (stack_groups in rules/common.smk): finished cells are in no group (their summary.json
+# records the fingerprint of what made them), so an added grid value or seed trains only the new cells.
 for _group in stack_groups():
 
     rule:
@@ -75,11 +76,12 @@ for _group in stack_groups():
         params:
             specs=[training_spec(c) for c in _group.cells],
             fingerprints=_group.fingerprints,
-            code=train_version(_group.cells[0]["algorithm_name"], _group.cells[0]["model"]["name"]),
+            sizes=_group.sizes,
+            code=[train_version(c["algorithm_name"], c["model"]["name"]) for c in _group.cells],
         log:
             _group.log,
         threads: TRAIN_RESOURCES[(_group.cells[0]["experiment"], _group.cells[0]["dataset"])]["cpus"]
         resources:
-            **train_rule_resources(_group.cells[0]),
+            **train_rule_resources(_group.cells[0], len(_group.sizes)),
         script:
             "../workflow/scripts/train.py"

@@ -594,17 +594,26 @@ def test_stack_is_runtime_only_and_checked():
     from fedbench.config import stacked_experiments
 
     cfg = tiny()
-    assert stacked_experiments(cfg) == []
+    assert stacked_experiments(cfg) == {}
     cfg["experiments"]["e"]["stack"] = True
     cfg["experiments"]["f"] = copy.deepcopy(tiny()["experiments"]["e"])
-    assert stacked_experiments(cfg) == ["e"]
+    assert stacked_experiments(cfg) == {"e": 1}
     assert [c for c in expand_cells(cfg) if c["experiment"] == "e"] == expand_cells(tiny())  # never in a spec
     assert all("stack" not in c for c in expand_cells(cfg))
     cfg["experiments"]["e"]["seeds"] = [3]
-    assert stacked_experiments(cfg) == ["e"]  # one seed: its sweep's cells may still stack
+    assert stacked_experiments(cfg) == {"e": 1}  # one seed: its sweep's cells may still stack
+    cfg["experiments"]["e"]["stack_groups_per_job"] = 8
+    assert stacked_experiments(cfg) == {"e": 8}
+    assert all("stack_groups_per_job" not in c for c in expand_cells(cfg))
+    cfg["experiments"]["e"]["stack_groups_per_job"] = 0
+    rejects(cfg, "experiments.e.stack_groups_per_job")
+    cfg["experiments"]["f"]["stack_groups_per_job"] = 2  # f does not stack
+    cfg["experiments"]["e"]["stack_groups_per_job"] = 1
+    rejects(cfg, "experiments.f.stack_groups_per_job", "stack: false", "set stack: true")
+    del cfg["experiments"]["f"]["stack_groups_per_job"]
     cfg["experiments"]["e"]["stack"] = "yes"
     rejects(cfg, "experiments.e.stack", "true or false", "'yes'")
-    assert stacked_experiments(copy.deepcopy(DEFAULT)) == ["baselines"]
+    assert stacked_experiments(copy.deepcopy(DEFAULT)) == {"baselines": 1}
 
 
 def test_the_old_stack_seeds_key_names_its_replacement():
@@ -1304,7 +1313,7 @@ def test_the_lr_sweep_quick_experiment_file():
     cfg = load_yaml_strict(REPO / "config" / "experiments" / "lr_sweep_quick.yaml")
     cells = expand_cells(cfg)
     assert len(cells) == (6 + 6 * 4) * 3
-    assert stacked_experiments(cfg) == ["lr_sweep_quick"]
+    assert stacked_experiments(cfg) == {"lr_sweep_quick": 1}
     lrs, mus = [0.01, 0.03, 0.1, 0.3, 1.0, 3.0], [0.001, 0.01, 0.1, 1.0]
     assert sorted({c["algorithm"] for c in cells}) == sorted(
         [f"fedavg,lr={lr}" for lr in lrs] + [f"fedprox,lr={lr},mu={mu}" for lr in lrs for mu in mus])

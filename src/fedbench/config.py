@@ -335,6 +335,11 @@ def validated(config: Any) -> dict:
     errors = list(_validator().iter_errors(config))
     if errors:
         raise ConfigError(_schema_message(max(errors, key=lambda e: len(e.absolute_path))))
+    for exp, ecfg in config["experiments"].items():
+        if ecfg["stack_groups_per_job"] > 1 and not ecfg["stack"]:
+            raise ConfigError(f"experiments.{exp}.stack_groups_per_job: {ecfg['stack_groups_per_job']} bundles "
+                              "stacked groups, and the experiment has stack: false; set stack: true or remove "
+                              "stack_groups_per_job")
     return config
 
 
@@ -1478,12 +1483,15 @@ def train_resources(config: dict) -> dict[tuple[str, str], dict]:
             for exp, ecfg in validated(config)["experiments"].items() for ds, dcfg in ecfg["datasets"].items()}
 
 
-def stacked_experiments(config: dict) -> list[str]:
-    """The experiments with ``stack: true``, in config order: the workflow trains each set of their
-    stackable cells (:func:`fedbench.engine.stacking.stack_key` of :func:`training_spec`: cells
-    differing only in seed, local lr, lr_decay, weight_decay, clip_norm value, algorithm label and
-    numeric hyperparameters) in one job. Runtime only: it never enters a cell spec."""
-    return [exp for exp, ecfg in validated(config)["experiments"].items() if ecfg["stack"]]
+def stacked_experiments(config: dict) -> dict[str, int]:
+    """``{experiment: stack_groups_per_job}`` for the experiments with ``stack: true``, in config
+    order: the workflow trains each set of their stackable cells (:func:`fedbench.engine.stacking.stack_key`
+    of :func:`training_spec`: cells differing only in seed, local lr, lr_decay, weight_decay,
+    clip_norm value, algorithm label and numeric hyperparameters) as one group, and up to
+    ``stack_groups_per_job`` groups of a dataset one after another in one job. Runtime only: it
+    never enters a cell spec."""
+    return {exp: ecfg["stack_groups_per_job"] for exp, ecfg in validated(config)["experiments"].items()
+            if ecfg["stack"]}
 
 
 def job_resources(resources: dict, attempt: int = 1) -> dict:

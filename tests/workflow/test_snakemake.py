@@ -285,3 +285,24 @@ def test_stacked_seeds_run_one_job_per_cell_with_the_tables_of_one_job_per_seed(
         assert ha.height > 0 and ha.equals(hb), rel
     # the stacked run is complete: a rerun plans nothing
     assert "Nothing to be done" in ok(snakemake(tmp_path / "stacked", stacked, "-n")).stdout
+
+    # stack_groups_per_job: 2: both groups (fedavg's and fedprox's seeds) one after another in one job,
+    # one process, with the same bits as one job per group
+    bundled = copy.deepcopy(stacked)
+    bundled["experiments"]["tiny"]["stack_groups_per_job"] = 2
+    (tmp_path / "bundled").mkdir()
+    out = ok(snakemake(tmp_path / "bundled", bundled, "-n")).stdout
+    trains = [r for r, _ in planned_jobs(out) if r.startswith("train")]
+    assert len(trains) == 1 and "_and_1_more_" in trains[0], trains
+    ok(snakemake(tmp_path / "bundled", bundled))
+    c = pl.read_parquet(tmp_path / "bundled/results/metrics.parquet").sort(keys)
+    timing = [col for col in c.columns if "seconds" in col]
+    assert c.drop(timing).equals(a.drop(timing))
+    (log,) = [p.read_text() for p in (tmp_path / "bundled/results/logs/train/tiny/digits/iid").glob("stack-*.log")]
+    assert "(group 1 of 2 in this job)" in log and "(group 2 of 2 in this job)" in log
+    for alg in ("fedavg", "fedprox"):
+        one = json.loads((tmp_path / f"stacked/results/runs/tiny/digits/iid/{alg}/seed=0/summary.json").read_text())
+        two = json.loads((tmp_path / f"bundled/results/runs/tiny/digits/iid/{alg}/seed=0/summary.json").read_text())
+        assert two["code_version"] == one["code_version"] and two["fingerprint"] == one["fingerprint"]
+        assert two["stacked_cells"] == [f"tiny/digits/iid/{alg}/seed={s}" for s in (0, 1, 2)]
+    assert "Nothing to be done" in ok(snakemake(tmp_path / "bundled", bundled, "-n")).stdout

@@ -1,5 +1,6 @@
 """Snakemake shim for rule train (one cell) and the stacked train rules of `stack: true`
-experiments (a group of stackable cells in lockstep), both through fedbench.engine.loop.run_cells.
+experiments (groups of stackable cells, each in lockstep, one group after another: params.sizes),
+both through fedbench.engine.loop.run_cells.
 A stacked job records each cell's fingerprint (rules/common.smk, cell_fingerprint) in its
 summary.json: that is how a later run knows the cell is done.
 
@@ -41,33 +42,45 @@ def per_cell(files):
 
 
 specs = [dict(s) for s in params.specs] if stacked else [dict(params.spec)]
+sizes = list(params.sizes) if stacked else [1]  # the job's groups, one run_cells each
+codes = list(params.code) if stacked else [params.code]
 job = job_context()
 slurm = job["slurm"]
-names = [f"{s['experiment']}/{s['dataset']}/{s['partition']}/{s['algorithm']}/seed={s['seed']}" for s in specs]
-print(f"[fedbench] {'cells' if stacked else 'cell'} {', '.join(names)} on {job['host']}"
-      + (f", Slurm job {slurm['job_id']} ({slurm['cpus_per_task']} CPUs)" if slurm else ", not in a Slurm job"))
 hist = getattr(out, "delta_histogram", None)  # rules for experiments with `delta_histogram` declare it
+partitions = per_cell(snakemake.input.partitions if stacked else snakemake.input.partition)  # noqa: F821
+metrics, summaries = per_cell(out.metrics), per_cell(out.summary)
+hists = None if hist is None else per_cell(hist)
+extras = [{"fingerprint": f} for f in params.fingerprints] if stacked else None
 try:
-    run_cells(
-        specs,
-        Path(snakemake.input.meta).parent,  # noqa: F821
-        per_cell(snakemake.input.partitions if stacked else snakemake.input.partition),  # noqa: F821
-        per_cell(out.metrics),
-        per_cell(out.summary),
-        # runtime settings: the config's, with the schema's defaults (filled in by rules/common.smk)
-        device=snakemake.config["device"],  # noqa: F821
-        engine=snakemake.config["engine"],  # noqa: F821
-        chunk_size=snakemake.config["chunk_size"],  # noqa: F821
-        checkpoint_every=snakemake.config["checkpoint_every"],  # noqa: F821
-        delta_histogram_paths=None if hist is None else per_cell(hist),
-        # Inside Slurm, the CPUs the job was given (Snakemake caps threads by its own --cores).
-        num_threads=slurm_cpus() or snakemake.threads,  # noqa: F821
-        progress=True,
-        summary_extra=[{"fingerprint": f} for f in params.fingerprints] if stacked else None,
-    )
-    for summary in per_cell(out.summary):
-        update_json(summary, {"job": job, "code_version": params.code})
-        print(f"[fedbench] wrote {summary} and its metrics.parquet")
+    lo = 0
+    for i, size in enumerate(sizes):
+        hi = lo + size
+        names = [f"{s['experiment']}/{s['dataset']}/{s['partition']}/{s['algorithm']}/seed={s['seed']}"
+                 for s in specs[lo:hi]]
+        print(f"[fedbench] {'cells' if stacked else 'cell'} {', '.join(names)} on {job['host']}"
+              + (f", Slurm job {slurm['job_id']} ({slurm['cpus_per_task']} CPUs)" if slurm else ", not in a Slurm job")
+              + (f" (group {i + 1} of {len(sizes)} in this job)" if len(sizes) > 1 else ""))
+        run_cells(
+            specs[lo:hi],
+            Path(snakemake.input.meta).parent,  # noqa: F821
+            partitions[lo:hi],
+            metrics[lo:hi],
+            summaries[lo:hi],
+            # runtime settings: the config's, with the schema's defaults (filled in by rules/common.smk)
+            device=snakemake.config["device"],  # noqa: F821
+            engine=snakemake.config["engine"],  # noqa: F821
+            chunk_size=snakemake.config["chunk_size"],  # noqa: F821
+            checkpoint_every=snakemake.config["checkpoint_every"],  # noqa: F821
+            delta_histogram_paths=None if hists is None else hists[lo:hi],
+            # Inside Slurm, the CPUs the job was given (Snakemake caps threads by its own --cores).
+            num_threads=slurm_cpus() or snakemake.threads,  # noqa: F821
+            progress=True,
+            summary_extra=None if extras is None else extras[lo:hi],
+        )
+        for summary, code in zip(summaries[lo:hi], codes[lo:hi]):
+            update_json(summary, {"job": job, "code_version": code})
+            print(f"[fedbench] wrote {summary} and its metrics.parquet")
+        lo = hi
 finally:
     sys.stdout.close()
     sys.stdout = sys.stderr = _log
