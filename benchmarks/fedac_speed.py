@@ -157,7 +157,10 @@ def fedbench_job(algorithm: str, m: int, k: int, steps: int, data_dir: str, thre
     else:
         warm = 0.0 if generic else warm_compiled()
     t0 = time.perf_counter()
-    out = train_seeds(specs, ds, [parts[s["seed"]] for s in specs], device=device, engine="vectorized")
+    try:
+        out = train_seeds(specs, ds, [parts[s["seed"]] for s in specs], device=device, engine="vectorized")
+    finally:  # a later job in this process wraps the originals again
+        VectorizedClients.train_cells, VectorizedClients.train_rounds = real, real_rounds
     if device == "cuda":
         torch.cuda.synchronize()
     seconds = time.perf_counter() - t0
@@ -457,7 +460,8 @@ def main(argv=None) -> None:
     if args._job:
         kind, payload = args._job.split(":", 1)
         spec = json.loads(payload)
-        fn = {"fedbench": fedbench_job, "authors": authors_run, "probe": local_steps_probe}[kind]
+        fn = {"fedbench": fedbench_job, "authors": authors_run, "probe": local_steps_probe,
+              "fedbench_many": lambda jobs: [fedbench_job(**j) for j in jobs]}[kind]
         out = fn(**spec)
         print(json.dumps(out))
         return

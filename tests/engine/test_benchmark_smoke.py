@@ -86,12 +86,14 @@ def test_fedac_epsilon_memory_runs_a_job_and_reports_its_memory(tmp_path):
 
 
 def test_fedac_figure_set_runs_its_jobs_as_processes():
-    args = ["--algorithms", "fedac,mb_sgd", "--M", "4", "--K", "2", "--T", "4", "--parallel", "2"]
+    args = ["--algorithms", "fedac,mb_sgd", "--M", "4", "--K", "1,2", "--T", "4", "--parallel", "2",
+            "--groups-per-job", "2"]
     r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "fedac_figure_set.py"), *args],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
-    assert "2 jobs ran, 0 failed, 0 not started" in r.stdout
-    assert "Cells that stayed finite: 108 of 108" in r.stdout
+    assert "4 jobs (54 runs each, T = 4) in 2 processes of up to 2 jobs" in r.stdout
+    assert "4 jobs ran, 0 failed, 0 not started" in r.stdout
+    assert "Cells that stayed finite: 216 of 216" in r.stdout
 
 
 def test_round_kernel_tiles_runs():
