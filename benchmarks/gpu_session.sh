@@ -13,11 +13,13 @@
 # fedac (FedAc's jobs on CUDA at M ∈ $FEDAC_M, K ∈ $FEDAC_K, and the estimate of the whole
 # a9a λ = 1e-3 figure set from them), fedac_versions (FedAc-I jobs with the round's Triton kernels
 # and with its torch operations, side by side), fedac_set (the whole a9a λ = 1e-3 figure set's 432
-# jobs, $SET_PARALLEL at a time, each its own process, timed; no job starts after $SET_LIMIT s),
+# jobs, $SET_GROUPS jobs (the K values of an (algorithm, M)) a process as stack_groups_per_job runs
+# them, $SET_PARALLEL processes at a time, timed; no process starts after $SET_LIMIT s),
 # tiles (the round kernels' tile shapes, ms per round at M = 8,192).
 set -u
-PARTS=${PARTS:-cuda_tests fedac_versions fedac_set}
+PARTS=${PARTS:-cuda_tests fedac_set tiles}
 SET_PARALLEL=${SET_PARALLEL:-16}
+SET_GROUPS=${SET_GROUPS:-9}
 SET_LIMIT=${SET_LIMIT:-200}
 FEDAC_M=${FEDAC_M:-256,2048,8192}
 FEDAC_K=${FEDAC_K:-1,16,256}
@@ -47,10 +49,10 @@ if want fedac_versions; then
       --T-fedbench 512 --json "$OUT/fedac_$v.json" $([ $v = torch ] && echo --torch-rounds)
   done
 fi
-want tiles && part tiles 45 "$PY" benchmarks/round_kernel_tiles.py --M 8192 --K 1,16
+want tiles && part tiles 45 "$PY" benchmarks/round_kernel_tiles.py --M 8192 --K 1,16 --tiles 512,1024 --warps 1,2,4
 if want fedac_set; then
   part fedac_set $((SET_LIMIT + 60)) "$PY" benchmarks/fedac_figure_set.py --device cuda --warm \
-    --parallel "$SET_PARALLEL" --limit-s "$SET_LIMIT" --json "$OUT/fedac_set.json"
+    --parallel "$SET_PARALLEL" --groups-per-job "$SET_GROUPS" --limit-s "$SET_LIMIT" --json "$OUT/fedac_set.json"
 fi
 want cuda_tests && part cuda_tests 100 "$PY" -m pytest -q -n 8 -p no:cacheprovider tests/engine -k "cuda or graph"
 if want layouts; then
