@@ -112,3 +112,24 @@ def test_a_retry_asks_for_more_time_and_memory(tmp_path):
     train_lines = re.findall(r"^\s+resources: .*mem_mb=.*$", out, re.M)
     slurm_only = [line for line in train_lines if re.search(r"runtime|cpus_per_task|slurm_partition|gres", line)]
     assert not slurm_only, out[-3000:]
+
+
+@pytest.mark.parametrize("per_job,runtimes", [(1, ["25", "25"]), (2, ["50"])])
+def test_a_job_of_several_stacked_groups_asks_for_their_runtime(tmp_path, per_job, runtimes):
+    """stack_groups_per_job: a job of n groups (here fedavg's and fedprox's seeds) asks Slurm for
+    n times the experiment's runtime; memory and CPUs stay the experiment's."""
+    exp = _experiment({"runtime": 25, "mem_mb": 3000})
+    exp.update(seeds=[0, 1], stack=True, stack_groups_per_job=per_job, algorithms={"fedavg": {}, "fedprox": {}})
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(yaml.safe_dump({"datasets": {"digits": {"source": "digits"}}, "experiments": {"s": exp}}))
+    env = {k: v for k, v in os.environ.items() if k != "SNAKEMAKE_PROFILE"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory", str(tmp_path),
+         "--configfile", str(cfg), "-n", "--profile", str(REPO / "profiles" / "slurm")],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    blocks = [b for b in re.split(r"\n(?=(?:local)?rule \w+:)", proc.stdout) if b.startswith("rule train_s_")]
+    res = [dict(kv.split("=", 1) for kv in re.search(r"^\s+resources: (.*)$", b, re.M).group(1).split(", "))
+           for b in blocks]
+    assert [r["runtime"] for r in res] == runtimes, proc.stdout[-3000:]
+    assert all(r["mem_mb"] == "3000" and r["cpus_per_task"] == "1" for r in res)
