@@ -71,6 +71,15 @@ def supported(d: int, n: int, n_server: int, n_entries: int) -> bool:
 
 
 @triton.jit
+def _combine(coef_ptr, s_0, s_1, NS: tl.constexpr):
+    """Σ_j coef[j] s_j over NS ≤ 2 vectors s_j: one row of B, D, E or F applied to the coordinates."""
+    out = tl.load(coef_ptr) * s_0
+    if NS > 1:
+        out += tl.load(coef_ptr + 1) * s_1
+    return out
+
+
+@triton.jit
 def clients_kernel(x_ptr, y_ptr, rows_ptr, server_ptr, b_ptr, q_ptr, a_ptr, c_ptr, cm_ptr, dm_ptr, w_ptr,
                    part_ptr, nz_ptr, bad_ptr, M, d, L, NBLK, K, B, TILES,
                    N: tl.constexpr, NS: tl.constexpr, NE: tl.constexpr,
@@ -103,22 +112,14 @@ def clients_kernel(x_ptr, y_ptr, rows_ptr, server_ptr, b_ptr, q_ptr, a_ptr, c_pt
     if NS > 1:
         s_1 = tl.load(srv + d + cols, mask=dmask, other=0.0)
     # client_init (B S) and the message's server part (D S), as vectors over the coordinates
-    init_0 = tl.load(b_ptr + lane * N * NS) * s_0
-    if NS > 1:
-        init_0 += tl.load(b_ptr + lane * N * NS + 1) * s_1
+    init_0 = _combine(b_ptr + lane * N * NS, s_0, s_1, NS)
     init_1 = tl.zeros([BLOCK_D], dtype=tl.float64)
     if N > 1:
-        init_1 = tl.load(b_ptr + lane * N * NS + NS) * s_0
-        if NS > 1:
-            init_1 += tl.load(b_ptr + lane * N * NS + NS + 1) * s_1
-    ds_0 = tl.load(dm_ptr + lane * NE * NS) * s_0
-    if NS > 1:
-        ds_0 += tl.load(dm_ptr + lane * NE * NS + 1) * s_1
+        init_1 = _combine(b_ptr + lane * N * NS + NS, s_0, s_1, NS)
+    ds_0 = _combine(dm_ptr + lane * NE * NS, s_0, s_1, NS)
     ds_1 = tl.zeros([BLOCK_D], dtype=tl.float64)
     if NE > 1:
-        ds_1 = tl.load(dm_ptr + lane * NE * NS + NS) * s_0
-        if NS > 1:
-            ds_1 += tl.load(dm_ptr + lane * NE * NS + NS + 1) * s_1
+        ds_1 = _combine(dm_ptr + lane * NE * NS + NS, s_0, s_1, NS)
     # the step's coefficients
     q_0 = tl.load(q_ptr + lane * N)
     a_00 = tl.load(a_ptr + lane * N * N)
@@ -235,19 +236,12 @@ def server_kernel(server_ptr, new_ptr, em_ptr, fm_ptr, part_ptr, nz_ptr, bad_ptr
         nz += tl.load(nz_ptr + base + bs, mask=bmask, other=0)
         bad = tl.maximum(bad, tl.load(bad_ptr + base + bs, mask=bmask, other=0))
         b0 += BLOCK_B
-    new_0 = tl.load(em_ptr + lane * NS * NS) * s_0
-    if NS > 1:
-        new_0 += tl.load(em_ptr + lane * NS * NS + 1) * s_1
-    new_0 += tl.load(fm_ptr + lane * NS * NE) * e_0
-    if NE > 1:
-        new_0 += tl.load(fm_ptr + lane * NS * NE + 1) * e_1
+    new_0 = _combine(em_ptr + lane * NS * NS, s_0, s_1, NS) + _combine(fm_ptr + lane * NS * NE, e_0, e_1, NE)
     out = new_ptr + lane.to(tl.int64) * NS * d
     tl.store(out + cols, new_0, mask=dmask)
     if NS > 1:
-        new_1 = tl.load(em_ptr + lane * NS * NS + NS) * s_0 + tl.load(em_ptr + lane * NS * NS + NS + 1) * s_1
-        new_1 += tl.load(fm_ptr + lane * NS * NE + NE) * e_0
-        if NE > 1:
-            new_1 += tl.load(fm_ptr + lane * NS * NE + NE + 1) * e_1
+        new_1 = (_combine(em_ptr + lane * NS * NS + NS, s_0, s_1, NS)
+                 + _combine(fm_ptr + lane * NS * NE + NE, e_0, e_1, NE))
         tl.store(out + d + cols, new_1, mask=dmask)
     tl.store(nz_total_ptr + lane, tl.load(nz_total_ptr + lane) + tl.sum(nz, axis=0))
     finite = (new_0 == new_0) & (tl.abs(new_0) < float("inf"))
