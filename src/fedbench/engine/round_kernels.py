@@ -71,6 +71,18 @@ def supported(d: int, n: int, n_server: int, n_entries: int) -> bool:
 
 
 @triton.jit
+def _sequences(ptr, lane, d, cols, dmask, NS: tl.constexpr, BLOCK_D: tl.constexpr):
+    """Lane ``lane``'s NS ≤ 2 sequences of [P, NS, d] at ``ptr`` as vectors (zeros past d; the
+    second zeros where NS = 1)."""
+    at = ptr + lane.to(tl.int64) * NS * d
+    s_0 = tl.load(at + cols, mask=dmask, other=0.0)
+    s_1 = tl.zeros([BLOCK_D], dtype=tl.float64)
+    if NS > 1:
+        s_1 = tl.load(at + d + cols, mask=dmask, other=0.0)
+    return s_0, s_1
+
+
+@triton.jit
 def _combine(coef_ptr, s_0, s_1, NS: tl.constexpr):
     """Σ_j coef[j] s_j over NS ≤ 2 vectors s_j: one row of B, D, E or F applied to the coordinates."""
     out = tl.load(coef_ptr) * s_0
@@ -106,11 +118,7 @@ def clients_kernel(x_ptr, y_ptr, rows_ptr, server_ptr, b_ptr, q_ptr, a_ptr, c_pt
     g = lane // L
     cols = tl.arange(0, BLOCK_D)
     dmask = cols < d
-    srv = server_ptr + lane.to(tl.int64) * NS * d
-    s_0 = tl.load(srv + cols, mask=dmask, other=0.0)
-    s_1 = tl.zeros([BLOCK_D], dtype=tl.float64)
-    if NS > 1:
-        s_1 = tl.load(srv + d + cols, mask=dmask, other=0.0)
+    s_0, s_1 = _sequences(server_ptr, lane, d, cols, dmask, NS, BLOCK_D)
     # client_init (B S) and the message's server part (D S), as vectors over the coordinates
     init_0 = _combine(b_ptr + lane * N * NS, s_0, s_1, NS)
     init_1 = tl.zeros([BLOCK_D], dtype=tl.float64)
@@ -214,11 +222,7 @@ def server_kernel(server_ptr, new_ptr, em_ptr, fm_ptr, part_ptr, nz_ptr, bad_ptr
     lane = tl.program_id(0)
     cols = tl.arange(0, BLOCK_D)
     dmask = cols < d
-    srv = server_ptr + lane.to(tl.int64) * NS * d
-    s_0 = tl.load(srv + cols, mask=dmask, other=0.0)
-    s_1 = tl.zeros([BLOCK_D], dtype=tl.float64)
-    if NS > 1:
-        s_1 = tl.load(srv + d + cols, mask=dmask, other=0.0)
+    s_0, s_1 = _sequences(server_ptr, lane, d, cols, dmask, NS, BLOCK_D)
     e_0 = tl.zeros([BLOCK_D], dtype=tl.float64)
     e_1 = tl.zeros([BLOCK_D], dtype=tl.float64)
     nz = tl.zeros([BLOCK_B], dtype=tl.int64)
