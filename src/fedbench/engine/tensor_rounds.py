@@ -7,8 +7,15 @@ runs whole rounds in compiled loops (:mod:`fedbench.engine.linear_steps`, numba)
 generic path is launch-bound instead: every round runs each stacked cell's ``client_init``,
 ``client_final`` and server update in Python and, for a chunk that stacks several learning rates,
 its vmapped steps eagerly (measured on an H200: ~70 ms of host time per round and ~4.5 ms per step
-for 54 cells at M = 256; ``benchmarks/RESULTS.md``). This module runs the same rounds as a
-few tensor operations per local step over every client of every stacked cell at once.
+for 54 cells at M = 256; ``benchmarks/RESULTS.md``). This module runs the same rounds for every
+client of every stacked cell at once, in one of two versions:
+
+- two Triton kernels a round (:mod:`fedbench.engine.round_kernels`: the clients' state in
+  registers for the round's K steps; no host synchronisation per round), where Triton is
+  installed and the rows have at most 256 features (a9a); on an H100 a round of 54 cells at
+  M = 8,192 takes 0.37 ms at K = 1;
+- otherwise torch operations (:func:`_torch_rounds`): a few per local step over the state
+  [groups, lanes, n, M, d] (epsilon's 2,000 features; no Triton).
 
 The rules are the algorithm's own, read off it as the CPU path reads them
 (:func:`fedbench.engine.linear_steps.round_form` and :func:`~fedbench.engine.linear_steps.affine_form`):
@@ -21,17 +28,20 @@ for n step sequences s (FedAc: w, w^ag), server sequences S and message entries 
 with ∇f(p; b) = (1/B) Σ_b (σ(x_bᵀp) − y_b) x_b, the gradient of the mean cross-entropy of the
 logits [0, xᵀp] (``binary_logreg``). The stacked cells whose clients draw the same rows (one seed's
 learning-rate grid, :func:`~fedbench.engine.linear_steps.lane_groups`) are the lanes of one group:
-the state is [groups, lanes, M, n, d] and a step gathers each group's rows once. The rows are the
-engine's keyed draws (:func:`fedbench.engine.keyed_integers.uniform_rows`, bit for bit numpy's
-``generator(seed, t, k, "batches").integers``), drawn on the host for a segment of rounds and
-copied to the device once.
+a step gathers each group's rows once. The rows are the engine's keyed draws
+(:func:`fedbench.engine.keyed_integers.uniform_rows_rounds`, bit for bit numpy's
+``generator(seed, t, k, "batches").integers``), drawn on the host's threads for a span of rounds
+and looked up on the device (:class:`_Draws`).
 
-Memory: the clients' state is n × U with U = groups · lanes · M · d · 8 bytes (FedAc-I at M =
-8,192, 54 cells, a9a: 870 MB), and a step's temporaries about 3U more; where the device has too
-little, :meth:`TensorRounds.rounds` gives up and the engine runs round by round in chunks.
+Memory: the kernels keep per lane only the server state and per block of clients a partial sum
+(FedAc-I at M = 8,192, 54 cells, a9a: 232 MB of GPU a job in all, measured). The torch version
+keeps the clients' state, n × U with U = groups · lanes · M · d · 8 bytes (870 MB there), and a
+step's temporaries about 3U more; where the device has too little, :meth:`TensorRounds.rounds`
+gives up and the engine runs round by round in chunks.
 
-Equality: float64, the generic path's rows and server states to 1e-10 relative
-(``tests/engine/test_tensor_rounds.py``, on the CPU; the same tensor code runs on CUDA).
+Equality: float64, the generic path's rows and server states to 1e-10 relative, both versions
+(``tests/engine/test_tensor_rounds.py``: on the CPU, the kernels through Triton's interpreter; on
+CUDA where a GPU is visible).
 Softmax ``logreg``, partial participation, drawn local work and stateful clients are not served
 here (the engine then runs round by round).
 """
