@@ -131,6 +131,11 @@ def fedbench_job(algorithm: str, m: int, k: int, steps: int, data_dir: str, thre
                 "collapse": False, "dtype": "float64"})  # as config/experiments/fedac.yaml
             if s not in parts:
                 parts[s] = make_partition(ds, {"scheme": "shared", "num_clients": m}, seed=s)
+    if device == "cuda":  # one round of the whole job first, untimed: Triton's kernels and numba's draws
+        # compile or load from their caches here (once per process), not in the rounds that are scaled
+        one = [dict(spec, rounds=1, eval_every=1) for spec in specs]
+        train_seeds(one, ds, [parts[spec["seed"]] for spec in one], device=device, engine="vectorized")
+        torch.cuda.synchronize()
     first = []  # when the first round starts: what comes before it is the job's set-up
     real = VectorizedClients.train_cells
 
@@ -151,7 +156,7 @@ def fedbench_job(algorithm: str, m: int, k: int, steps: int, data_dir: str, thre
     VectorizedClients.train_cells = timed
     VectorizedClients.train_rounds = timed_rounds
     # once per job, counted in its set-up and never scaled: the CUDA context's creation (with the
-    # data's load), or the compiled CPU code's start-up
+    # data's load and the one-round warm-up), or the compiled CPU code's start-up
     if device == "cuda":
         warm = time.perf_counter() - t_start
     else:
