@@ -47,7 +47,7 @@ def run_jobs(jobs: list[dict], data_dir: str, device: str, env: dict, t_start: f
     if limit_s is not None and time.perf_counter() - t_start > limit_s:
         return [{**job, "skipped": True} for job in jobs]
     specs = [{"algorithm": j["algorithm"], "m": j["M"], "k": j["K"], "steps": j["T"], "data_dir": data_dir,
-              "threads": 1, "generic": False, "device": device} for j in jobs]
+              "threads": 1, "generic": False, "device": device, "warm_round": False} for j in jobs]
     t0 = time.perf_counter()
     proc = subprocess.run([sys.executable, str(HERE / "fedac_speed.py"), "--_job",
                            "fedbench_many:" + json.dumps({"jobs": specs})], capture_output=True, text=True, env=env)

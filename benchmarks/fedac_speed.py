@@ -95,10 +95,12 @@ def write_a9a_like(directory: Path, seed: int = 0) -> tuple[Path, Path]:
 
 
 def fedbench_job(algorithm: str, m: int, k: int, steps: int, data_dir: str, threads: int, generic: bool,
-                 device: str = "cpu", kernels: bool = True) -> dict:
+                 device: str = "cpu", kernels: bool = True, warm_round: bool = True) -> dict:
     """Train the η grid × seeds of (algorithm, M, K) stacked, for ``steps`` steps per worker, on
     ``device`` (``cpu`` or ``cuda``: the CUDA context's creation counts in the set-up); on CUDA
-    with the round's Triton kernels (``kernels``) or its torch operations."""
+    with the round's Triton kernels (``kernels``) or its torch operations, after one untimed round
+    of the whole job (``warm_round``; the figure set's driver, which times whole jobs as the
+    workflow runs them, turns it off)."""
     sys.path.insert(0, str(REPO / "src"))
     import torch
 
@@ -131,7 +133,7 @@ def fedbench_job(algorithm: str, m: int, k: int, steps: int, data_dir: str, thre
                 "collapse": False, "dtype": "float64"})  # as config/experiments/fedac.yaml
             if s not in parts:
                 parts[s] = make_partition(ds, {"scheme": "shared", "num_clients": m}, seed=s)
-    if device == "cuda":  # one round of the whole job first, untimed: Triton's kernels and numba's draws
+    if device == "cuda" and warm_round:  # one round of the whole job first, untimed: Triton's kernels and numba's draws
         # compile or load from their caches here (once per process), not in the rounds that are scaled
         one = [dict(spec, rounds=1, eval_every=1) for spec in specs]
         train_seeds(one, ds, [parts[spec["seed"]] for spec in one], device=device, engine="vectorized")
