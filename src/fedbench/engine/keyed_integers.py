@@ -227,7 +227,9 @@ def supported(seeds, round: int, clients, num_samples: int) -> bool:
             and bool(np.all(seeds < 1 << 32)) and bool(np.all(clients >= -1)) and bool(np.all(clients + 1 < 1 << 32)))
 
 
-def _entropy(seeds, round: int, clients, purpose: str) -> np.ndarray:
+def _entropy(seeds, round, clients, purpose: str) -> np.ndarray:
+    """[keys, 4] uint64: each key's (seed, round, client + 1, crc32(purpose)); ``round`` one value
+    or one per key."""
     entropy = np.empty((len(clients), 4), dtype=np.uint64)
     entropy[:, 0] = seeds
     entropy[:, 1] = round
@@ -284,11 +286,9 @@ def uniform_rows_rounds(seeds, rounds: np.ndarray, clients, num_samples: int, pe
     if len(rounds) and not (supported(seeds, int(rounds.min()), clients, num_samples)
                             and supported(seeds, int(rounds.max()), clients, num_samples)):
         raise ValueError("uniform_rows_rounds: keys need seed, round, client + 1 < 2^32 and 1 <= num_samples <= 2^32")
-    entropy = np.empty((len(rounds), len(clients), 4), dtype=np.uint64)
-    entropy[:, :, 0] = seeds
-    entropy[:, :, 1] = rounds[:, None]
-    entropy[:, :, 2] = clients + 1
-    entropy[:, :, 3] = _purpose_id(purpose)
-    out = np.empty((len(rounds) * len(clients), int(per_key)), dtype=np.int64)
-    _fill_parallel(entropy.reshape(-1, 4), int(num_samples), out)
+    keys = len(rounds) * len(clients)  # round-major: key r·len(clients) + i is client i in rounds[r]
+    entropy = _entropy(np.tile(seeds, len(rounds)), np.repeat(rounds, len(clients)), np.tile(clients, len(rounds)),
+                       purpose)
+    out = np.empty((keys, int(per_key)), dtype=np.int64)
+    _fill_parallel(entropy, int(num_samples), out)
     return out.reshape(len(rounds), len(clients), int(per_key))

@@ -261,9 +261,9 @@ class _KernelRounds:
         from fedbench.engine import round_kernels
         self.x, self.y, self.weight = x, y, weight.contiguous()
         self.groups, self.lanes = server.shape[:2]
+        self.p = p = self.groups * self.lanes
         self.n, self.ns, self.ne = sizes_of
         self.clients, self.d = weight.shape[1], x.shape[1]
-        p = self.groups * self.lanes
         self.forms = [f.reshape(p, -1).contiguous() for f in (bm, q, a, c, cm, dm, em, fm)]
         self.block_m, self.block_d, self.tiles, self.nblk = round_kernels.shape(self.clients, self.d)
         dev = server.device
@@ -277,16 +277,15 @@ class _KernelRounds:
 
     def reset(self, server: torch.Tensor) -> None:
         """Start again from ``server`` [G, L, n_s, d]."""
-        p = self.groups * self.lanes
-        self.server = server.reshape(p, self.ns, self.d).clone()
+        self.server = server.reshape(self.p, self.ns, self.d).clone()
         self.spare = torch.empty_like(self.server)
-        self.nonzeros = torch.zeros(p, dtype=torch.int64, device=server.device)
-        self.first_bad = torch.full((p,), -1, dtype=torch.int64, device=server.device)
+        self.nonzeros = torch.zeros(self.p, dtype=torch.int64, device=server.device)
+        self.first_bad = torch.full((self.p,), -1, dtype=torch.int64, device=server.device)
 
     def __call__(self, draw: _Draws, t0: int, t1: int) -> torch.Tensor:
         """Rounds t0..t1; returns per lane [G, L] the first round after which it was not finite, or −1."""
         bm, q, a, c, cm, dm, em, fm = self.forms
-        p = self.groups * self.lanes
+        p = self.p
         t = t0
         while t <= t1:
             upto = min(t1, t + draw.span - 1)
