@@ -43,26 +43,35 @@ CONFIG = {
 }
 
 
-def dry_run(tmp_path: Path, *args: str) -> dict[str, dict]:
-    """{experiment: the resources line's values} of the train jobs of a dry run."""
+def planned(tmp_path: Path, config: dict, *args: str) -> list[str]:
+    """The job blocks a dry run of ``config`` prints (a block starts with its rule)."""
     cfg = tmp_path / "config.yaml"
-    cfg.write_text(yaml.safe_dump(CONFIG))
+    cfg.write_text(yaml.safe_dump(config))
     env = {k: v for k, v in os.environ.items() if k != "SNAKEMAKE_PROFILE"}
     proc = subprocess.run(
         [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory", str(tmp_path),
          "--configfile", str(cfg), "-n", *args],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-4000:]
+    return re.split(r"\n(?=(?:local)?rule \w+:)", proc.stdout)
+
+
+def resources(block: str) -> dict[str, str]:
+    """The values of a job block's resources line."""
+    return dict(kv.split("=", 1) for kv in re.search(r"^\s+resources: (.*)$", block, re.M).group(1).split(", "))
+
+
+def dry_run(tmp_path: Path, *args: str) -> dict[str, dict]:
+    """{experiment: the resources line's values} of the train jobs of a dry run."""
     out = {}
-    for block in re.split(r"\n(?=(?:local)?rule \w+:)", proc.stdout):
+    for block in planned(tmp_path, CONFIG, *args):
         if not block.startswith("rule train:"):
             continue
         exp = re.search(r"wildcards: experiment=([^,]+)", block).group(1)
-        res = re.search(r"^\s+resources: (.*)$", block, re.M).group(1)
         threads = re.search(r"^\s+threads: (\d+)$", block, re.M)
-        out[exp] = dict(kv.split("=", 1) for kv in res.split(", "))
+        out[exp] = resources(block)
         out[exp]["threads"] = threads.group(1) if threads else "1"
-    assert sorted(out) == ["big", "shared", "small"], proc.stdout[-3000:]
+    assert sorted(out) == ["big", "shared", "small"], out
     return out
 
 
@@ -120,16 +129,8 @@ def test_a_job_of_several_stacked_groups_asks_for_their_runtime(tmp_path, per_jo
     n times the experiment's runtime; memory and CPUs stay the experiment's."""
     exp = _experiment({"runtime": 25, "mem_mb": 3000})
     exp.update(seeds=[0, 1], stack=True, stack_groups_per_job=per_job, algorithms={"fedavg": {}, "fedprox": {}})
-    cfg = tmp_path / "config.yaml"
-    cfg.write_text(yaml.safe_dump({"datasets": {"digits": {"source": "digits"}}, "experiments": {"s": exp}}))
-    env = {k: v for k, v in os.environ.items() if k != "SNAKEMAKE_PROFILE"}
-    proc = subprocess.run(
-        [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory", str(tmp_path),
-         "--configfile", str(cfg), "-n", "--profile", str(REPO / "profiles" / "slurm")],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    blocks = [b for b in re.split(r"\n(?=(?:local)?rule \w+:)", proc.stdout) if b.startswith("rule train_s_")]
-    res = [dict(kv.split("=", 1) for kv in re.search(r"^\s+resources: (.*)$", b, re.M).group(1).split(", "))
-           for b in blocks]
-    assert [r["runtime"] for r in res] == runtimes, proc.stdout[-3000:]
+    config = {"datasets": {"digits": {"source": "digits"}}, "experiments": {"s": exp}}
+    blocks = planned(tmp_path, config, "--profile", str(REPO / "profiles" / "slurm"))
+    res = [resources(b) for b in blocks if b.startswith("rule train_s_")]
+    assert [r["runtime"] for r in res] == runtimes, res
     assert all(r["mem_mb"] == "3000" and r["cpus_per_task"] == "1" for r in res)
