@@ -688,8 +688,10 @@ ROUND_BLOCK = 64
 #: How :func:`_run_rounds` computes a round's clients: every gradient at the round's one shared
 #: point, K = 1 or the minibatch baselines' accumulation (:func:`_round_item_one_step`); or each
 #: client's own values only at the coordinates its rows touch, brought forward by powers of A when
-#: a row reads them (:func:`_round_item_touched`). :func:`round_mode` chooses.
-ONE_STEP, TOUCHED = 0, 1
+#: a row reads them (:func:`_round_item_touched`); or each client's gradients from its rows' products
+#: with each other, its iterates never formed (:func:`_round_item_products`). :func:`round_mode`
+#: chooses.
+ONE_STEP, TOUCHED, PRODUCTS = 0, 1, 2
 
 #: The lane kernels vectorize across lanes (cells), never along a sum, so they do not reassociate:
 #: a lane's numbers are the same with 1 lane or 13, in the vector body or its scalar remainder.
@@ -1092,6 +1094,27 @@ def _one_step_clients(
     return w_sum
 
 
+@numba.njit(cache=True, inline="always", fastmath=_LANE_FLAGS)
+def _shared_nonzeros(e_shared, p_total, lanes, base):
+    """base[l] += the non-zeros of lane l's shared messages ``e_shared`` [n_m, P·L]: those of a
+    client whose rows touch nothing."""
+    for e in range(e_shared.shape[0]):
+        for k in range(p_total):
+            ek = e_shared[e, k * lanes:(k + 1) * lanes]
+            for ln in range(lanes):
+                base[ln] += 1.0 if ek[ln] != 0.0 else 0.0
+
+
+@numba.njit(cache=True, inline="always", fastmath=_LANE_FLAGS)
+def _add_message(ae, es, ev, wg, count):
+    """At one coordinate, per lane: ae += wg · ev (a client's message ``ev`` [L], weighted) and
+    count += [ev ≠ 0] − [es ≠ 0], its non-zero against the shared message ``es`` [L] counted in
+    :func:`_shared_nonzeros`."""
+    for ln in range(ev.shape[0]):
+        ae[ln] += wg * ev[ln]
+        count[ln] += (1.0 if ev[ln] != 0.0 else 0.0) - (1.0 if es[ln] != 0.0 else 0.0)
+
+
 @numba.njit(cache=True, fastmath=_LANE_FLAGS)
 def _round_item_touched(s0, pw, qpw, cpw, e_shared, d_shared, lo, hi, t, indptr, indices, values, width, y_all,
                         row_table, slot, sizes, thresholds, key_seed, key_id, purpose, weight, qg, cg, k_steps, b_size,
@@ -1153,11 +1176,7 @@ def _touched_clients(
     """The loops of :func:`_round_item_touched` over its scratch arrays, compiled without
     reference counting (they allocate nothing): there every view and every array handed to an
     inlined helper cost an atomic increment and decrement, a quarter of the time."""
-    for e in range(nm):
-        for k in range(p_total):
-            ek = e_shared[e, k * lanes:(k + 1) * lanes]
-            for ln in range(lanes):
-                base[ln] += 1.0 if ek[ln] != 0.0 else 0.0
+    _shared_nonzeros(e_shared, p_total, lanes, base)
     acc[:, :] = 0.0
     acc_w[:] = 0.0
     w_sum = 0.0
@@ -1233,20 +1252,166 @@ def _touched_clients(
                         pc, sc = cpw[j, e, c], s[c, j0:j0 + lanes]
                         for ln in range(lanes):
                             ev[ln] += pc[ln] * sc[ln]
+                _add_message(ae, es, ev, wg, count)
+    for ln in range(lanes):
+        nnz[ln] += int(base[ln]) * (hi - lo) + int(count[ln])
+    return w_sum
+
+
+@numba.njit(cache=True, fastmath=_LANE_FLAGS)
+def _round_item_products(v, hq, mc, e_shared, lo, hi, t, indptr, indices, values, width, y_all, row_table, slot, sizes,
+                         thresholds, key_seed, key_id, purpose, weight, k_steps, b_size, binary, n_lin, d, has_bias,
+                         acc, acc_w, nnz, ok):
+    """One round of clients lo..hi−1 of one group of L lanes, each client's K·B gradients without
+    its iterates. Every client of a lane starts from s⁰ = B S and the step s ← A s + c ∇f(q s) is
+    linear but for the logit gradients, so after t steps
+
+        s_t = Aᵗ s⁰ + Σ_{j<t} Aᵗ⁻¹⁻ʲ c Σ_b dz_{j,b} x_{j,b}
+
+    (Σ_b over the step's B rows x_{j,b}, dz the logit gradients with 1/B). The logit of a row x at
+    step t is then x·(q Aᵗ s⁰) + Σ_{j<t, b} (q Aᵗ⁻¹⁻ʲ c) dz_{j,b} (x·x_{j,b}): the row read against
+    ``v[t]`` = q Aᵗ s⁰ (shared by the lane's clients: :func:`_round_shared`) plus its products
+    with the client's earlier rows (computed once for all lanes) times their logit gradients and
+    ``hq[t − 1 − j]`` = q Aᵗ⁻¹⁻ʲ c. The message is e = C s_K + D S = ``e_shared`` + Σ_{j,b} (C Aᴷ⁻¹⁻ʲ
+    c) dz_{j,b} x_{j,b}, ``mc[K − 1 − j]`` = C Aᴷ⁻¹⁻ʲ c, scattered per row into the client's
+    change at the coordinates its rows touch. A step costs its rows' non-zeros once per lane and a
+    message (no sequence is brought forward), and the products K²B²/2 rows, so :func:`round_mode`
+    takes this for small K·B. ``v`` [K, P·L], ``hq`` [K, L], ``mc`` [K, n_m, L]; ``acc``,
+    ``acc_w``, ``nnz``, ``ok`` and the return as :func:`_round_item_touched`, the same numbers to
+    rounding."""
+    size, lanes = v.shape[1], hq.shape[1]
+    p_total = size // lanes
+    nm = mc.shape[1]
+    per_client = k_steps * b_size
+    delta = np.empty(p_total * nm * lanes)  # the client's message minus e_shared at its touched coordinates,
+    # [P, n_m, L]: a coordinate's messages side by side
+    xd = np.zeros((d, per_client))  # feature f of the client's rows so far
+    gr = np.empty(per_client)  # a row's products with the client's earlier rows
+    cf = np.empty(nm * lanes)
+    ev = np.empty(lanes)
+    pos = np.full(p_total, -1, dtype=np.int64)
+    touched = np.empty(p_total, dtype=np.int64)
+    z = np.empty((n_lin, lanes))
+    dz = np.empty((per_client, n_lin, lanes))
+    fin = np.empty(lanes)
+    count = np.zeros(lanes)
+    base = np.zeros(lanes)
+    zl = np.empty(n_lin)
+    dzl = np.empty(n_lin)
+    loc = np.empty((hi - lo) * per_client, dtype=np.int64)  # every client's rows, drawn first
+    cur = np.zeros(2, dtype=np.int64)
+    labs = np.empty(per_client, dtype=np.int64)
+    buf_i = np.empty((per_client, width), dtype=indices.dtype)
+    buf_v = np.empty((per_client, width), dtype=values.dtype)
+    cnt = np.empty(per_client, dtype=np.int64)
+    ent = np.empty((1, 4), dtype=np.uint64)
+    pool = np.empty(4, dtype=np.uint64)
+    words = np.empty(8, dtype=np.uint64)
+    return _products_clients(
+        v, hq, mc, e_shared, lo, hi, t, indptr, indices, values, y_all, row_table, slot, sizes, thresholds,
+        key_seed, key_id, purpose, weight, k_steps, b_size, binary, n_lin, d, has_bias, acc, acc_w, nnz, ok, lanes,
+        p_total, nm, per_client, delta, xd, gr, cf, ev, pos, touched, z, dz, fin, count, base, zl, dzl, loc, cur, labs,
+        buf_i, buf_v, cnt, ent, pool, words)
+
+
+@numba.njit(cache=True, fastmath=_LANE_FLAGS, _nrt=False)
+def _products_clients(
+        v, hq, mc, e_shared, lo, hi, t, indptr, indices, values, y_all, row_table, slot, sizes, thresholds,
+        key_seed, key_id, purpose, weight, k_steps, b_size, binary, n_lin, d, has_bias, acc, acc_w, nnz, ok, lanes,
+        p_total, nm, per_client, delta, xd, gr, cf, ev, pos, touched, z, dz, fin, count, base, zl, dzl, loc, cur, labs,
+        buf_i, buf_v, cnt, ent, pool, words):
+    """The loops of :func:`_round_item_products` over its scratch arrays, compiled without
+    reference counting, as :func:`_touched_clients`."""
+    _shared_nonzeros(e_shared, p_total, lanes, base)
+    acc[:, :] = 0.0
+    acc_w[:] = 0.0
+    w_sum = 0.0
+    inv_b = 1.0 / b_size
+    bias_at = n_lin * d
+    width_m = nm * lanes
+    _item_rows(lo, hi, t, per_client, key_seed, key_id, purpose, sizes, thresholds, row_table, slot, ent, pool, words,
+               loc)
+    for g in range(lo, hi):
+        _gather_rows(loc, (g - lo) * per_client, per_client, cur, y_all, indptr, indices, values, labs, buf_i, buf_v,
+                     cnt)
+        n_touched = 0
+        for t_local in range(k_steps):
+            j0 = t_local * b_size
+            vt = v[t_local]
+            for b in range(b_size):  # the logits at s_t
+                j = j0 + b
+                m = cnt[j]
+                for jj in range(j0):  # x·x_jj for the earlier steps' rows (the bias's 1·1 included)
+                    gr[jj] = 1.0 if has_bias else 0.0
+                for u in range(m):
+                    xf, xv = xd[buf_i[j, u]], buf_v[j, u]
+                    for jj in range(j0):
+                        gr[jj] += xv * xf[jj]
+                _logits_lanes(z, vt, buf_i[j], buf_v[j], 0, m, n_lin, d, has_bias, lanes)
+                for cl in range(n_lin):
+                    zc = z[cl]
+                    for jj in range(j0):
+                        gv = gr[jj]
+                        if gv != 0.0:
+                            hl, dj = hq[t_local - 1 - jj // b_size], dz[jj, cl]
+                            for ln in range(lanes):
+                                zc[ln] += gv * (dj[ln] * hl[ln])
                 for ln in range(lanes):
-                    ae[ln] += wg * ev[ln]
-                    count[ln] += (1.0 if ev[ln] != 0.0 else 0.0) - (1.0 if es[ln] != 0.0 else 0.0)
+                    fin[ln] = 0.0
+                _grads_lanes(z, labs[j], binary, n_lin, inv_b, dz[j], fin, False, zl, dzl)  # finite where the loss is
+                for ln in range(lanes):
+                    ok[ln] = ok[ln] and math.isfinite(fin[ln])
+            mt = mc[k_steps - 1 - t_local]
+            for b in range(b_size):  # the rows into the products and their gradients into the message
+                j = j0 + b
+                m = cnt[j]
+                for u in range(m):
+                    xd[buf_i[j, u], j] = buf_v[j, u]
+                for cl in range(n_lin):
+                    off, dj = cl * d, dz[j, cl]
+                    for e in range(nm):
+                        for ln in range(lanes):
+                            cf[e * lanes + ln] = mt[e, ln] * dj[ln]
+                    for u in range(m + (1 if has_bias else 0)):
+                        k, xv = (off + buf_i[j, u], buf_v[j, u]) if u < m else (bias_at + cl, 1.0)
+                        dk = delta[k * width_m:(k + 1) * width_m]
+                        if pos[k] < 0:  # first touched: the change starts here
+                            pos[k] = n_touched
+                            touched[n_touched] = k
+                            n_touched += 1
+                            for i in range(width_m):
+                                dk[i] = cf[i] * xv
+                        else:
+                            for i in range(width_m):
+                                dk[i] += cf[i] * xv
+        wg = weight[g]
+        w_sum += wg
+        for jt in range(n_touched):  # the message at the touched coordinates, counted and summed
+            k = touched[jt]
+            acc_w[k] += wg
+            pos[k] = -1
+            i0 = k * lanes
+            for e in range(nm):
+                es, de, ae = e_shared[e, i0:i0 + lanes], delta[k * width_m + e * lanes:], acc[e, i0:i0 + lanes]
+                for ln in range(lanes):
+                    x = es[ln] + de[ln]
+                    ae[ln] += wg * x
+                    count[ln] += (1.0 if x != 0.0 else 0.0) - (1.0 if es[ln] != 0.0 else 0.0)
+        for j in range(per_client):
+            for u in range(cnt[j]):
+                xd[buf_i[j, u], j] = 0.0
     for ln in range(lanes):
         nnz[ln] += int(base[ln]) * (hi - lo) + int(count[ln])
     return w_sum
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_LANE_FLAGS)
-def _round_shared(server, q, bf, cmf, dmf, pw, s0, p0, e_shared, d_shared):
+def _round_shared(server, q, bf, cmf, dmf, pw, qpw, s0, p0, v, e_shared, d_shared):
     """What every client of a lane shares in a round (all start from s⁰ = B S), for every group g
     and lane: s0[g] = s⁰ [n, P·L], its point p0[g] = q s⁰ [P·L], d_shared[g] = D S and e_shared[g]
     = C Aᴷ s⁰ + D S [n_m, P·L] (Aᴷ = pw[g, K]: :func:`_powers`), the message of a client whose rows
-    touched nothing."""
+    touched nothing; and v[g, t] = q Aᵗ s⁰ [P·L] for the t < v.shape[1] (``qpw``: :func:`_powers`;
+    the :data:`PRODUCTS` path's, else none)."""
     n_groups, lanes = server.shape[0], q.shape[2]
     n, size, nm = q.shape[1], server.shape[2], cmf.shape[1]
     k_steps = pw.shape[1] - 1
@@ -1265,15 +1430,21 @@ def _round_shared(server, q, bf, cmf, dmf, pw, s0, p0, e_shared, d_shared):
             _mix(e_shared[gi, e], cmf[gi, e], end, False, lanes)
             for i in range(size):
                 e_shared[gi, e, i] += d_shared[gi, e, i]
+        for tv in range(v.shape[1]):
+            out = v[gi, tv]
+            for k in range(size // lanes):
+                _lanes_point(start, qpw[gi, tv], k * lanes, out[k * lanes:(k + 1) * lanes])
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_LANE_FLAGS)
 def _round_items(i0, i1, t, indptr, indices, values, max_nnz, y_all, row_table, slot, sizes, thresholds, key_seed,
                  key_id, purpose, item_group, item_lo, item_hi, weight, q, c, cmf, cc, k_steps, b_size, binary, n_lin,
-                 d, has_bias, mode, e_shared, d_shared, s0, p0, pw, qpw, cpw, part, part_w, item_nnz, item_ok, item_w):
+                 d, has_bias, mode, e_shared, d_shared, s0, p0, v, hq, mc, pw, qpw, cpw, part, part_w, item_nnz,
+                 item_ok, item_w):
     """Work items i0..i1−1 of round t (by ``mode``: :data:`ONE_STEP` :func:`_round_item_one_step`,
-    :data:`TOUCHED` :func:`_round_item_touched`), their sums into ``part[it]`` (and ``part_w[it]``),
-    their non-zeros and loss checks per lane, weights beside."""
+    :data:`TOUCHED` :func:`_round_item_touched`, :data:`PRODUCTS` :func:`_round_item_products`),
+    their sums into ``part[it]`` (and ``part_w[it]``), their non-zeros and loss checks per lane,
+    weights beside."""
     for it in range(i0, i1):
         gi = item_group[it]
         item_nnz[it, :] = 0
@@ -1284,6 +1455,11 @@ def _round_items(i0, i1, t, indptr, indices, values, max_nnz, y_all, row_table, 
                 indices, values, max(1, max_nnz), y_all, row_table, slot, sizes, thresholds, key_seed, key_id, purpose,
                 weight, q[gi], c[gi], k_steps, b_size, binary, n_lin, d, has_bias, part[it], part_w[it], item_nnz[it],
                 item_ok[it])
+        elif mode == PRODUCTS:
+            item_w[it] = _round_item_products(
+                v[gi], hq[gi], mc[gi], e_shared[gi], item_lo[it], item_hi[it], t, indptr, indices, values,
+                max(1, max_nnz), y_all, row_table, slot, sizes, thresholds, key_seed, key_id, purpose, weight, k_steps,
+                b_size, binary, n_lin, d, has_bias, part[it], part_w[it], item_nnz[it], item_ok[it])
         else:
             item_w[it] = _round_item_one_step(
                 p0[gi], e_shared[gi], item_lo[it], item_hi[it], t, indptr, indices, values, y_all, row_table, slot,
@@ -1317,7 +1493,7 @@ def _round_reduce(server, item_group, emf, fmf, cc, mode, e_shared, part, part_w
         ok[:] = True
         while it < n_items and item_group[it] == gi:
             w_sum += item_w[it]
-            if mode == TOUCHED:
+            if not one_step:
                 for k in range(size // lanes):
                     w_at[k] += part_w[it, k]
             for e in range(1 if one_step else nm):
@@ -1333,7 +1509,7 @@ def _round_reduce(server, item_group, emf, fmf, cc, mode, e_shared, part, part_w
                     for ln in range(lanes):
                         i = k * lanes + ln
                         ebar[e, i] = w_sum * e_shared[gi, e, i] + cc[gi, e, ln] * ebar[0, i]
-        elif mode == TOUCHED:  # the clients that did not touch coordinate k sent e_shared there
+        else:  # the clients that did not touch coordinate k sent e_shared there
             for e in range(nm):
                 for k in range(size // lanes):
                     w_rest = w_sum - w_at[k]
@@ -1364,21 +1540,31 @@ def _thresholds(sizes):
 
 
 @numba.njit(cache=True)
-def _round_buffers(n_items, server, q, af, cmf, cc, sizes, mode, k_steps):
+def _round_buffers(n_items, server, q, af, c, cmf, cc, sizes, mode, k_steps):
     """The scratch arrays of a segment of rounds (:func:`_run_rounds`, and the threaded
     :meth:`LinearSteps._threaded_rounds`): per work item its summed messages ``part`` [items, n_m,
     P·L], its non-zero counts and finiteness per lane, and its weight; the draw thresholds of
     ``sizes``; per group what its clients share (:func:`_round_shared`): ``e_shared``, ``d_shared``
     [G, n_m, P·L], the start ``s0`` [G, n, P·L] and its point ``p0`` [G, P·L]; the powers of A
-    ``pw`` [G, K + 1, n, n, L] (:func:`_powers`); and per item the weight at each coordinate
-    ``part_w`` [items, P] (the touched path's; else empty)."""
+    ``pw`` [G, K + 1, n, n, L] (:func:`_powers`); per item the weight at each coordinate ``part_w``
+    [items, P] (not :data:`ONE_STEP`; else empty); and the :data:`PRODUCTS` path's points ``v`` [G,
+    K, P·L] (else empty), ``hq`` [G, K, L] = q Aʲ c and ``mc`` [G, K, n_m, L] = C Aʲ c."""
     n_groups, size, lanes, nm, n = server.shape[0], server.shape[2], cc.shape[2], cmf.shape[1], q.shape[1]
     pw, qpw, cpw = _powers(af, q, cmf, k_steps, lanes)
+    hq = np.zeros((n_groups, k_steps, lanes))
+    mc = np.zeros((n_groups, k_steps, nm, lanes))
+    for gi in range(n_groups):
+        for j in range(k_steps):
+            for r in range(n):
+                for ln in range(lanes):
+                    hq[gi, j, ln] += qpw[gi, j, r, ln] * c[gi, r, ln]
+                    for e in range(nm):
+                        mc[gi, j, e, ln] += cpw[gi, j, e, r, ln] * c[gi, r, ln]
     return (np.zeros((n_items, nm, size)), np.zeros((n_items, lanes), dtype=np.int64),
             np.ones((n_items, lanes), dtype=np.bool_), np.zeros(n_items), _thresholds(sizes),
             np.empty((n_groups, nm, size)), np.empty((n_groups, nm, size)), np.empty((n_groups, n, size)),
-            np.empty((n_groups, size)), pw, qpw, cpw,
-            np.zeros((n_items, size // lanes if mode == TOUCHED else 1)))
+            np.empty((n_groups, size)), np.empty((n_groups, k_steps if mode == PRODUCTS else 0, size)), hq, mc,
+            pw, qpw, cpw, np.zeros((n_items, size // lanes if mode != ONE_STEP else 1)))
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_LANE_FLAGS)
@@ -1403,15 +1589,15 @@ def _run_rounds(server, indptr, indices, values, max_nnz, y_all, row_table, slot
     :meth:`LinearSteps.rounds` runs the same three parts with the items split over threads (the same
     numbers: an item's sum does not depend on who runs it)."""
     n_items = len(item_group)
-    part, item_nnz, item_ok, item_w, thresholds, e_shared, d_shared, s0, p0, pw, qpw, cpw, part_w = _round_buffers(
-        n_items, server, q, af, cmf, cc, sizes, mode, k_steps)
+    (part, item_nnz, item_ok, item_w, thresholds, e_shared, d_shared, s0, p0, v, hq, mc, pw, qpw, cpw,
+     part_w) = _round_buffers(n_items, server, q, af, c, cmf, cc, sizes, mode, k_steps)
     last = t0 - 1
     for t in range(t0, t1 + 1):
-        _round_shared(server, q, bf, cmf, dmf, pw, s0, p0, e_shared, d_shared)
+        _round_shared(server, q, bf, cmf, dmf, pw, qpw, s0, p0, v, e_shared, d_shared)
         _round_items(0, n_items, t, indptr, indices, values, max_nnz, y_all, row_table, slot, sizes, thresholds,
                      key_seed, key_id, purpose, item_group, item_lo, item_hi, weight, q, c, cmf, cc, k_steps, b_size,
-                     binary, n_lin, d, has_bias, mode, e_shared, d_shared, s0, p0, pw, qpw, cpw, part, part_w, item_nnz,
-                     item_ok, item_w)
+                     binary, n_lin, d, has_bias, mode, e_shared, d_shared, s0, p0, v, hq, mc, pw, qpw, cpw, part,
+                     part_w, item_nnz, item_ok, item_w)
         last = t
         if _round_reduce(server, item_group, emf, fmf, cc, mode, e_shared, part, part_w, item_nnz, item_ok, item_w,
                          nonzeros, diverged):
@@ -1474,7 +1660,8 @@ def round_mode(k_steps: int, q: np.ndarray, a: np.ndarray, c: np.ndarray) -> int
     move and a gradient sum carried as is (q A = q and A c = c exactly: Mb-SGD, Mb-Ac-SGD); else
     :data:`TOUCHED`."""
     fixed = all(np.array_equal(qi @ ai, qi) and np.array_equal(ai @ ci, ci) for qi, ai, ci in zip(q, a, c))
-    return ONE_STEP if k_steps == 1 or fixed else TOUCHED
+    import os
+    return ONE_STEP if k_steps == 1 or fixed else int(os.environ.get('FB_MODE', TOUCHED))
 
 
 def lane_groups(bounds: list[tuple[int, int]], key_seed: np.ndarray, key_id: np.ndarray, row_table: np.ndarray,
@@ -1625,8 +1812,8 @@ class LinearSteps:
          item_group, item_lo, item_hi, weight, q, af, c, bf, cmf, dmf, emf, fmf, cc, k_steps, b_size, binary, n_lin, d,
          has_bias, mode) = args
         n_items = len(item_group)
-        part, item_nnz, item_ok, item_w, thresholds, e_shared, d_shared, s0, p0, pw, qpw, cpw, part_w = _round_buffers(
-            n_items, server, q, af, cmf, cc, sizes, mode, k_steps)
+        (part, item_nnz, item_ok, item_w, thresholds, e_shared, d_shared, s0, p0, v, hq, mc, pw, qpw, cpw,
+         part_w) = _round_buffers(n_items, server, q, af, c, cmf, cc, sizes, mode, k_steps)
         done = np.concatenate([[0], np.cumsum(item_hi - item_lo)])
         cuts = np.searchsorted(done, np.linspace(0, done[-1], threads + 1)[1:-1])
         ranges = list(zip([0, *cuts], [*cuts, n_items]))
@@ -1636,12 +1823,12 @@ class LinearSteps:
         def items(i0, i1, t):
             _round_items(i0, i1, t, indptr, indices, values, max_nnz, y_all, row_table, slot, sizes, thresholds,
                          key_seed, key_id, purpose, item_group, item_lo, item_hi, weight, q, c, cmf, cc, k_steps,
-                         b_size, binary, n_lin, d, has_bias, mode, e_shared, d_shared, s0, p0, pw, qpw, cpw, part,
-                         part_w, item_nnz, item_ok, item_w)
+                         b_size, binary, n_lin, d, has_bias, mode, e_shared, d_shared, s0, p0, v, hq, mc, pw, qpw,
+                         cpw, part, part_w, item_nnz, item_ok, item_w)
 
         last = t0 - 1
         for t in range(t0, t1 + 1):
-            _round_shared(server, q, bf, cmf, dmf, pw, s0, p0, e_shared, d_shared)
+            _round_shared(server, q, bf, cmf, dmf, pw, qpw, s0, p0, v, e_shared, d_shared)
             futures = [self._pool.submit(items, i0, i1, t) for i0, i1 in ranges[1:]]
             items(*ranges[0], t)
             for f in futures:
