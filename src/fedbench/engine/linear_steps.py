@@ -751,7 +751,15 @@ def _logits_lanes(z, w, indices, values, start, m, n_lin, d, has_bias, lanes):
         zc = z[cl]
         for ln in range(lanes):
             zc[ln] = 0.0
-        for u in range(m):
+        u = 0
+        while u + 1 < m:  # two non-zeros a pass: half the loads and stores of z
+            i0, v0 = (off + indices[start + u]) * lanes, values[start + u]
+            i1, v1 = (off + indices[start + u + 1]) * lanes, values[start + u + 1]
+            w0, w1 = w[i0:i0 + lanes], w[i1:i1 + lanes]
+            for ln in range(lanes):
+                zc[ln] += v0 * w0[ln] + v1 * w1[ln]
+            u += 2
+        if u < m:
             i0, v = (off + indices[start + u]) * lanes, values[start + u]
             wk = w[i0:i0 + lanes]
             for ln in range(lanes):
