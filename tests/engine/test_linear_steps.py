@@ -299,8 +299,8 @@ def test_whole_rounds_softmax_logreg(algorithm, steps, batch_size, monkeypatch):
     _assert_rows_equal(fused, generic)
 
 
-@pytest.mark.parametrize("steps,d,sparse", [(1, 9, True), (3, 9, True), (8, 64, True),  # one point; touched:
-                                            (3, 9, False)])  # every coordinate, a few; dense rows
+@pytest.mark.parametrize("steps,d,sparse", [(1, 9, True), (3, 9, True), (8, 64, True),  # one point; products:
+                                            (3, 9, False), (65, 9, True)])  # every coordinate, a few; dense; touched
 def test_whole_rounds_do_not_depend_on_segments_threads_or_stacking(steps, d, sparse, monkeypatch, tmp_path):
     """Bit for bit: with checkpoints every 2 rounds (other segments), a run resumed from its
     checkpoint, two threads instead of one, a cell trained alone instead of stacked."""
@@ -326,18 +326,21 @@ def test_whole_rounds_do_not_depend_on_segments_threads_or_stacking(steps, d, sp
     _assert_rows_equal(alone, base[4:5], rtol=0)
 
 
-def test_whole_rounds_stop_at_a_diverged_cell(monkeypatch):
+@pytest.mark.parametrize("steps,rounds,eval_every", [(2, 120, 60), (65, 8, 2)])  # the products path, the touched
+def test_whole_rounds_stop_at_a_diverged_cell(steps, rounds, eval_every, monkeypatch):
     """A cell whose run blows up (FedAc at η far above 1/L) is recorded diverged at the round the
     generic path records it, with the same row; the other cells go on to the end."""
     ds = _dataset(True)
-    specs = _round_specs("fedac", steps=2, lrs=(0.05, 3e3), seeds=(0,), rounds=120, eval_every=60)
+    specs = _round_specs("fedac", steps=steps, lrs=(0.05, 3e3), seeds=(0,), rounds=rounds, eval_every=eval_every)
     for s in specs:
         s["collapse"] = False  # NaN/inf, not the collapse rule
     fused, calls = _run_rounds_spy(specs, ds, True, monkeypatch)
     generic, _ = _run_rounds_spy(specs, ds, False, monkeypatch)
     assert [info["status"] for _, info in fused] == ["ok", "diverged"]
     stop = fused[1][0][-1]["round"]
-    assert 60 < stop < 120 and (stop + 1, 120, True) in calls and fused[0][0][-1]["round"] == 120
+    segment_end = min(rounds, (stop // eval_every + 1) * eval_every)  # the rest of the segment, run again
+    assert eval_every < stop < rounds and (stop + 1, segment_end, True) in calls
+    assert fused[0][0][-1]["round"] == rounds
     _assert_rows_equal(fused, generic)
 
 
@@ -398,41 +401,68 @@ def test_every_lane_of_a_wide_grid_equals_its_cell_alone(steps, monkeypatch):
 @pytest.mark.parametrize("algorithm,variant", [("fedavg", None), ("fedac", "I"), ("fedac", "II"), ("mb_sgd", None),
                                                ("mb_ac_sgd", None)])
 @pytest.mark.parametrize("model,steps,batch_size", [("binary_logreg", 2, 1), ("binary_logreg", 3, 2),
-                                                    ("logreg", 2, 1)])
-def test_touched_and_shared_point_paths_equal_the_round_by_round_steps_and_the_generic_path(
+                                                    ("logreg", 2, 1), ("binary_logreg", 5, 1)])
+def test_touched_products_and_shared_point_paths_equal_the_round_by_round_steps_and_the_generic_path(
         algorithm, variant, model, steps, batch_size, monkeypatch):
-    """Each client computes only the coordinates its rows touch (64 features, 3 non-zeros a row),
-    bringing a coordinate forward by a power of A when a row reads it; the minibatch baselines, whose
-    gradients are all taken at the round's start, sum their rows' gradients at one point. Both give
-    the rows of the round-by-round compiled steps (every coordinate, step by step; float64, 1e-12)
-    and of the generic path (1e-10); for the minibatch baselines the touched path gives the
-    one-point path's rows (1e-12)."""
+    """Three ways to compute a round's clients (64 features, 3 non-zeros a row), each forced in
+    turn: the touched path, which brings a coordinate forward by a power of A when a row reads it;
+    the products path, which forms no iterate and reads each row against q Aᵗ s⁰ plus its products
+    with the client's earlier rows; and, for the minibatch baselines, whose gradients are all taken
+    at the round's start, the shared-point path. Each gives the rows of the round-by-round compiled
+    steps (every coordinate, step by step; float64, 1e-12) and of the generic path (1e-10); each
+    runs the mode it was given, and :func:`round_mode` gives the minibatch baselines the
+    shared-point path."""
     from fedbench.engine import linear_steps
 
     ds = _dataset(True, classes=3 if model == "logreg" else 2, d=64)
     specs = _round_specs(algorithm, model, steps=steps, batch_size=batch_size, variant=variant, rounds=5, eval_every=2)
     modes = []
-    real = linear_steps._run_rounds
+    real_rounds, real_mode = linear_steps._run_rounds, linear_steps.round_mode
 
     def spy(*args):
         modes.append(args[-5])
-        return real(*args)
+        return real_rounds(*args)
 
     monkeypatch.setattr(linear_steps, "_run_rounds", spy)
-    fast, _ = _run_rounds_spy(specs, ds, True, monkeypatch)
-    one_point = algorithm.startswith("mb_")
-    assert modes and set(modes) == {linear_steps.ONE_STEP if one_point else linear_steps.TOUCHED}
-    if one_point:
-        monkeypatch.setattr(linear_steps, "round_mode", lambda *a: linear_steps.TOUCHED)
-        touched, _ = _run_rounds_spy(specs, ds, True, monkeypatch)
-        assert modes[-1] == linear_steps.TOUCHED
-        _assert_rows_equal(touched, fast, rtol=1e-12)
     generic, _ = _run_rounds_spy(specs, ds, False, monkeypatch)
-    _assert_rows_equal(fast, generic)
     monkeypatch.setattr(VectorizedClients, "train_rounds", lambda *a: None)  # round by round, compiled steps
     steps_, calls = _run_rounds_spy(specs, ds, True, monkeypatch)
-    assert calls and not any(ran for *_, ran in calls)
-    _assert_rows_equal(fast, steps_, rtol=1e-12)
+    assert calls and not any(ran for *_, ran in calls) and not modes
+    monkeypatch.undo()
+    monkeypatch.setattr(linear_steps, "_run_rounds", spy)
+    one_point = algorithm.startswith("mb_")
+    forced = [linear_steps.TOUCHED, linear_steps.PRODUCTS] + ([linear_steps.ONE_STEP] if one_point else [])
+    for mode in forced:
+        monkeypatch.setattr(linear_steps, "round_mode", lambda *a, mode=mode: mode)
+        fast, _ = _run_rounds_spy(specs, ds, True, monkeypatch)
+        assert modes and set(modes) == {mode}
+        modes.clear()
+        _assert_rows_equal(fast, steps_, rtol=1e-12)
+        _assert_rows_equal(fast, generic)
+    monkeypatch.setattr(linear_steps, "round_mode", real_mode)
+    _run_rounds_spy(specs, ds, True, monkeypatch)
+    assert (set(modes) == {linear_steps.ONE_STEP}) == one_point
+
+
+def test_round_mode_takes_products_for_short_rounds_and_touched_for_long_ones():
+    """K = 1 or a point the gradients do not move (q A = q, A c = c): one shared point; else the
+    products path up to n · :data:`PRODUCTS_ROWS_PER_SEQUENCE` rows a client's round (K·B), the
+    touched path beyond (n sequences: FedAvg 1, FedAc 2)."""
+    from fedbench.engine import linear_steps as ls
+
+    fedac_q, fedac_a, fedac_c = np.array([[1.0, 0.0]]), np.array([[[0.9, 0.1], [0.0, 1.0]]]), np.array([[-0.1, -0.2]])
+    fedavg = np.array([[1.0]]), np.array([[[0.99]]]), np.array([[-0.1]])
+    fixed = np.array([[1.0]]), np.array([[[1.0]]]), np.array([[-0.1]])
+    top = ls.PRODUCTS_ROWS_PER_SEQUENCE
+    assert ls.round_mode(1, 1, fedac_q, fedac_a, fedac_c) == ls.ONE_STEP
+    assert ls.round_mode(16, 3, *fixed) == ls.ONE_STEP
+    assert ls.round_mode(2, 1, *fedavg) == ls.PRODUCTS
+    assert ls.round_mode(top, 1, *fedavg) == ls.PRODUCTS
+    assert ls.round_mode(top + 1, 1, *fedavg) == ls.TOUCHED
+    assert ls.round_mode(top // 2 + 1, 2, *fedavg) == ls.TOUCHED
+    assert ls.round_mode(2 * top, 1, fedac_q, fedac_a, fedac_c) == ls.PRODUCTS
+    assert ls.round_mode(top, 2, fedac_q, fedac_a, fedac_c) == ls.PRODUCTS
+    assert ls.round_mode(2 * top + 1, 1, fedac_q, fedac_a, fedac_c) == ls.TOUCHED
 
 
 @pytest.mark.parametrize("model_name,classes", [("binary_logreg", 2), ("logreg", 3)])

@@ -693,6 +693,13 @@ ROUND_BLOCK = 64
 #: chooses.
 ONE_STEP, TOUCHED, PRODUCTS = 0, 1, 2
 
+#: The most rows a client's round (K·B) has on the :data:`PRODUCTS` path, per sequence of the
+#: state: its row products grow as (K·B)², the touched path's step as the n sequences it brings
+#: forward. Measured (a9a-shaped rows, M = 4 to 1,024, benchmarks/RESULTS.md, stop 32): FedAvg (n =
+#: 1) was faster on the products path at K ≤ 32 and slower at K = 64; FedAc (n = 2) was faster at
+#: K ≤ 64 and slower at K = 256.
+PRODUCTS_ROWS_PER_SEQUENCE = 32
+
 #: The lane kernels vectorize across lanes (cells), never along a sum, so they do not reassociate:
 #: a lane's numbers are the same with 1 lane or 13, in the vector body or its scalar remainder.
 _LANE_FLAGS = {"contract"}
@@ -1661,15 +1668,17 @@ def _evaluate_rows(indptr, indices, values, y, w, binary, n_lin, d, has_bias, z,
 # the engine's side
 
 
-def round_mode(k_steps: int, q: np.ndarray, a: np.ndarray, c: np.ndarray) -> int:
-    """How the compiled rounds compute a round's clients, given the cells' step forms ``q`` [C, n],
-    ``a`` [C, n, n], ``c`` [C, n]: :data:`ONE_STEP`, every gradient at one point, where there is one
-    step (every client starts from the same point) or, in every cell, a point that gradients do not
-    move and a gradient sum carried as is (q A = q and A c = c exactly: Mb-SGD, Mb-Ac-SGD); else
-    :data:`TOUCHED`."""
+def round_mode(k_steps: int, batch_size: int, q: np.ndarray, a: np.ndarray, c: np.ndarray) -> int:
+    """How the compiled rounds compute a round's clients, given K, B and the cells' step forms
+    ``q`` [C, n], ``a`` [C, n, n], ``c`` [C, n]: :data:`ONE_STEP`, every gradient at one point, where
+    there is one step (every client starts from the same point) or, in every cell, a point that
+    gradients do not move and a gradient sum carried as is (q A = q and A c = c exactly: Mb-SGD,
+    Mb-Ac-SGD); else :data:`PRODUCTS` up to n · :data:`PRODUCTS_ROWS_PER_SEQUENCE` rows a client's
+    round (K·B; n sequences), :data:`TOUCHED` beyond."""
     fixed = all(np.array_equal(qi @ ai, qi) and np.array_equal(ai @ ci, ci) for qi, ai, ci in zip(q, a, c))
-    import os
-    return ONE_STEP if k_steps == 1 or fixed else int(os.environ.get('FB_MODE', TOUCHED))
+    if k_steps == 1 or fixed:
+        return ONE_STEP
+    return PRODUCTS if k_steps * batch_size <= PRODUCTS_ROWS_PER_SEQUENCE * q.shape[1] else TOUCHED
 
 
 def lane_groups(bounds: list[tuple[int, int]], key_seed: np.ndarray, key_id: np.ndarray, row_table: np.ndarray,
@@ -1967,7 +1976,7 @@ class LinearSteps:
                 key_seed, key_id, _purpose_id("batches"), np.array(item_group, dtype=np.int64),
                 np.array(item_lo, dtype=np.int64), np.array(item_hi, dtype=np.int64), weight_of, q, af, c, bf, cmf,
                 dmf, emf, fmf, cc, k_steps, int(batch_size), self.kind == "binary", n_lin, d, self.kind != "binary",
-                round_mode(k_steps, *per_cell[:3]))
+                round_mode(k_steps, int(batch_size), *per_cell[:3]))
         draws = sum(bounds[g[0]][1] - bounds[g[0]][0] for g in lanes) * n_lanes
         threads = min(torch.get_num_threads(), draws // MIN_ROUND_CLIENTS_PER_THREAD, len(item_group))
         if threads > 1:
