@@ -57,10 +57,13 @@ The stacked cells whose clients draw the same rows (one seed's learning-rate gri
 lanes of a coordinate side by side: a client's rows are drawn and read once for the whole group,
 the work at a row's non-zeros runs across the lanes, and the dense passes are single loops over
 P·L. Nothing is summed across lanes, so each lane's numbers are its cell's alone. At K ≥ 2 a client
-computes only the coordinates its rows touch, each brought forward by a power of A when a row reads
-it (:func:`_round_item_touched`): the others hold Aᵗ s⁰, the shared start carried forward.
-A work item draws its clients' rows first and requests the cache lines of the rows a few ahead of
-the one being read (:func:`_prefetch_rows`).
+forms no iterate while its round is short: a row's logit is the row read against q Aᵗ s⁰ (shared by
+the lane's clients) plus its products with the client's earlier rows times their logit gradients
+(:func:`_round_item_products`). For long rounds a client computes only the coordinates its rows
+touch, each brought forward by a power of A when a row reads it (:func:`_round_item_touched`): the
+others hold Aᵗ s⁰, the shared start carried forward. :func:`round_mode` chooses. A work item
+draws its clients' rows first and requests the cache lines of the rows a few ahead of the one being
+read (:func:`_prefetch_rows`).
 """
 
 from __future__ import annotations
@@ -1298,18 +1301,21 @@ def _round_item_products(v, hq, mc, e_shared, lo, hi, t, indptr, indices, values
     p_total = size // lanes
     nm = mc.shape[1]
     per_client = k_steps * b_size
-    delta = np.empty(p_total * nm * lanes)  # the client's message minus e_shared at its touched coordinates,
-    # [P, n_m, L]: a coordinate's messages side by side
+    # [P, n_m, L], a coordinate's messages side by side: the client's message minus e_shared at its
+    # touched coordinates, e_shared, the item's sum of the messages there (one message: their own
+    # arrays, the layouts agree)
+    delta = np.empty(p_total * nm * lanes)
+    es_i = e_shared[0] if nm == 1 else np.empty(p_total * nm * lanes)
+    acc_i = acc[0] if nm == 1 else np.empty(p_total * nm * lanes)
     xd = np.zeros((d, per_client))  # feature f of the client's rows so far
     gr = np.empty(per_client)  # a row's products with the client's earlier rows
     cf = np.empty(nm * lanes)
-    ev = np.empty(lanes)
     pos = np.full(p_total, -1, dtype=np.int64)
     touched = np.empty(p_total, dtype=np.int64)
     z = np.empty((n_lin, lanes))
     dz = np.empty((per_client, n_lin, lanes))
     fin = np.empty(lanes)
-    count = np.zeros(lanes)
+    count = np.zeros(nm * lanes)
     base = np.zeros(lanes)
     zl = np.empty(n_lin)
     dzl = np.empty(n_lin)
@@ -1325,25 +1331,32 @@ def _round_item_products(v, hq, mc, e_shared, lo, hi, t, indptr, indices, values
     return _products_clients(
         v, hq, mc, e_shared, lo, hi, t, indptr, indices, values, y_all, row_table, slot, sizes, thresholds,
         key_seed, key_id, purpose, weight, k_steps, b_size, binary, n_lin, d, has_bias, acc, acc_w, nnz, ok, lanes,
-        p_total, nm, per_client, delta, xd, gr, cf, ev, pos, touched, z, dz, fin, count, base, zl, dzl, loc, cur, labs,
-        buf_i, buf_v, cnt, ent, pool, words)
+        p_total, nm, per_client, delta, es_i, acc_i, xd, gr, cf, pos, touched, z, dz, fin, count, base, zl, dzl, loc,
+        cur, labs, buf_i, buf_v, cnt, ent, pool, words)
 
 
 @numba.njit(cache=True, fastmath=_LANE_FLAGS, _nrt=False)
 def _products_clients(
         v, hq, mc, e_shared, lo, hi, t, indptr, indices, values, y_all, row_table, slot, sizes, thresholds,
         key_seed, key_id, purpose, weight, k_steps, b_size, binary, n_lin, d, has_bias, acc, acc_w, nnz, ok, lanes,
-        p_total, nm, per_client, delta, xd, gr, cf, ev, pos, touched, z, dz, fin, count, base, zl, dzl, loc, cur, labs,
-        buf_i, buf_v, cnt, ent, pool, words):
+        p_total, nm, per_client, delta, es_i, acc_i, xd, gr, cf, pos, touched, z, dz, fin, count, base, zl, dzl, loc,
+        cur, labs, buf_i, buf_v, cnt, ent, pool, words):
     """The loops of :func:`_round_item_products` over its scratch arrays, compiled without
     reference counting, as :func:`_touched_clients`."""
     _shared_nonzeros(e_shared, p_total, lanes, base)
-    acc[:, :] = 0.0
     acc_w[:] = 0.0
     w_sum = 0.0
     inv_b = 1.0 / b_size
     bias_at = n_lin * d
     width_m = nm * lanes
+    for i in range(p_total * width_m):
+        acc_i[i] = 0.0
+    if nm > 1:
+        for e in range(nm):
+            for k in range(p_total):
+                src, dst = e_shared[e, k * lanes:(k + 1) * lanes], es_i[k * width_m + e * lanes:]
+                for ln in range(lanes):
+                    dst[ln] = src[ln]
     _item_rows(lo, hi, t, per_client, key_seed, key_id, purpose, sizes, thresholds, row_table, slot, ent, pool, words,
                loc)
     for g in range(lo, hi):
@@ -1405,18 +1418,25 @@ def _products_clients(
             k = touched[jt]
             acc_w[k] += wg
             pos[k] = -1
-            i0 = k * lanes
-            for e in range(nm):
-                es, de, ae = e_shared[e, i0:i0 + lanes], delta[k * width_m + e * lanes:], acc[e, i0:i0 + lanes]
-                for ln in range(lanes):
-                    x = es[ln] + de[ln]
-                    ae[ln] += wg * x
-                    count[ln] += (1.0 if x != 0.0 else 0.0) - (1.0 if es[ln] != 0.0 else 0.0)
+            i0 = k * width_m
+            es, de, ae = es_i[i0:i0 + width_m], delta[i0:i0 + width_m], acc_i[i0:i0 + width_m]
+            for i in range(width_m):
+                x = es[i] + de[i]
+                ae[i] += wg * x
+                count[i] += (1.0 if x != 0.0 else 0.0) - (1.0 if es[i] != 0.0 else 0.0)
         for j in range(per_client):
             for u in range(cnt[j]):
                 xd[buf_i[j, u], j] = 0.0
+    for e in range(nm):
+        if nm > 1:
+            for k in range(p_total):
+                src, dst = acc_i[k * width_m + e * lanes:], acc[e, k * lanes:(k + 1) * lanes]
+                for ln in range(lanes):
+                    dst[ln] = src[ln]
+        for ln in range(lanes):
+            nnz[ln] += int(count[e * lanes + ln])
     for ln in range(lanes):
-        nnz[ln] += int(base[ln]) * (hi - lo) + int(count[ln])
+        nnz[ln] += int(base[ln]) * (hi - lo)
     return w_sum
 
 
