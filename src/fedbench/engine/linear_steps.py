@@ -1506,10 +1506,11 @@ def _round_items(i0, i1, t, indptr, indices, values, max_nnz, y_all, row_table, 
 def _round_reduce(server, item_group, emf, fmf, cc, mode, e_shared, part, part_w, item_nnz, item_ok, item_w,
                   nonzeros, diverged):
     """The server updates of a round, group by group, a group's items added in order: ē = Σ of its
-    items' sums (one step: Σ w e_shared + (C c) Σ w ∇f; touched: plus, at each coordinate, the weight
-    of the clients that did not touch it times e_shared), S ← E S + F ē, every lane at once; the
-    messages' non-zeros added to ``nonzeros[g, l]``; ``diverged[g, l]`` set where a loss or the new
-    ``params`` (sequence 0) is not finite. Returns whether a lane diverged."""
+    items' sums (one step: Σ w e_shared + (C c) Σ w ∇f; touched and products: plus, at each
+    coordinate, the weight of the clients that did not touch it times e_shared), S ← E S + F ē,
+    every lane at once; the messages' non-zeros added to ``nonzeros[g, l]``; ``diverged[g, l]``
+    set where a loss or the new ``params`` (sequence 0) is not finite. Returns whether a lane
+    diverged."""
     n_items = len(item_group)
     ns, size, lanes = server.shape[1], server.shape[2], cc.shape[2]
     nm = part.shape[1]
