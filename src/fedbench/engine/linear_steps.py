@@ -1133,6 +1133,18 @@ def _add_message(ae, es, ev, wg, count):
         count[ln] += (1.0 if ev[ln] != 0.0 else 0.0) - (1.0 if es[ln] != 0.0 else 0.0)
 
 
+@numba.njit(cache=True, inline="always")
+def _row_scratch(n_clients, per_client, width, indices, values):
+    """A work item's row buffers: its clients' drawn rows ``loc`` [n_clients·K·B] (drawn first), the
+    prefetch cursors ``cur`` [2], one client's labels, non-zeros and their counts (``labs``,
+    ``buf_i``/``buf_v`` [K·B, width], ``cnt``) and the draws' scratch (``ent``, ``pool``,
+    ``words``: :func:`_item_rows`)."""
+    return (np.empty(n_clients * per_client, dtype=np.int64), np.zeros(2, dtype=np.int64),
+            np.empty(per_client, dtype=np.int64), np.empty((per_client, width), dtype=indices.dtype),
+            np.empty((per_client, width), dtype=values.dtype), np.empty(per_client, dtype=np.int64),
+            np.empty((1, 4), dtype=np.uint64), np.empty(4, dtype=np.uint64), np.empty(8, dtype=np.uint64))
+
+
 @numba.njit(cache=True, fastmath=_LANE_FLAGS)
 def _round_item_touched(s0, pw, qpw, cpw, e_shared, d_shared, lo, hi, t, indptr, indices, values, width, y_all,
                         row_table, slot, sizes, thresholds, key_seed, key_id, purpose, weight, qg, cg, k_steps, b_size,
@@ -1169,15 +1181,7 @@ def _round_item_touched(s0, pw, qpw, cpw, e_shared, d_shared, lo, hi, t, indptr,
     base = np.zeros(lanes)
     zl = np.empty(n_lin)
     dzl = np.empty(n_lin)
-    loc = np.empty((hi - lo) * per_client, dtype=np.int64)  # every client's rows, drawn first
-    cur = np.zeros(2, dtype=np.int64)
-    labs = np.empty(per_client, dtype=np.int64)
-    buf_i = np.empty((per_client, width), dtype=indices.dtype)
-    buf_v = np.empty((per_client, width), dtype=values.dtype)
-    cnt = np.empty(per_client, dtype=np.int64)
-    ent = np.empty((1, 4), dtype=np.uint64)
-    pool = np.empty(4, dtype=np.uint64)
-    words = np.empty(8, dtype=np.uint64)
+    loc, cur, labs, buf_i, buf_v, cnt, ent, pool, words = _row_scratch(hi - lo, per_client, width, indices, values)
     return _touched_clients(
         s0, pw, qpw, cpw, e_shared, d_shared, lo, hi, t, indptr, indices, values, width, y_all, row_table, slot, sizes,
         thresholds, key_seed, key_id, purpose, weight, qg, cg, k_steps, b_size, binary, n_lin, d, has_bias, acc,
@@ -1319,15 +1323,7 @@ def _round_item_products(v, hq, mc, e_shared, lo, hi, t, indptr, indices, values
     base = np.zeros(lanes)
     zl = np.empty(n_lin)
     dzl = np.empty(n_lin)
-    loc = np.empty((hi - lo) * per_client, dtype=np.int64)  # every client's rows, drawn first
-    cur = np.zeros(2, dtype=np.int64)
-    labs = np.empty(per_client, dtype=np.int64)
-    buf_i = np.empty((per_client, width), dtype=indices.dtype)
-    buf_v = np.empty((per_client, width), dtype=values.dtype)
-    cnt = np.empty(per_client, dtype=np.int64)
-    ent = np.empty((1, 4), dtype=np.uint64)
-    pool = np.empty(4, dtype=np.uint64)
-    words = np.empty(8, dtype=np.uint64)
+    loc, cur, labs, buf_i, buf_v, cnt, ent, pool, words = _row_scratch(hi - lo, per_client, width, indices, values)
     return _products_clients(
         v, hq, mc, e_shared, lo, hi, t, indptr, indices, values, y_all, row_table, slot, sizes, thresholds,
         key_seed, key_id, purpose, weight, k_steps, b_size, binary, n_lin, d, has_bias, acc, acc_w, nnz, ok, lanes,
