@@ -1037,7 +1037,7 @@ def _round_item_one_step(p, e_shared, lo, hi, t, indptr, indices, values, y_all,
     pos = np.full(p_total, -1, dtype=np.int64)
     touched = np.empty(p_total, dtype=np.int64)
     change = np.zeros(lanes)  # Σ over the clients of the change in their messages' non-zeros (exact in float64)
-    base = np.zeros(lanes, dtype=np.int64)
+    base = np.zeros(lanes)
     return _one_step_clients(
         p, e_shared, lo, hi, t, indptr, indices, values, y_all, row_table, slot, sizes, thresholds, key_seed, key_id,
         purpose, weight, ccg, k_steps, b_size, binary, n_lin, d, has_bias, acc, nnz, ok, nm, size, lanes, p_total,
@@ -1051,10 +1051,7 @@ def _one_step_clients(
         per_client, inv_b, bias_at, z, dz, fin, zl, dzl, loc, cur, ent, pool, words, grad, pos, touched, change, base):
     """The loops of :func:`_round_item_one_step` over its scratch arrays, compiled without
     reference counting, as :func:`_touched_clients`."""
-    for e in range(nm):
-        for k in range(p_total):
-            for ln in range(lanes):
-                base[ln] += e_shared[e, k * lanes + ln] != 0.0
+    _shared_nonzeros(e_shared, p_total, lanes, base)
     acc[:] = 0.0
     w_sum = 0.0
     _item_rows(lo, hi, t, per_client, key_seed, key_id, purpose, sizes, thresholds, row_table, slot, ent, pool, words,
@@ -1108,7 +1105,7 @@ def _one_step_clients(
                     change[ln] += (1.0 if old + ce[ln] * gk[ln] != 0.0 else 0.0) - (1.0 if old != 0.0 else 0.0)
             pos[k] = -1
     for ln in range(lanes):
-        nnz[ln] += base[ln] * (hi - lo) + int(change[ln])
+        nnz[ln] += int(base[ln]) * (hi - lo) + int(change[ln])
     return w_sum
 
 
@@ -1121,16 +1118,6 @@ def _shared_nonzeros(e_shared, p_total, lanes, base):
             ek = e_shared[e, k * lanes:(k + 1) * lanes]
             for ln in range(lanes):
                 base[ln] += 1.0 if ek[ln] != 0.0 else 0.0
-
-
-@numba.njit(cache=True, inline="always", fastmath=_LANE_FLAGS)
-def _add_message(ae, es, ev, wg, count):
-    """At one coordinate, per lane: ae += wg · ev (a client's message ``ev`` [L], weighted) and
-    count += [ev ≠ 0] − [es ≠ 0], its non-zero against the shared message ``es`` [L] counted in
-    :func:`_shared_nonzeros`."""
-    for ln in range(ev.shape[0]):
-        ae[ln] += wg * ev[ln]
-        count[ln] += (1.0 if ev[ln] != 0.0 else 0.0) - (1.0 if es[ln] != 0.0 else 0.0)
 
 
 @numba.njit(cache=True, inline="always")
@@ -1274,7 +1261,9 @@ def _touched_clients(
                         pc, sc = cpw[j, e, c], s[c, j0:j0 + lanes]
                         for ln in range(lanes):
                             ev[ln] += pc[ln] * sc[ln]
-                _add_message(ae, es, ev, wg, count)
+                for ln in range(lanes):
+                    ae[ln] += wg * ev[ln]
+                    count[ln] += (1.0 if ev[ln] != 0.0 else 0.0) - (1.0 if es[ln] != 0.0 else 0.0)
     for ln in range(lanes):
         nnz[ln] += int(base[ln]) * (hi - lo) + int(count[ln])
     return w_sum
