@@ -299,11 +299,16 @@ def test_whole_rounds_softmax_logreg(algorithm, steps, batch_size, monkeypatch):
     _assert_rows_equal(fused, generic)
 
 
-@pytest.mark.parametrize("steps,d,sparse", [(1, 9, True), (3, 9, True), (8, 64, True),  # one point; products:
-                                            (3, 9, False), (65, 9, True)])  # every coordinate, a few; dense; touched
-def test_whole_rounds_do_not_depend_on_segments_threads_or_stacking(steps, d, sparse, monkeypatch, tmp_path):
+@pytest.mark.parametrize("steps,d,sparse,touched", [
+    (1, 9, True, False), (3, 9, True, False), (8, 64, True, False),  # one point; products: every coordinate, a few
+    (3, 9, False, False), (65, 9, True, False), (65, 9, True, True)])  # dense; products in 3 segments; touched
+def test_whole_rounds_do_not_depend_on_segments_threads_or_stacking(steps, d, sparse, touched, monkeypatch, tmp_path):
     """Bit for bit: with checkpoints every 2 rounds (other segments), a run resumed from its
     checkpoint, two threads instead of one, a cell trained alone instead of stacked."""
+    from fedbench.engine import linear_steps
+
+    if touched:
+        monkeypatch.setattr(linear_steps, "round_mode", lambda *a: linear_steps.TOUCHED)
     ds = _dataset(sparse, d=d)
     specs = _round_specs("fedac", steps=steps, seeds=(0, 1, 2))
     base, _ = _run_rounds_spy(specs, ds, True, monkeypatch)
@@ -326,10 +331,15 @@ def test_whole_rounds_do_not_depend_on_segments_threads_or_stacking(steps, d, sp
     _assert_rows_equal(alone, base[4:5], rtol=0)
 
 
-@pytest.mark.parametrize("steps,rounds,eval_every", [(2, 120, 60), (65, 8, 2)])  # the products path, the touched
-def test_whole_rounds_stop_at_a_diverged_cell(steps, rounds, eval_every, monkeypatch):
+@pytest.mark.parametrize("steps,rounds,eval_every,touched", [(2, 120, 60, False), (65, 8, 2, False),  # products:
+                                                              (65, 8, 2, True)])  # one segment, 3; touched
+def test_whole_rounds_stop_at_a_diverged_cell(steps, rounds, eval_every, touched, monkeypatch):
     """A cell whose run blows up (FedAc at η far above 1/L) is recorded diverged at the round the
     generic path records it, with the same row; the other cells go on to the end."""
+    from fedbench.engine import linear_steps
+
+    if touched:
+        monkeypatch.setattr(linear_steps, "round_mode", lambda *a: linear_steps.TOUCHED)
     ds = _dataset(True)
     specs = _round_specs("fedac", steps=steps, lrs=(0.05, 3e3), seeds=(0,), rounds=rounds, eval_every=eval_every)
     for s in specs:
@@ -401,17 +411,19 @@ def test_every_lane_of_a_wide_grid_equals_its_cell_alone(steps, monkeypatch):
 @pytest.mark.parametrize("algorithm,variant", [("fedavg", None), ("fedac", "I"), ("fedac", "II"), ("mb_sgd", None),
                                                ("mb_ac_sgd", None)])
 @pytest.mark.parametrize("model,steps,batch_size", [("binary_logreg", 2, 1), ("binary_logreg", 3, 2),
-                                                    ("logreg", 2, 1), ("binary_logreg", 5, 1)])
+                                                    ("logreg", 2, 1), ("binary_logreg", 5, 1),
+                                                    ("binary_logreg", 37, 1), ("logreg", 11, 2)])
 def test_touched_products_and_shared_point_paths_equal_the_round_by_round_steps_and_the_generic_path(
         algorithm, variant, model, steps, batch_size, monkeypatch):
     """Three ways to compute a round's clients (64 features, 3 non-zeros a row), each forced in
     turn: the touched path, which brings a coordinate forward by a power of A when a row reads it;
     the products path, which forms no iterate and reads each row against q Aᵗ s⁰ plus its products
-    with the client's earlier rows; and, for the minibatch baselines, whose gradients are all taken
-    at the round's start, the shared-point path. Each gives the rows of the round-by-round compiled
-    steps (every coordinate, step by step; float64, 1e-12) and of the generic path (1e-10); each
-    runs the mode it was given, and :func:`round_mode` gives the minibatch baselines the
-    shared-point path."""
+    with the client's earlier rows (in segments: K = 37 and 11 give FedAvg three and two, FedAc two
+    at K = 37, the later ones reading the client's part u at their start); and, for the minibatch
+    baselines, whose gradients are all taken at the round's start, the shared-point path. Each
+    gives the rows of the round-by-round compiled steps (every coordinate, step by step; float64,
+    1e-12) and of the generic path (1e-10); each runs the mode it was given, and
+    :func:`round_mode` gives the minibatch baselines the shared-point path."""
     from fedbench.engine import linear_steps
 
     ds = _dataset(True, classes=3 if model == "logreg" else 2, d=64)
@@ -444,25 +456,24 @@ def test_touched_products_and_shared_point_paths_equal_the_round_by_round_steps_
     assert (set(modes) == {linear_steps.ONE_STEP}) == one_point
 
 
-def test_round_mode_takes_products_for_short_rounds_and_touched_for_long_ones():
+def test_round_mode_takes_products_but_for_long_rounds_of_one_sequence():
     """K = 1 or a point the gradients do not move (q A = q, A c = c): one shared point; else the
-    products path up to n · :data:`PRODUCTS_ROWS_PER_SEQUENCE` rows a client's round (K·B), the
-    touched path beyond (n sequences: FedAvg 1, FedAc 2)."""
+    products path, but the touched path for one sequence (FedAvg) beyond
+    :data:`TOUCHED_FROM_ROWS` rows a client's round (K·B)."""
     from fedbench.engine import linear_steps as ls
 
     fedac_q, fedac_a, fedac_c = np.array([[1.0, 0.0]]), np.array([[[0.9, 0.1], [0.0, 1.0]]]), np.array([[-0.1, -0.2]])
     fedavg = np.array([[1.0]]), np.array([[[0.99]]]), np.array([[-0.1]])
     fixed = np.array([[1.0]]), np.array([[[1.0]]]), np.array([[-0.1]])
-    top = ls.PRODUCTS_ROWS_PER_SEQUENCE
+    top = ls.TOUCHED_FROM_ROWS
     assert ls.round_mode(1, 1, fedac_q, fedac_a, fedac_c) == ls.ONE_STEP
     assert ls.round_mode(16, 3, *fixed) == ls.ONE_STEP
     assert ls.round_mode(2, 1, *fedavg) == ls.PRODUCTS
     assert ls.round_mode(top, 1, *fedavg) == ls.PRODUCTS
     assert ls.round_mode(top + 1, 1, *fedavg) == ls.TOUCHED
     assert ls.round_mode(top // 2 + 1, 2, *fedavg) == ls.TOUCHED
-    assert ls.round_mode(2 * top, 1, fedac_q, fedac_a, fedac_c) == ls.PRODUCTS
-    assert ls.round_mode(top, 2, fedac_q, fedac_a, fedac_c) == ls.PRODUCTS
-    assert ls.round_mode(2 * top + 1, 1, fedac_q, fedac_a, fedac_c) == ls.TOUCHED
+    assert ls.round_mode(2, 1, fedac_q, fedac_a, fedac_c) == ls.PRODUCTS
+    assert ls.round_mode(256, 4, fedac_q, fedac_a, fedac_c) == ls.PRODUCTS
 
 
 @pytest.mark.parametrize("model_name,classes", [("binary_logreg", 2), ("logreg", 3)])

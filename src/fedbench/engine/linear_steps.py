@@ -57,11 +57,12 @@ The stacked cells whose clients draw the same rows (one seed's learning-rate gri
 lanes of a coordinate side by side: a client's rows are drawn and read once for the whole group,
 the work at a row's non-zeros runs across the lanes, and the dense passes are single loops over
 P·L. Nothing is summed across lanes, so each lane's numbers are its cell's alone. At K ≥ 2 a client
-forms no iterate while its round is short: a row's logit is the row read against q Aᵗ s⁰ (shared by
-the lane's clients) plus its products with the client's earlier rows times their logit gradients
-(:func:`_round_item_products`). For long rounds a client computes only the coordinates its rows
-touch, each brought forward by a power of A when a row reads it (:func:`_round_item_touched`): the
-others hold Aᵗ s⁰, the shared start carried forward. :func:`round_mode` chooses. A work item
+forms no iterate: a row's logit is the row read against q Aᵗ s⁰ (shared by the lane's clients) plus
+its products with the client's earlier rows times their logit gradients, in segments whose later
+ones also read the client's own part at their start (:func:`_round_item_products`). For long rounds
+of one sequence (FedAvg) a client instead computes only the coordinates its rows touch, each
+brought forward by a power of A when a row reads it (:func:`_round_item_touched`): the others hold
+Aᵗ s⁰, the shared start carried forward. :func:`round_mode` chooses. A work item
 draws its clients' rows first and requests the cache lines of the rows a few ahead of the one being
 read (:func:`_prefetch_rows`).
 """
@@ -696,12 +697,19 @@ ROUND_BLOCK = 64
 #: chooses.
 ONE_STEP, TOUCHED, PRODUCTS = 0, 1, 2
 
-#: The most rows a client's round (K·B) has on the :data:`PRODUCTS` path, per sequence of the
-#: state: its row products grow as (K·B)², the touched path's step as the n sequences it brings
-#: forward. Measured (a9a-shaped rows, M = 4 to 1,024, benchmarks/RESULTS.md, stop 32): FedAvg (n =
-#: 1) was faster on the products path at K ≤ 32 and slower at K = 64; FedAc (n = 2) was faster at
-#: K ≤ 64 and slower at K = 256.
-PRODUCTS_ROWS_PER_SEQUENCE = 32
+#: From how many rows a client's round (K·B) a one-sequence state (FedAvg) takes the
+#: :data:`TOUCHED` path: there a row's step brings one number forward per non-zero, cheaper than the
+#: products path's extra reads; with n ≥ 2 sequences the touched path's n × n powers cost more, and
+#: the products path is taken at every K. Measured (a9a-shaped rows, M = 256, benchmarks/RESULTS.md,
+#: stop 33): FedAvg was faster on the products path at K = 32 and slower at K = 64 and 256; FedAc
+#: faster at K = 16 to 256.
+TOUCHED_FROM_ROWS = 32
+
+#: The rows of a segment of the :data:`PRODUCTS` path, per sequence of the state: a row's products
+#: with the segment's earlier rows grow with it, the cost of a segment's start (a power of A at every
+#: touched coordinate) shrinks. Measured (FedAc-I, K = 64 and 256, M = 256; benchmarks/RESULTS.md,
+#: stop 33): 16 beat 8 and 32.
+PRODUCTS_SEGMENT_ROWS = 16
 
 #: The lane kernels vectorize across lanes (cells), never along a sum, so they do not reassociate:
 #: a lane's numbers are the same with 1 lane or 13, in the vector body or its scalar remainder.
@@ -1270,43 +1278,59 @@ def _touched_clients(
 
 
 @numba.njit(cache=True, fastmath=_LANE_FLAGS)
-def _round_item_products(v, hq, mc, e_shared, lo, hi, t, indptr, indices, values, width, y_all, row_table, slot, sizes,
-                         thresholds, key_seed, key_id, purpose, weight, k_steps, b_size, binary, n_lin, d, has_bias,
-                         acc, acc_w, nnz, ok):
-    """One round of clients lo..hi−1 of one group of L lanes, each client's K·B gradients without
-    its iterates. Every client of a lane starts from s⁰ = B S and the step s ← A s + c ∇f(q s) is
-    linear but for the logit gradients, so after t steps
+def _round_item_products(v, hq, mc, ac, pw, cpw, qpw, e_shared, lo, hi, t, indptr, indices, values, width, y_all,
+                         row_table, slot, sizes, thresholds, key_seed, key_id, purpose, weight, k_steps, b_size,
+                         binary, n_lin, d, has_bias, acc, acc_w, nnz, ok):
+    """One round of clients lo..hi−1 of one group of L lanes, each client's K·B gradients from its
+    rows' products with each other, its iterates never formed, in segments of S steps. Every client
+    of a lane starts from s⁰ = B S and the step s ← A s + c ∇f(q s) is linear but for the logit
+    gradients, so
 
-        s_t = Aᵗ s⁰ + Σ_{j<t} Aᵗ⁻¹⁻ʲ c Σ_b dz_{j,b} x_{j,b}
+        s_t = Aᵗ s⁰ + u_t,   u_t = Aᵗ⁻ʳ u_r + Σ_{r ≤ j < t} Aᵗ⁻¹⁻ʲ c Σ_b dz_{j,b} x_{j,b}
 
-    (Σ_b over the step's B rows x_{j,b}, dz the logit gradients with 1/B). The logit of a row x at
-    step t is then x·(q Aᵗ s⁰) + Σ_{j<t, b} (q Aᵗ⁻¹⁻ʲ c) dz_{j,b} (x·x_{j,b}): the row read against
-    ``v[t]`` = q Aᵗ s⁰ (shared by the lane's clients: :func:`_round_shared`) plus its products
-    with the client's earlier rows (computed once for all lanes) times their logit gradients and
-    ``hq[t − 1 − j]`` = q Aᵗ⁻¹⁻ʲ c. The message is e = C s_K + D S = ``e_shared`` + Σ_{j,b} (C Aᴷ⁻¹⁻ʲ
-    c) dz_{j,b} x_{j,b}, ``mc[K − 1 − j]`` = C Aᴷ⁻¹⁻ʲ c, scattered per row into the client's
-    change at the coordinates its rows touch. A step costs its rows' non-zeros once per lane and a
-    message (no sequence is brought forward), and the products K²B²/2 rows, so :func:`round_mode`
-    takes this for small K·B. ``v`` [K, P·L], ``hq`` [K, L], ``mc`` [K, n_m, L]; ``acc``,
-    ``acc_w``, ``nnz``, ``ok`` and the return as :func:`_round_item_touched`, the same numbers to
-    rounding."""
-    size, lanes = v.shape[1], hq.shape[1]
+    (Σ_b over the step's B rows x_{j,b}, dz the logit gradients with 1/B; u, the client's own part,
+    is zero but at the coordinates its rows touched). The logit of a row x at step t of the segment
+    that starts at step r is then
+
+        x·(q Aᵗ s⁰) + x·(q Aᵗ⁻ʳ u_r) + Σ_{r ≤ j < t, b} (q Aᵗ⁻¹⁻ʲ c) dz_{j,b} (x·x_{j,b}):
+
+    the row read against ``v[t]`` = q Aᵗ s⁰ (shared by the lane's clients: :func:`_round_shared`),
+    against u_r at the coordinates touched before the segment (``qpw[t − r]`` = q Aᵗ⁻ʳ; none in the
+    first segment), and its products with the segment's earlier rows (computed once for all lanes)
+    times their logit gradients and ``hq[t − 1 − j]`` = q Aᵗ⁻¹⁻ʲ c. A segment ending at r' < K
+    scatters each row's gradient into u_r' with ``ac[r' − 1 − j]`` = A^(r'−1−j) c, u_r' starting
+    at A^(r'−r) u_r (``pw``); the last one scatters into the message e = C s_K + D S = ``e_shared``
+    + C u_K with ``mc[K − 1 − j]`` = C Aᴷ⁻¹⁻ʲ c, starting at C Aᴷ⁻ʳ u_r (``cpw``), a coordinate's
+    n_m messages side by side ([P, n_m, L]). A row costs its non-zeros once per lane for each term
+    and for each sequence of the scatter, and its products with the segment's rows (≤ S·B); a
+    segment start costs a product with a power of A at each touched coordinate. S =
+    :data:`PRODUCTS_SEGMENT_ROWS` · n / B steps (one segment where K ≤ S). ``v`` [K, P·L], ``hq``
+    [K, L], ``mc`` [K, n_m, L], ``ac`` [K, n, L], ``pw`` [K + 1, n, n, L], ``cpw`` [K + 1, n_m, n,
+    L], ``qpw`` [K + 1, n, L] (:func:`_powers`); ``acc``, ``acc_w``, ``nnz``, ``ok`` and the return as
+    :func:`_round_item_touched`, the same numbers to rounding."""
+    size, lanes, n = v.shape[1], hq.shape[1], ac.shape[1]
     p_total = size // lanes
     nm = mc.shape[1]
     per_client = k_steps * b_size
+    seg_steps = min(k_steps, max(1, PRODUCTS_SEGMENT_ROWS * n // b_size))
+    seg_rows = seg_steps * b_size
     # [P, n_m, L], a coordinate's messages side by side: the client's message minus e_shared at its
     # touched coordinates, e_shared, the item's sum of the messages there (one message: their own
     # arrays, the layouts agree)
     delta = np.empty(p_total * nm * lanes)
     es_i = e_shared[0] if nm == 1 else np.empty(p_total * nm * lanes)
     acc_i = acc[0] if nm == 1 else np.empty(p_total * nm * lanes)
-    xd = np.zeros((d, per_client))  # feature f of the client's rows so far
-    gr = np.empty(per_client)  # a row's products with the client's earlier rows
-    cf = np.empty(nm * lanes)
+    # u at the start and the end of a segment, [P, n, L], zero but at the touched coordinates (only
+    # with more than one segment)
+    u2 = np.zeros((2, p_total * n * lanes if seg_steps < k_steps else 0))
+    xd = np.zeros((d, seg_rows))  # feature f of the segment's rows so far
+    gr = np.empty(seg_rows)  # a row's products with the segment's earlier rows
+    yb = np.empty(n * lanes)  # a row's products with u_r
+    cf = np.empty(max(nm, n) * lanes)
     pos = np.full(p_total, -1, dtype=np.int64)
     touched = np.empty(p_total, dtype=np.int64)
     z = np.empty((n_lin, lanes))
-    dz = np.empty((per_client, n_lin, lanes))
+    dz = np.empty((seg_rows, n_lin, lanes))
     fin = np.empty(lanes)
     count = np.zeros(nm * lanes)
     base = np.zeros(lanes)
@@ -1314,18 +1338,18 @@ def _round_item_products(v, hq, mc, e_shared, lo, hi, t, indptr, indices, values
     dzl = np.empty(n_lin)
     loc, cur, labs, buf_i, buf_v, cnt, ent, pool, words = _row_scratch(hi - lo, per_client, width, indices, values)
     return _products_clients(
-        v, hq, mc, e_shared, lo, hi, t, indptr, indices, values, y_all, row_table, slot, sizes, thresholds,
-        key_seed, key_id, purpose, weight, k_steps, b_size, binary, n_lin, d, has_bias, acc, acc_w, nnz, ok, lanes,
-        p_total, nm, per_client, delta, es_i, acc_i, xd, gr, cf, pos, touched, z, dz, fin, count, base, zl, dzl, loc,
-        cur, labs, buf_i, buf_v, cnt, ent, pool, words)
+        v, hq, mc, ac, pw, cpw, qpw, e_shared, lo, hi, t, indptr, indices, values, y_all, row_table, slot, sizes,
+        thresholds, key_seed, key_id, purpose, weight, k_steps, b_size, binary, n_lin, d, has_bias, acc, acc_w, nnz,
+        ok, lanes, p_total, nm, n, per_client, seg_steps, delta, es_i, acc_i, u2, xd, gr, yb, cf, pos, touched, z, dz,
+        fin, count, base, zl, dzl, loc, cur, labs, buf_i, buf_v, cnt, ent, pool, words)
 
 
 @numba.njit(cache=True, fastmath=_LANE_FLAGS, _nrt=False)
 def _products_clients(
-        v, hq, mc, e_shared, lo, hi, t, indptr, indices, values, y_all, row_table, slot, sizes, thresholds,
-        key_seed, key_id, purpose, weight, k_steps, b_size, binary, n_lin, d, has_bias, acc, acc_w, nnz, ok, lanes,
-        p_total, nm, per_client, delta, es_i, acc_i, xd, gr, cf, pos, touched, z, dz, fin, count, base, zl, dzl, loc,
-        cur, labs, buf_i, buf_v, cnt, ent, pool, words):
+        v, hq, mc, ac, pw, cpw, qpw, e_shared, lo, hi, t, indptr, indices, values, y_all, row_table, slot, sizes,
+        thresholds, key_seed, key_id, purpose, weight, k_steps, b_size, binary, n_lin, d, has_bias, acc, acc_w, nnz,
+        ok, lanes, p_total, nm, n, per_client, seg_steps, delta, es_i, acc_i, u2, xd, gr, yb, cf, pos, touched, z, dz,
+        fin, count, base, zl, dzl, loc, cur, labs, buf_i, buf_v, cnt, ent, pool, words):
     """The loops of :func:`_round_item_products` over its scratch arrays, compiled without
     reference counting, as :func:`_touched_clients`."""
     _shared_nonzeros(e_shared, p_total, lanes, base)
@@ -1333,7 +1357,7 @@ def _products_clients(
     w_sum = 0.0
     inv_b = 1.0 / b_size
     bias_at = n_lin * d
-    width_m = nm * lanes
+    width_m, width_n = nm * lanes, n * lanes
     for i in range(p_total * width_m):
         acc_i[i] = 0.0
     if nm > 1:
@@ -1348,55 +1372,94 @@ def _products_clients(
         _gather_rows(loc, (g - lo) * per_client, per_client, cur, y_all, indptr, indices, values, labs, buf_i, buf_v,
                      cnt)
         n_touched = 0
-        for t_local in range(k_steps):
-            j0 = t_local * b_size
-            vt = v[t_local]
-            for b in range(b_size):  # the logits at s_t
-                j = j0 + b
-                m = cnt[j]
-                for jj in range(j0):  # x·x_jj for the earlier steps' rows (the bias's 1·1 included)
-                    gr[jj] = 1.0 if has_bias else 0.0
-                for u in range(m):
-                    xf, xv = xd[buf_i[j, u]], buf_v[j, u]
-                    for jj in range(j0):
-                        gr[jj] += xv * xf[jj]
-                _logits_lanes(z, vt, buf_i[j], buf_v[j], 0, m, n_lin, d, has_bias, lanes)
-                for cl in range(n_lin):
-                    zc = z[cl]
-                    for jj in range(j0):
-                        gv = gr[jj]
-                        if gv != 0.0:
-                            hl, dj = hq[t_local - 1 - jj // b_size], dz[jj, cl]
-                            for ln in range(lanes):
-                                zc[ln] += gv * (dj[ln] * hl[ln])
-                for ln in range(lanes):
-                    fin[ln] = 0.0
-                _grads_lanes(z, labs[j], binary, n_lin, inv_b, dz[j], fin, False, zl, dzl)  # finite where the loss is
-                for ln in range(lanes):
-                    ok[ln] = ok[ln] and math.isfinite(fin[ln])
-            mt = mc[k_steps - 1 - t_local]
-            for b in range(b_size):  # the rows into the products and their gradients into the message
-                j = j0 + b
-                m = cnt[j]
-                for u in range(m):
-                    xd[buf_i[j, u], j] = buf_v[j, u]
-                for cl in range(n_lin):
-                    off, dj = cl * d, dz[j, cl]
-                    for e in range(nm):
+        for r0 in range(0, k_steps, seg_steps):
+            r1 = min(r0 + seg_steps, k_steps)
+            last = r1 == k_steps
+            # where the segment's rows go: u_r1 (its n sequences) or, in the last segment, the message
+            half = (r0 // seg_steps) % 2
+            ur = u2[1 - half]
+            tgt, co, wt = (delta, mc, width_m) if last else (u2[half], ac, width_n)
+            if r0 > 0:  # at the coordinates touched before: A^(r1 − r0) u_r, or C A^(K − r0) u_r
+                pa = cpw[r1 - r0] if last else pw[r1 - r0]
+                for jt in range(n_touched):
+                    k = touched[jt]
+                    src = ur[k * width_n:(k + 1) * width_n]
+                    dst = tgt[k * wt:(k + 1) * wt]
+                    for e in range(pa.shape[0]):
+                        de = dst[e * lanes:(e + 1) * lanes]
                         for ln in range(lanes):
-                            cf[e * lanes + ln] = mt[e, ln] * dj[ln]
-                    for u in range(m + (1 if has_bias else 0)):
-                        k, xv = (off + buf_i[j, u], buf_v[j, u]) if u < m else (bias_at + cl, 1.0)
-                        dk = delta[k * width_m:(k + 1) * width_m]
-                        if pos[k] < 0:  # first touched: the change starts here
-                            pos[k] = n_touched
-                            touched[n_touched] = k
-                            n_touched += 1
-                            for i in range(width_m):
-                                dk[i] = cf[i] * xv
-                        else:
-                            for i in range(width_m):
-                                dk[i] += cf[i] * xv
+                            de[ln] = 0.0
+                        for cl in range(n):
+                            pc, sc = pa[e, cl], src[cl * lanes:(cl + 1) * lanes]
+                            for ln in range(lanes):
+                                de[ln] += pc[ln] * sc[ln]
+            for t_local in range(r0, r1):
+                tt = t_local - r0
+                j0 = tt * b_size  # the segment's rows before this step
+                vt, qt = v[t_local], qpw[tt]
+                for b in range(b_size):  # the logits at s_t
+                    j = t_local * b_size + b
+                    m = cnt[j]
+                    for jj in range(j0):  # x·x_jj for the segment's earlier rows (the bias's 1·1 included)
+                        gr[jj] = 1.0 if has_bias else 0.0
+                    for u in range(m):
+                        xf, xv = xd[buf_i[j, u]], buf_v[j, u]
+                        for jj in range(j0):
+                            gr[jj] += xv * xf[jj]
+                    _logits_lanes(z, vt, buf_i[j], buf_v[j], 0, m, n_lin, d, has_bias, lanes)
+                    for cl in range(n_lin):
+                        zc = z[cl]
+                        if r0 > 0:  # + x·(q Aᵗ⁻ʳ u_r)
+                            off = cl * d
+                            for i in range(width_n):
+                                yb[i] = 0.0
+                            for u in range(m + (1 if has_bias else 0)):
+                                k, xv = (off + buf_i[j, u], buf_v[j, u]) if u < m else (bias_at + cl, 1.0)
+                                uk = ur[k * width_n:(k + 1) * width_n]
+                                for i in range(width_n):
+                                    yb[i] += xv * uk[i]
+                            for r in range(n):
+                                qr, yr = qt[r], yb[r * lanes:(r + 1) * lanes]
+                                for ln in range(lanes):
+                                    zc[ln] += qr[ln] * yr[ln]
+                        for jj in range(j0):
+                            gv = gr[jj]
+                            if gv != 0.0:
+                                hl, dj = hq[tt - 1 - jj // b_size], dz[jj, cl]
+                                for ln in range(lanes):
+                                    zc[ln] += gv * (dj[ln] * hl[ln])
+                    for ln in range(lanes):
+                        fin[ln] = 0.0
+                    _grads_lanes(z, labs[j], binary, n_lin, inv_b, dz[j0 + b], fin, False, zl, dzl)
+                    for ln in range(lanes):  # finite where the loss is
+                        ok[ln] = ok[ln] and math.isfinite(fin[ln])
+                ct = co[r1 - 1 - t_local]
+                n_co = ct.shape[0]
+                for b in range(b_size):  # the rows into the products and their gradients into u_r1 or e
+                    j, js = t_local * b_size + b, j0 + b
+                    m = cnt[j]
+                    for u in range(m):
+                        xd[buf_i[j, u], js] = buf_v[j, u]
+                    for cl in range(n_lin):
+                        off, dj = cl * d, dz[js, cl]
+                        for e in range(n_co):
+                            for ln in range(lanes):
+                                cf[e * lanes + ln] = ct[e, ln] * dj[ln]
+                        for u in range(m + (1 if has_bias else 0)):
+                            k, xv = (off + buf_i[j, u], buf_v[j, u]) if u < m else (bias_at + cl, 1.0)
+                            dk = tgt[k * wt:(k + 1) * wt]
+                            if pos[k] < 0:  # first touched: the change starts here
+                                pos[k] = n_touched
+                                touched[n_touched] = k
+                                n_touched += 1
+                                for i in range(wt):
+                                    dk[i] = cf[i] * xv
+                            else:
+                                for i in range(wt):
+                                    dk[i] += cf[i] * xv
+            for j in range(r0 * b_size, r1 * b_size):
+                for u in range(cnt[j]):
+                    xd[buf_i[j, u], j - r0 * b_size] = 0.0
         wg = weight[g]
         w_sum += wg
         for jt in range(n_touched):  # the message at the touched coordinates, counted and summed
@@ -1409,9 +1472,12 @@ def _products_clients(
                 x = es[i] + de[i]
                 ae[i] += wg * x
                 count[i] += (1.0 if x != 0.0 else 0.0) - (1.0 if es[i] != 0.0 else 0.0)
-        for j in range(per_client):
-            for u in range(cnt[j]):
-                xd[buf_i[j, u], j] = 0.0
+        if seg_steps < k_steps:  # u back to zero
+            for jt in range(n_touched):
+                i0 = touched[jt] * width_n
+                for i in range(width_n):
+                    u2[0, i0 + i] = 0.0
+                    u2[1, i0 + i] = 0.0
     for e in range(nm):
         if nm > 1:
             for k in range(p_total):
@@ -1459,7 +1525,7 @@ def _round_shared(server, q, bf, cmf, dmf, pw, qpw, s0, p0, v, e_shared, d_share
 @numba.njit(cache=True, nogil=True, fastmath=_LANE_FLAGS)
 def _round_items(i0, i1, t, indptr, indices, values, max_nnz, y_all, row_table, slot, sizes, thresholds, key_seed,
                  key_id, purpose, item_group, item_lo, item_hi, weight, q, c, cmf, cc, k_steps, b_size, binary, n_lin,
-                 d, has_bias, mode, e_shared, d_shared, s0, p0, v, hq, mc, pw, qpw, cpw, part, part_w, item_nnz,
+                 d, has_bias, mode, e_shared, d_shared, s0, p0, v, hq, mc, ac, pw, qpw, cpw, part, part_w, item_nnz,
                  item_ok, item_w):
     """Work items i0..i1−1 of round t (by ``mode``: :data:`ONE_STEP` :func:`_round_item_one_step`,
     :data:`TOUCHED` :func:`_round_item_touched`, :data:`PRODUCTS` :func:`_round_item_products`),
@@ -1477,7 +1543,8 @@ def _round_items(i0, i1, t, indptr, indices, values, max_nnz, y_all, row_table, 
                 item_ok[it])
         elif mode == PRODUCTS:
             item_w[it] = _round_item_products(
-                v[gi], hq[gi], mc[gi], e_shared[gi], item_lo[it], item_hi[it], t, indptr, indices, values,
+                v[gi], hq[gi], mc[gi], ac[gi], pw[gi], cpw[gi], qpw[gi], e_shared[gi], item_lo[it], item_hi[it], t,
+                indptr, indices, values,
                 max(1, max_nnz), y_all, row_table, slot, sizes, thresholds, key_seed, key_id, purpose, weight, k_steps,
                 b_size, binary, n_lin, d, has_bias, part[it], part_w[it], item_nnz[it], item_ok[it])
         else:
@@ -1569,22 +1636,27 @@ def _round_buffers(n_items, server, q, af, c, cmf, cc, sizes, mode, k_steps):
     [G, n_m, P·L], the start ``s0`` [G, n, P·L] and its point ``p0`` [G, P·L]; the powers of A
     ``pw`` [G, K + 1, n, n, L] (:func:`_powers`); per item the weight at each coordinate ``part_w``
     [items, P] (not :data:`ONE_STEP`; else empty); and the :data:`PRODUCTS` path's points ``v`` [G,
-    K, P·L] (else empty), ``hq`` [G, K, L] = q Aʲ c and ``mc`` [G, K, n_m, L] = C Aʲ c."""
+    K, P·L], ``hq`` [G, K, L] = q Aʲ c, ``mc`` [G, K, n_m, L] = C Aʲ c and ``ac`` [G, K, n, L] = Aʲ c
+    (else empty)."""
     n_groups, size, lanes, nm, n = server.shape[0], server.shape[2], cc.shape[2], cmf.shape[1], q.shape[1]
     pw, qpw, cpw = _powers(af, q, cmf, k_steps, lanes)
-    hq = np.zeros((n_groups, k_steps, lanes))
-    mc = np.zeros((n_groups, k_steps, nm, lanes))
+    k_products = k_steps if mode == PRODUCTS else 0
+    hq = np.zeros((n_groups, k_products, lanes))
+    mc = np.zeros((n_groups, k_products, nm, lanes))
+    ac = np.zeros((n_groups, k_products, n, lanes))
     for gi in range(n_groups):
-        for j in range(k_steps):
+        for j in range(k_products):
             for r in range(n):
                 for ln in range(lanes):
                     hq[gi, j, ln] += qpw[gi, j, r, ln] * c[gi, r, ln]
                     for e in range(nm):
                         mc[gi, j, e, ln] += cpw[gi, j, e, r, ln] * c[gi, r, ln]
+                    for cl in range(n):
+                        ac[gi, j, cl, ln] += pw[gi, j, cl, r, ln] * c[gi, r, ln]
     return (np.zeros((n_items, nm, size)), np.zeros((n_items, lanes), dtype=np.int64),
             np.ones((n_items, lanes), dtype=np.bool_), np.zeros(n_items), _thresholds(sizes),
             np.empty((n_groups, nm, size)), np.empty((n_groups, nm, size)), np.empty((n_groups, n, size)),
-            np.empty((n_groups, size)), np.empty((n_groups, k_steps if mode == PRODUCTS else 0, size)), hq, mc,
+            np.empty((n_groups, size)), np.empty((n_groups, k_products, size)), hq, mc, ac,
             pw, qpw, cpw, np.zeros((n_items, size // lanes if mode != ONE_STEP else 1)))
 
 
@@ -1610,14 +1682,14 @@ def _run_rounds(server, indptr, indices, values, max_nnz, y_all, row_table, slot
     :meth:`LinearSteps.rounds` runs the same three parts with the items split over threads (the same
     numbers: an item's sum does not depend on who runs it)."""
     n_items = len(item_group)
-    (part, item_nnz, item_ok, item_w, thresholds, e_shared, d_shared, s0, p0, v, hq, mc, pw, qpw, cpw,
+    (part, item_nnz, item_ok, item_w, thresholds, e_shared, d_shared, s0, p0, v, hq, mc, ac, pw, qpw, cpw,
      part_w) = _round_buffers(n_items, server, q, af, c, cmf, cc, sizes, mode, k_steps)
     last = t0 - 1
     for t in range(t0, t1 + 1):
         _round_shared(server, q, bf, cmf, dmf, pw, qpw, s0, p0, v, e_shared, d_shared)
         _round_items(0, n_items, t, indptr, indices, values, max_nnz, y_all, row_table, slot, sizes, thresholds,
                      key_seed, key_id, purpose, item_group, item_lo, item_hi, weight, q, c, cmf, cc, k_steps, b_size,
-                     binary, n_lin, d, has_bias, mode, e_shared, d_shared, s0, p0, v, hq, mc, pw, qpw, cpw, part,
+                     binary, n_lin, d, has_bias, mode, e_shared, d_shared, s0, p0, v, hq, mc, ac, pw, qpw, cpw, part,
                      part_w, item_nnz, item_ok, item_w)
         last = t
         if _round_reduce(server, item_group, emf, fmf, cc, mode, e_shared, part, part_w, item_nnz, item_ok, item_w,
@@ -1679,12 +1751,12 @@ def round_mode(k_steps: int, batch_size: int, q: np.ndarray, a: np.ndarray, c: n
     ``q`` [C, n], ``a`` [C, n, n], ``c`` [C, n]: :data:`ONE_STEP`, every gradient at one point, where
     there is one step (every client starts from the same point) or, in every cell, a point that
     gradients do not move and a gradient sum carried as is (q A = q and A c = c exactly: Mb-SGD,
-    Mb-Ac-SGD); else :data:`PRODUCTS` up to n · :data:`PRODUCTS_ROWS_PER_SEQUENCE` rows a client's
-    round (K·B; n sequences), :data:`TOUCHED` beyond."""
+    Mb-Ac-SGD); else :data:`PRODUCTS`, but :data:`TOUCHED` for one sequence (n = 1) beyond
+    :data:`TOUCHED_FROM_ROWS` rows a client's round (K·B)."""
     fixed = all(np.array_equal(qi @ ai, qi) and np.array_equal(ai @ ci, ci) for qi, ai, ci in zip(q, a, c))
     if k_steps == 1 or fixed:
         return ONE_STEP
-    return PRODUCTS if k_steps * batch_size <= PRODUCTS_ROWS_PER_SEQUENCE * q.shape[1] else TOUCHED
+    return TOUCHED if q.shape[1] == 1 and k_steps * batch_size > TOUCHED_FROM_ROWS else PRODUCTS
 
 
 def lane_groups(bounds: list[tuple[int, int]], key_seed: np.ndarray, key_id: np.ndarray, row_table: np.ndarray,
@@ -1835,7 +1907,7 @@ class LinearSteps:
          item_group, item_lo, item_hi, weight, q, af, c, bf, cmf, dmf, emf, fmf, cc, k_steps, b_size, binary, n_lin, d,
          has_bias, mode) = args
         n_items = len(item_group)
-        (part, item_nnz, item_ok, item_w, thresholds, e_shared, d_shared, s0, p0, v, hq, mc, pw, qpw, cpw,
+        (part, item_nnz, item_ok, item_w, thresholds, e_shared, d_shared, s0, p0, v, hq, mc, ac, pw, qpw, cpw,
          part_w) = _round_buffers(n_items, server, q, af, c, cmf, cc, sizes, mode, k_steps)
         done = np.concatenate([[0], np.cumsum(item_hi - item_lo)])
         cuts = np.searchsorted(done, np.linspace(0, done[-1], threads + 1)[1:-1])
@@ -1846,7 +1918,7 @@ class LinearSteps:
         def items(i0, i1, t):
             _round_items(i0, i1, t, indptr, indices, values, max_nnz, y_all, row_table, slot, sizes, thresholds,
                          key_seed, key_id, purpose, item_group, item_lo, item_hi, weight, q, c, cmf, cc, k_steps,
-                         b_size, binary, n_lin, d, has_bias, mode, e_shared, d_shared, s0, p0, v, hq, mc, pw, qpw,
+                         b_size, binary, n_lin, d, has_bias, mode, e_shared, d_shared, s0, p0, v, hq, mc, ac, pw, qpw,
                          cpw, part, part_w, item_nnz, item_ok, item_w)
 
         last = t0 - 1
