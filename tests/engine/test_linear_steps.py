@@ -299,18 +299,15 @@ def test_whole_rounds_softmax_logreg(algorithm, steps, batch_size, monkeypatch):
     _assert_rows_equal(fused, generic)
 
 
-@pytest.mark.parametrize("steps,d,sparse,touched", [
-    (1, 9, True, False), (3, 9, True, False), (8, 64, True, False),  # one point; products: every coordinate, a few
-    (3, 9, False, False), (65, 9, True, False), (65, 9, True, True)])  # dense; products in 3 segments; touched
-def test_whole_rounds_do_not_depend_on_segments_threads_or_stacking(steps, d, sparse, touched, monkeypatch, tmp_path):
+@pytest.mark.parametrize("algorithm,steps,d,sparse", [
+    ("fedac", 1, 9, True), ("fedac", 3, 9, True), ("fedac", 8, 64, True),  # one point; products: every coordinate,
+    ("fedac", 3, 9, False), ("fedac", 65, 9, True), ("fedavg", 12, 9, True)])  # a few; dense; 2 segments; scaled
+def test_whole_rounds_do_not_depend_on_segments_threads_or_stacking(algorithm, steps, d, sparse, monkeypatch,
+                                                                     tmp_path):
     """Bit for bit: with checkpoints every 2 rounds (other segments), a run resumed from its
     checkpoint, two threads instead of one, a cell trained alone instead of stacked."""
-    from fedbench.engine import linear_steps
-
-    if touched:
-        monkeypatch.setattr(linear_steps, "round_mode", lambda *a: linear_steps.TOUCHED)
     ds = _dataset(sparse, d=d)
-    specs = _round_specs("fedac", steps=steps, seeds=(0, 1, 2))
+    specs = _round_specs(algorithm, steps=steps, seeds=(0, 1, 2))
     base, _ = _run_rounds_spy(specs, ds, True, monkeypatch)
     paths = [tmp_path / f"ckpt{i}.pt" for i in range(len(specs))]
     cut, calls = _run_rounds_spy(specs, ds, True, monkeypatch, checkpoint_paths=paths, checkpoint_every=2)
@@ -331,17 +328,13 @@ def test_whole_rounds_do_not_depend_on_segments_threads_or_stacking(steps, d, sp
     _assert_rows_equal(alone, base[4:5], rtol=0)
 
 
-@pytest.mark.parametrize("steps,rounds,eval_every,touched", [(2, 120, 60, False), (65, 8, 2, False),  # products:
-                                                              (65, 8, 2, True)])  # one segment, 3; touched
-def test_whole_rounds_stop_at_a_diverged_cell(steps, rounds, eval_every, touched, monkeypatch):
-    """A cell whose run blows up (FedAc at η far above 1/L) is recorded diverged at the round the
-    generic path records it, with the same row; the other cells go on to the end."""
-    from fedbench.engine import linear_steps
-
-    if touched:
-        monkeypatch.setattr(linear_steps, "round_mode", lambda *a: linear_steps.TOUCHED)
+@pytest.mark.parametrize("algorithm,steps,rounds,eval_every", [
+    ("fedac", 2, 120, 60), ("fedac", 65, 8, 2), ("fedavg", 12, 60, 8)])  # products: 1, 2 segments; scaled
+def test_whole_rounds_stop_at_a_diverged_cell(algorithm, steps, rounds, eval_every, monkeypatch):
+    """A cell whose run blows up (η far above 1/L) is recorded diverged at the round the generic
+    path records it, with the same row; the other cells go on to the end."""
     ds = _dataset(True)
-    specs = _round_specs("fedac", steps=steps, lrs=(0.05, 3e3), seeds=(0,), rounds=rounds, eval_every=eval_every)
+    specs = _round_specs(algorithm, steps=steps, lrs=(0.05, 3e3), seeds=(0,), rounds=rounds, eval_every=eval_every)
     for s in specs:
         s["collapse"] = False  # NaN/inf, not the collapse rule
     fused, calls = _run_rounds_spy(specs, ds, True, monkeypatch)
@@ -413,13 +406,13 @@ def test_every_lane_of_a_wide_grid_equals_its_cell_alone(steps, monkeypatch):
 @pytest.mark.parametrize("model,steps,batch_size", [("binary_logreg", 2, 1), ("binary_logreg", 3, 2),
                                                     ("logreg", 2, 1), ("binary_logreg", 5, 1),
                                                     ("binary_logreg", 37, 1), ("logreg", 11, 2)])
-def test_touched_products_and_shared_point_paths_equal_the_round_by_round_steps_and_the_generic_path(
+def test_products_scaled_and_shared_point_paths_equal_the_round_by_round_steps_and_the_generic_path(
         algorithm, variant, model, steps, batch_size, monkeypatch):
-    """Three ways to compute a round's clients (64 features, 3 non-zeros a row), each forced in
-    turn: the touched path, which brings a coordinate forward by a power of A when a row reads it;
-    the products path, which forms no iterate and reads each row against q Aᵗ s⁰ plus its products
+    """The ways to compute a round's clients (64 features, 3 non-zeros a row), each forced in
+    turn: the products path, which forms no iterate and reads each row against q Aᵗ s⁰ plus its products
     with the client's earlier rows (in segments: K = 37 and 11 give FedAvg three and two, FedAc two
-    at K = 37, the later ones reading the client's part u at their start); and, for the minibatch
+    at K = 37, the later ones reading the client's part u at their start); for FedAvg (one
+    sequence) the scaled path, which keeps the client's part scaled by a⁻ᵗ; and, for the minibatch
     baselines, whose gradients are all taken at the round's start, the shared-point path. Each
     gives the rows of the round-by-round compiled steps (every coordinate, step by step; float64,
     1e-12) and of the generic path (1e-10); each runs the mode it was given, and
@@ -443,7 +436,9 @@ def test_touched_products_and_shared_point_paths_equal_the_round_by_round_steps_
     monkeypatch.undo()
     monkeypatch.setattr(linear_steps, "_run_rounds", spy)
     one_point = algorithm.startswith("mb_")
-    forced = [linear_steps.TOUCHED, linear_steps.PRODUCTS] + ([linear_steps.ONE_STEP] if one_point else [])
+    one_sequence = algorithm == "fedavg"  # n = 1: the scaled path
+    forced = ([linear_steps.PRODUCTS] + ([linear_steps.SCALED] if one_sequence else [])
+              + ([linear_steps.ONE_STEP] if one_point else []))
     for mode in forced:
         monkeypatch.setattr(linear_steps, "round_mode", lambda *a, mode=mode: mode)
         fast, _ = _run_rounds_spy(specs, ds, True, monkeypatch)
@@ -456,24 +451,50 @@ def test_touched_products_and_shared_point_paths_equal_the_round_by_round_steps_
     assert (set(modes) == {linear_steps.ONE_STEP}) == one_point
 
 
-def test_round_mode_takes_products_but_for_long_rounds_of_one_sequence():
-    """K = 1 or a point the gradients do not move (q A = q, A c = c): one shared point; else the
-    products path, but the touched path for one sequence (FedAvg) beyond
-    :data:`TOUCHED_FROM_ROWS` rows a client's round (K·B)."""
+@pytest.mark.parametrize("steps", [4, 12])  # the products path, the scaled path
+def test_fedavg_without_weight_decay_does_not_take_the_shared_point(steps, monkeypatch):
+    """FedAvg with weight decay 0 has q A = q and A c = c (A = q = 1) but its gradients move the
+    point (q c = −η): :func:`round_mode` must not give it the shared-point path, and its rows equal
+    the generic path's (1e-10). Until stop 33 it took the shared point and was wrong."""
+    from fedbench.engine import linear_steps
+
+    ds = _dataset(True)
+    specs = _round_specs("fedavg", steps=steps)
+    for s in specs:
+        s["local"] = {**s["local"], "weight_decay": 0.0}
+    modes, real = [], linear_steps.round_mode
+    monkeypatch.setattr(linear_steps, "round_mode", lambda *a: modes.append(real(*a)) or modes[-1])
+    fast, calls = _run_rounds_spy(specs, ds, True, monkeypatch)
+    assert calls and modes and linear_steps.ONE_STEP not in modes
+    generic, _ = _run_rounds_spy(specs, ds, False, monkeypatch)
+    _assert_rows_equal(fast, generic)
+
+
+def test_round_mode_takes_products_but_scaled_for_long_rounds_of_one_sequence():
+    """K = 1 or a point the gradients do not move (q A = q, A c = c, q c = 0): one shared point; else the
+    products path, but the scaled path for one sequence (FedAvg) beyond :data:`SCALED_FROM_ROWS`
+    rows a client's round (K·B), unless a cell's |a|⁻ᴷ passes :data:`SCALED_MAX_GROWTH`."""
     from fedbench.engine import linear_steps as ls
 
     fedac_q, fedac_a, fedac_c = np.array([[1.0, 0.0]]), np.array([[[0.9, 0.1], [0.0, 1.0]]]), np.array([[-0.1, -0.2]])
-    fedavg = np.array([[1.0]]), np.array([[[0.99]]]), np.array([[-0.1]])
-    fixed = np.array([[1.0]]), np.array([[[1.0]]]), np.array([[-0.1]])
-    top = ls.TOUCHED_FROM_ROWS
+    fedavg = np.array([[1.0], [1.0]]), np.array([[[0.99]], [[0.5]]]), np.array([[-0.1], [-0.5]])
+    fixed = np.array([[1.0, 0.0]]), np.eye(2)[None], np.array([[0.0, -0.1]])  # Mb-SGD: (w, Σ ∇f)
+    no_decay = np.array([[1.0]]), np.array([[[1.0]]]), np.array([[-0.1]])  # FedAvg, weight decay 0: the point moves
+    top = ls.SCALED_FROM_ROWS
     assert ls.round_mode(1, 1, fedac_q, fedac_a, fedac_c) == ls.ONE_STEP
     assert ls.round_mode(16, 3, *fixed) == ls.ONE_STEP
+    assert ls.round_mode(2, 1, *no_decay) == ls.PRODUCTS
+    assert ls.round_mode(16, 3, *no_decay) == ls.SCALED
     assert ls.round_mode(2, 1, *fedavg) == ls.PRODUCTS
     assert ls.round_mode(top, 1, *fedavg) == ls.PRODUCTS
-    assert ls.round_mode(top + 1, 1, *fedavg) == ls.TOUCHED
-    assert ls.round_mode(top // 2 + 1, 2, *fedavg) == ls.TOUCHED
+    assert ls.round_mode(top + 1, 1, *fedavg) == ls.SCALED
+    assert ls.round_mode(top // 2 + 1, 2, *fedavg) == ls.SCALED
     assert ls.round_mode(2, 1, fedac_q, fedac_a, fedac_c) == ls.PRODUCTS
     assert ls.round_mode(256, 4, fedac_q, fedac_a, fedac_c) == ls.PRODUCTS
+    # 0.5⁻³³² ≈ 8.7e99, 0.5⁻³³³ ≈ 1.7e100: one cell past the bound sends the group to the products path
+    assert ls.round_mode(332, 1, *fedavg) == ls.SCALED
+    assert ls.round_mode(333, 1, *fedavg) == ls.PRODUCTS
+    assert ls.round_mode(64, 1, np.array([[1.0]]), np.array([[[0.0]]]), np.array([[-1.0]])) == ls.PRODUCTS
 
 
 @pytest.mark.parametrize("model_name,classes", [("binary_logreg", 2), ("logreg", 3)])

@@ -59,10 +59,9 @@ the work at a row's non-zeros runs across the lanes, and the dense passes are si
 P·L. Nothing is summed across lanes, so each lane's numbers are its cell's alone. At K ≥ 2 a client
 forms no iterate: a row's logit is the row read against q Aᵗ s⁰ (shared by the lane's clients) plus
 its products with the client's earlier rows times their logit gradients, in segments whose later
-ones also read the client's own part at their start (:func:`_round_item_products`). For long rounds
-of one sequence (FedAvg) a client instead computes only the coordinates its rows touch, each
-brought forward by a power of A when a row reads it (:func:`_round_item_touched`): the others hold
-Aᵗ s⁰, the shared start carried forward. :func:`round_mode` chooses. A work item
+ones also read the client's own part at their start (:func:`_round_item_products`). For a state of
+one sequence (FedAvg: A = a) the client's own part is kept instead, scaled by a⁻ᵗ so that only the
+coordinates a row touches change (:func:`_round_item_scaled`). :func:`round_mode` chooses. A work item
 draws its clients' rows first and requests the cache lines of the rows a few ahead of the one being
 read (:func:`_prefetch_rows`).
 """
@@ -691,25 +690,28 @@ ROUND_BLOCK = 64
 
 #: How :func:`_run_rounds` computes a round's clients: every gradient at the round's one shared
 #: point, K = 1 or the minibatch baselines' accumulation (:func:`_round_item_one_step`); or each
-#: client's own values only at the coordinates its rows touch, brought forward by powers of A when
-#: a row reads them (:func:`_round_item_touched`); or each client's gradients from its rows' products
-#: with each other, its iterates never formed (:func:`_round_item_products`). :func:`round_mode`
-#: chooses.
-ONE_STEP, TOUCHED, PRODUCTS = 0, 1, 2
+#: client's gradients from its rows' products with each other, its iterates never formed
+#: (:func:`_round_item_products`); or, for a state of one sequence, the client's own part kept
+#: scaled by a⁻ᵗ (:func:`_round_item_scaled`). :func:`round_mode` chooses.
+ONE_STEP, PRODUCTS, SCALED = 0, 1, 2
 
 #: From how many rows a client's round (K·B) a one-sequence state (FedAvg) takes the
-#: :data:`TOUCHED` path: there a row's step brings one number forward per non-zero, cheaper than the
-#: products path's extra reads; with n ≥ 2 sequences the touched path's n × n powers cost more, and
-#: the products path is taken at every K. Measured (a9a-shaped rows, M = 256, benchmarks/RESULTS.md,
-#: stop 33): FedAvg was faster on the products path at K = 32 and slower at K = 64 and 256; FedAc
-#: faster at K = 16 to 256.
-TOUCHED_FROM_ROWS = 32
+#: :data:`SCALED` path: a row reads the client's part at its non-zeros, which the products path
+#: saves while the rows' products are few. Measured (FedAvg, a9a-shaped rows, M = 256,
+#: benchmarks/RESULTS.md, stop 33): the two equal at K = 8, the products path 1.1× faster at K = 2
+#: and 4, the scaled path 1.15× faster at K = 16 and 1.45× at K = 32.
+SCALED_FROM_ROWS = 8
+
+#: The most |a|⁻ᴷ of the :data:`SCALED` path (the growth of the scaled terms, a the one-sequence
+#: step's A): beyond it, a step that nearly erases the state (|a| ≪ 1, e.g. η μ near 1), the
+#: products path runs instead.
+SCALED_MAX_GROWTH = 1e100
 
 #: The rows of a segment of the :data:`PRODUCTS` path, per sequence of the state: a row's products
 #: with the segment's earlier rows grow with it, the cost of a segment's start (a power of A at every
-#: touched coordinate) shrinks. Measured (FedAc-I, K = 64 and 256, M = 256; benchmarks/RESULTS.md,
-#: stop 33): 16 beat 8 and 32.
-PRODUCTS_SEGMENT_ROWS = 16
+#: coordinate the client touched) shrinks. Measured (FedAc-I, M = 256 and 1,024; benchmarks/RESULTS.md,
+#: stop 33): 32 (FedAc: 64 steps at B = 1) and 16 equal at K = 256, 32 faster at K = 64.
+PRODUCTS_SEGMENT_ROWS = 32
 
 #: The lane kernels vectorize across lanes (cells), never along a sum, so they do not reassociate:
 #: a lane's numbers are the same with 1 lane or 13, in the vector body or its scalar remainder.
@@ -801,28 +803,6 @@ def _lanes_point(s, qg, i0, out):
         sj, qj = s[j, i0:i0 + lanes], qg[j]
         for ln in range(lanes):
             out[ln] += qj[ln] * sj[ln]
-
-
-@numba.njit(cache=True, inline="always", fastmath=_LANE_FLAGS)
-def _point_add(z, cl, v, qpw, j, src, i0):
-    """z[cl, l] += v · q Aʲ src[:, i0 + l] for every lane l: a coordinate's term in the logit, at its
-    point j steps on (``qpw`` [K + 1, n, L]: :func:`_powers`; ``src`` [n, P·L])."""
-    n, lanes = src.shape[0], z.shape[1]
-    zc = z[cl]
-    if n == 2:
-        q0, q1, s0, s1 = qpw[j, 0], qpw[j, 1], src[0, i0:i0 + lanes], src[1, i0:i0 + lanes]
-        for ln in range(lanes):
-            zc[ln] += v * (q0[ln] * s0[ln] + q1[ln] * s1[ln])
-    elif n == 1:
-        q0, s0 = qpw[j, 0], src[0, i0:i0 + lanes]
-        for ln in range(lanes):
-            zc[ln] += v * (q0[ln] * s0[ln])
-    else:
-        for ln in range(lanes):
-            pv = 0.0
-            for r in range(n):
-                pv += qpw[j, r, ln] * src[r, i0 + ln]
-            zc[ln] += v * pv
 
 
 @numba.njit(cache=True, inline="always", fastmath=_LANE_FLAGS)
@@ -1058,7 +1038,8 @@ def _one_step_clients(
         purpose, weight, ccg, k_steps, b_size, binary, n_lin, d, has_bias, acc, nnz, ok, nm, size, lanes, p_total,
         per_client, inv_b, bias_at, z, dz, fin, zl, dzl, loc, cur, ent, pool, words, grad, pos, touched, change, base):
     """The loops of :func:`_round_item_one_step` over its scratch arrays, compiled without
-    reference counting, as :func:`_touched_clients`."""
+    reference counting: there every view and every array handed to an inlined helper cost an atomic
+    increment and decrement, a quarter of the time."""
     _shared_nonzeros(e_shared, p_total, lanes, base)
     acc[:] = 0.0
     w_sum = 0.0
@@ -1141,143 +1122,6 @@ def _row_scratch(n_clients, per_client, width, indices, values):
 
 
 @numba.njit(cache=True, fastmath=_LANE_FLAGS)
-def _round_item_touched(s0, pw, qpw, cpw, e_shared, d_shared, lo, hi, t, indptr, indices, values, width, y_all,
-                        row_table, slot, sizes, thresholds, key_seed, key_id, purpose, weight, qg, cg, k_steps, b_size,
-                        binary, n_lin, d, has_bias, acc, acc_w, nnz, ok):
-    """One round of clients lo..hi−1 of one group of L lanes, each client computing only the
-    coordinates its K·B rows touch. Every client of a lane starts from the same s⁰ = B S (``s0``
-    [n, P·L], flat index k·L + l) and the step s ← A s + c ∇f(q s) acts coordinate by coordinate
-    with the same A at every coordinate, so a coordinate that none of a client's rows has touched
-    since step j holds Aᵗ⁻ʲ times its value then. A client keeps its own values only at the
-    coordinates its rows touch, packed in the order it touched them, each with the step it is
-    current at, and brings a coordinate forward with the power Aᵗ⁻ʲ (``pw`` [K + 1, n, n, L]:
-    :func:`_powers`) when a row reads it: a step costs its rows' non-zeros, whatever K and the
-    number of coordinates. At the end its touched coordinates are brought to step K; the others
-    hold Aᴷ s⁰ and send the shared message ``e_shared`` = C Aᴷ s⁰ + D S (:func:`_round_shared`).
-    ``acc`` [n_m, P·L] (zeroed first) gets Σ weight[g] e at the touched coordinates (e = C s +
-    ``d_shared``, d_shared = D S), ``acc_w`` [P] the weight of the clients that touched each
-    coordinate (the rest take e_shared: :func:`_round_reduce`); nnz[l] counts the messages'
-    non-zeros, ok[l] is cleared where a lane's loss is not finite. Returns Σ weight[g]."""
-    n, size, lanes = s0.shape[0], s0.shape[1], qg.shape[1]
-    p_total = size // lanes
-    nm = cpw.shape[1]
-    per_client = k_steps * b_size
-    bias_at = n_lin * d
-    s = np.empty((n, size))  # the touched coordinates' values, packed: touched[j] at j·L .. j·L + L − 1
-    ev = np.empty(lanes)  # a message's values at one coordinate
-    vals = np.empty((n, lanes))
-    pos = np.full(p_total, -1, dtype=np.int64)
-    touched = np.empty(p_total, dtype=np.int64)
-    at = np.empty(p_total, dtype=np.int64)  # the step packed coordinate j is current at
-    z = np.empty((n_lin, lanes))
-    dz = np.empty((b_size, n_lin, lanes))
-    fin = np.empty(lanes)
-    count = np.zeros(lanes)
-    base = np.zeros(lanes)
-    zl = np.empty(n_lin)
-    dzl = np.empty(n_lin)
-    loc, cur, labs, buf_i, buf_v, cnt, ent, pool, words = _row_scratch(hi - lo, per_client, width, indices, values)
-    return _touched_clients(
-        s0, pw, qpw, cpw, e_shared, d_shared, lo, hi, t, indptr, indices, values, width, y_all, row_table, slot, sizes,
-        thresholds, key_seed, key_id, purpose, weight, qg, cg, k_steps, b_size, binary, n_lin, d, has_bias, acc,
-        acc_w, nnz, ok, n, size, lanes, p_total, nm, per_client, bias_at, s, ev, vals, pos, touched, at, z, dz,
-        fin, count, base, zl, dzl, loc, cur, labs, buf_i, buf_v, cnt, ent, pool, words)
-
-
-@numba.njit(cache=True, fastmath=_LANE_FLAGS, _nrt=False)
-def _touched_clients(
-        s0, pw, qpw, cpw, e_shared, d_shared, lo, hi, t, indptr, indices, values, width, y_all, row_table, slot, sizes,
-        thresholds, key_seed, key_id, purpose, weight, qg, cg, k_steps, b_size, binary, n_lin, d, has_bias, acc,
-        acc_w, nnz, ok, n, size, lanes, p_total, nm, per_client, bias_at, s, ev, vals, pos, touched, at, z, dz,
-        fin, count, base, zl, dzl, loc, cur, labs, buf_i, buf_v, cnt, ent, pool, words):
-    """The loops of :func:`_round_item_touched` over its scratch arrays, compiled without
-    reference counting (they allocate nothing): there every view and every array handed to an
-    inlined helper cost an atomic increment and decrement, a quarter of the time."""
-    _shared_nonzeros(e_shared, p_total, lanes, base)
-    acc[:, :] = 0.0
-    acc_w[:] = 0.0
-    w_sum = 0.0
-    inv_b = 1.0 / b_size
-    _item_rows(lo, hi, t, per_client, key_seed, key_id, purpose, sizes, thresholds, row_table, slot, ent, pool, words,
-               loc)
-    for g in range(lo, hi):
-        _gather_rows(loc, (g - lo) * per_client, per_client, cur, y_all, indptr, indices, values, labs, buf_i, buf_v,
-                     cnt)
-        n_touched = 0
-        for t_local in range(k_steps):
-            j0 = t_local * b_size
-            for b in range(b_size):  # the gradients at p = q Aᵗ⁻ʲ s (s⁰ where the client has not been)
-                j = j0 + b
-                m = cnt[j]
-                for cl in range(n_lin):
-                    off = cl * d
-                    for ln in range(lanes):
-                        z[cl, ln] = 0.0
-                    for u in range(m + (1 if has_bias else 0)):
-                        k, v = (off + buf_i[j, u], buf_v[j, u]) if u < m else (bias_at + cl, 1.0)
-                        jt = pos[k]
-                        if jt < 0:
-                            _point_add(z, cl, v, qpw, t_local, s0, k * lanes)
-                        else:
-                            _point_add(z, cl, v, qpw, t_local - at[jt], s, jt * lanes)
-                for ln in range(lanes):
-                    fin[ln] = 0.0
-                _grads_lanes(z, labs[j], binary, n_lin, inv_b, dz[b], fin, False, zl, dzl)  # finite where the loss is
-                for ln in range(lanes):
-                    ok[ln] = ok[ln] and math.isfinite(fin[ln])
-            nxt = t_local + 1
-            for b in range(b_size):  # s ← Aᵗ⁺¹⁻ʲ s + c ∇f at the gradient's coordinates
-                j = j0 + b
-                m = cnt[j]
-                for cl in range(n_lin):
-                    off = cl * d
-                    for u in range(m + (1 if has_bias else 0)):
-                        k, v = (off + buf_i[j, u], buf_v[j, u]) if u < m else (bias_at + cl, 1.0)
-                        jt = pos[k]
-                        if jt < 0:  # first touched: from s⁰
-                            jt = n_touched
-                            pos[k] = jt
-                            touched[jt] = k
-                            n_touched += 1
-                            _advance(s, jt * lanes, s0, k * lanes, pw, nxt, cg, dz, b, cl, v, vals)
-                        elif at[jt] < nxt:
-                            _advance(s, jt * lanes, s, jt * lanes, pw, nxt - at[jt], cg, dz, b, cl, v, vals)
-                        else:  # another row of this step at this coordinate
-                            i0 = jt * lanes
-                            for ln in range(lanes):
-                                gv = dz[b, cl, ln] * v
-                                for r in range(n):
-                                    s[r, i0 + ln] += cg[r, ln] * gv
-                        at[jt] = nxt
-        wg = weight[g]
-        w_sum += wg
-        for jt in range(n_touched):  # client_final at the touched coordinates, C Aᴷ⁻ʲ s + D S, counted and summed
-            k = touched[jt]
-            acc_w[k] += wg
-            pos[k] = -1
-            i0, j0, j = k * lanes, jt * lanes, k_steps - at[jt]
-            for e in range(nm):
-                ds, ae, es = d_shared[e, i0:i0 + lanes], acc[e, i0:i0 + lanes], e_shared[e, i0:i0 + lanes]
-                if n == 2:  # one loop over the lanes (as _advance)
-                    q0, q1, s0_, s1_ = cpw[j, e, 0], cpw[j, e, 1], s[0, j0:j0 + lanes], s[1, j0:j0 + lanes]
-                    for ln in range(lanes):
-                        ev[ln] = ds[ln] + (q0[ln] * s0_[ln] + q1[ln] * s1_[ln])
-                else:
-                    for ln in range(lanes):
-                        ev[ln] = ds[ln]
-                    for c in range(n):
-                        pc, sc = cpw[j, e, c], s[c, j0:j0 + lanes]
-                        for ln in range(lanes):
-                            ev[ln] += pc[ln] * sc[ln]
-                for ln in range(lanes):
-                    ae[ln] += wg * ev[ln]
-                    count[ln] += (1.0 if ev[ln] != 0.0 else 0.0) - (1.0 if es[ln] != 0.0 else 0.0)
-    for ln in range(lanes):
-        nnz[ln] += int(base[ln]) * (hi - lo) + int(count[ln])
-    return w_sum
-
-
-@numba.njit(cache=True, fastmath=_LANE_FLAGS)
 def _round_item_products(v, hq, mc, ac, pw, cpw, qpw, e_shared, lo, hi, t, indptr, indices, values, width, y_all,
                          row_table, slot, sizes, thresholds, key_seed, key_id, purpose, weight, k_steps, b_size,
                          binary, n_lin, d, has_bias, acc, acc_w, nnz, ok):
@@ -1306,8 +1150,10 @@ def _round_item_products(v, hq, mc, ac, pw, cpw, qpw, e_shared, lo, hi, t, indpt
     segment start costs a product with a power of A at each touched coordinate. S =
     :data:`PRODUCTS_SEGMENT_ROWS` · n / B steps (one segment where K ≤ S). ``v`` [K, P·L], ``hq``
     [K, L], ``mc`` [K, n_m, L], ``ac`` [K, n, L], ``pw`` [K + 1, n, n, L], ``cpw`` [K + 1, n_m, n,
-    L], ``qpw`` [K + 1, n, L] (:func:`_powers`); ``acc``, ``acc_w``, ``nnz``, ``ok`` and the return as
-    :func:`_round_item_touched`, the same numbers to rounding."""
+    L], ``qpw`` [K + 1, n, L] (:func:`_powers`). ``acc`` [n_m, P·L] gets Σ weight[g] e at the touched
+    coordinates, ``acc_w`` [P] the weight of the clients that touched each coordinate (the rest take
+    e_shared: :func:`_round_reduce`); nnz[l] counts the messages' non-zeros, ok[l] is cleared where
+    a lane's loss is not finite. Returns Σ weight[g]."""
     size, lanes, n = v.shape[1], hq.shape[1], ac.shape[1]
     p_total = size // lanes
     nm = mc.shape[1]
@@ -1351,7 +1197,7 @@ def _products_clients(
         ok, lanes, p_total, nm, n, per_client, seg_steps, delta, es_i, acc_i, u2, xd, gr, yb, cf, pos, touched, z, dz,
         fin, count, base, zl, dzl, loc, cur, labs, buf_i, buf_v, cnt, ent, pool, words):
     """The loops of :func:`_round_item_products` over its scratch arrays, compiled without
-    reference counting, as :func:`_touched_clients`."""
+    reference counting, as :func:`_one_step_clients`."""
     _shared_nonzeros(e_shared, p_total, lanes, base)
     acc_w[:] = 0.0
     w_sum = 0.0
@@ -1491,13 +1337,144 @@ def _products_clients(
     return w_sum
 
 
+@numba.njit(cache=True, fastmath=_LANE_FLAGS)
+def _round_item_scaled(v, qpw, cs, cpw, e_shared, lo, hi, t, indptr, indices, values, width, y_all, row_table, slot,
+                       sizes, thresholds, key_seed, key_id, purpose, weight, k_steps, b_size, binary, n_lin, d,
+                       has_bias, acc, acc_w, nnz, ok):
+    """One round of clients lo..hi−1 of one group of L lanes for a state of one sequence (n = 1,
+    FedAvg: A = a, a number per lane), its client's own part kept scaled. Every client of a lane
+    starts from s⁰ = B S and s ← a s + c ∇f(q s), so
+
+        s_t = aᵗ s⁰ + aᵗ û_t,   û_t = Σ_{j<t} (c a⁻⁽ʲ⁺¹⁾) Σ_b dz_{j,b} x_{j,b}
+
+    (dz the logit gradients with 1/B): û, zero but at the coordinates the client's rows touched,
+    changes only there, each step (no coordinate is brought forward). A row's logit at step t is
+    x·(q aᵗ s⁰) + q aᵗ (x·û_t): the row read against ``v[t]`` (:func:`_round_shared`) and û, times
+    ``qpw[t]`` = q aᵗ; its gradient goes into û with ``cs[t]`` = c a⁻⁽ᵗ⁺¹⁾; the message is e =
+    ``e_shared`` + C aᴷ û_K (``cpw[K]``) at the touched coordinates. A row costs two passes over its
+    non-zeros per lane (one read, one read and write). The terms of û grow as |a|⁻ᵗ, which
+    :func:`round_mode` bounds; the rounding relative to s is that of the steps. ``v`` [K, P·L],
+    ``qpw`` [K + 1, 1, L], ``cs`` [K, L], ``cpw`` [K + 1, n_m, 1, L] (:func:`_powers`); ``acc``,
+    ``acc_w``, ``nnz``, ``ok`` and the return as :func:`_round_item_products`, the same numbers to
+    rounding."""
+    size, lanes = v.shape[1], cs.shape[1]
+    p_total = size // lanes
+    per_client = k_steps * b_size
+    uh = np.zeros(size)  # û [P·L], zero but at the touched coordinates
+    pos = np.full(p_total, -1, dtype=np.int64)
+    touched = np.empty(p_total, dtype=np.int64)
+    cf = np.empty(lanes)
+    ev = np.empty(lanes)
+    z = np.empty((n_lin, lanes))
+    dz = np.empty((b_size, n_lin, lanes))
+    fin = np.empty(lanes)
+    count = np.zeros(lanes)
+    base = np.zeros(lanes)
+    zl = np.empty(n_lin)
+    dzl = np.empty(n_lin)
+    loc, cur, labs, buf_i, buf_v, cnt, ent, pool, words = _row_scratch(hi - lo, per_client, width, indices, values)
+    return _scaled_clients(
+        v, qpw, cs, cpw, e_shared, lo, hi, t, indptr, indices, values, y_all, row_table, slot, sizes, thresholds,
+        key_seed, key_id, purpose, weight, k_steps, b_size, binary, n_lin, d, has_bias, acc, acc_w, nnz, ok, lanes,
+        p_total, per_client, uh, pos, touched, cf, ev, z, dz, fin, count, base, zl, dzl, loc, cur, labs, buf_i, buf_v,
+        cnt, ent, pool, words)
+
+
+@numba.njit(cache=True, fastmath=_LANE_FLAGS, _nrt=False)
+def _scaled_clients(
+        v, qpw, cs, cpw, e_shared, lo, hi, t, indptr, indices, values, y_all, row_table, slot, sizes, thresholds,
+        key_seed, key_id, purpose, weight, k_steps, b_size, binary, n_lin, d, has_bias, acc, acc_w, nnz, ok, lanes,
+        p_total, per_client, uh, pos, touched, cf, ev, z, dz, fin, count, base, zl, dzl, loc, cur, labs, buf_i, buf_v,
+        cnt, ent, pool, words):
+    """The loops of :func:`_round_item_scaled` over its scratch arrays, compiled without reference
+    counting, as :func:`_products_clients`."""
+    nm = e_shared.shape[0]
+    _shared_nonzeros(e_shared, p_total, lanes, base)
+    acc[:, :] = 0.0
+    acc_w[:] = 0.0
+    w_sum = 0.0
+    inv_b = 1.0 / b_size
+    bias_at = n_lin * d
+    ck = cpw[k_steps]
+    _item_rows(lo, hi, t, per_client, key_seed, key_id, purpose, sizes, thresholds, row_table, slot, ent, pool, words,
+               loc)
+    for g in range(lo, hi):
+        _gather_rows(loc, (g - lo) * per_client, per_client, cur, y_all, indptr, indices, values, labs, buf_i, buf_v,
+                     cnt)
+        n_touched = 0
+        for t_local in range(k_steps):
+            vt, qt = v[t_local], qpw[t_local, 0]
+            for b in range(b_size):  # the logits x·v_t + q aᵗ (x·û)
+                j = t_local * b_size + b
+                m = cnt[j]
+                m_all = m + (1 if has_bias else 0)
+                for cl in range(n_lin):
+                    off, zc = cl * d, z[cl]
+                    for ln in range(lanes):
+                        zc[ln] = 0.0
+                    u = 0
+                    while u < m_all:  # two non-zeros a pass (past the end: the first again, times 0)
+                        k0, x0 = (off + buf_i[j, u], buf_v[j, u]) if u < m else (bias_at + cl, 1.0)
+                        k1, x1 = ((off + buf_i[j, u + 1], buf_v[j, u + 1]) if u + 1 < m else
+                                  ((bias_at + cl, 1.0) if u + 1 < m_all else (k0, 0.0)))
+                        i0, i1 = k0 * lanes, k1 * lanes
+                        v0, v1, h0, h1 = vt[i0:i0 + lanes], vt[i1:i1 + lanes], uh[i0:i0 + lanes], uh[i1:i1 + lanes]
+                        for ln in range(lanes):
+                            zc[ln] += x0 * (v0[ln] + qt[ln] * h0[ln]) + x1 * (v1[ln] + qt[ln] * h1[ln])
+                        u += 2
+                for ln in range(lanes):
+                    fin[ln] = 0.0
+                _grads_lanes(z, labs[j], binary, n_lin, inv_b, dz[b], fin, False, zl, dzl)
+                for ln in range(lanes):  # finite where the loss is
+                    ok[ln] = ok[ln] and math.isfinite(fin[ln])
+            ct = cs[t_local]
+            for b in range(b_size):  # û += c a⁻⁽ᵗ⁺¹⁾ ∇f at the rows' coordinates
+                j = t_local * b_size + b
+                m = cnt[j]
+                for cl in range(n_lin):
+                    off, dj = cl * d, dz[b, cl]
+                    for ln in range(lanes):
+                        cf[ln] = ct[ln] * dj[ln]
+                    for u in range(m + (1 if has_bias else 0)):
+                        k, xv = (off + buf_i[j, u], buf_v[j, u]) if u < m else (bias_at + cl, 1.0)
+                        hk = uh[k * lanes:(k + 1) * lanes]
+                        if pos[k] < 0:  # first touched
+                            pos[k] = n_touched
+                            touched[n_touched] = k
+                            n_touched += 1
+                            for ln in range(lanes):
+                                hk[ln] = cf[ln] * xv
+                        else:
+                            for ln in range(lanes):
+                                hk[ln] += cf[ln] * xv
+        wg = weight[g]
+        w_sum += wg
+        for jt in range(n_touched):  # the message e_shared + C aᴷ û at the touched coordinates, counted and summed
+            k = touched[jt]
+            acc_w[k] += wg
+            pos[k] = -1
+            i0 = k * lanes
+            hk = uh[i0:i0 + lanes]
+            for e in range(nm):
+                es, ae, ce = e_shared[e, i0:i0 + lanes], acc[e, i0:i0 + lanes], ck[e, 0]
+                for ln in range(lanes):
+                    x = es[ln] + ce[ln] * hk[ln]
+                    ae[ln] += wg * x
+                    count[ln] += (1.0 if x != 0.0 else 0.0) - (1.0 if es[ln] != 0.0 else 0.0)
+            for ln in range(lanes):
+                hk[ln] = 0.0
+    for ln in range(lanes):
+        nnz[ln] += int(base[ln]) * (hi - lo) + int(count[ln])
+    return w_sum
+
+
 @numba.njit(cache=True, nogil=True, fastmath=_LANE_FLAGS)
 def _round_shared(server, q, bf, cmf, dmf, pw, qpw, s0, p0, v, e_shared, d_shared):
     """What every client of a lane shares in a round (all start from s⁰ = B S), for every group g
     and lane: s0[g] = s⁰ [n, P·L], its point p0[g] = q s⁰ [P·L], d_shared[g] = D S and e_shared[g]
     = C Aᴷ s⁰ + D S [n_m, P·L] (Aᴷ = pw[g, K]: :func:`_powers`), the message of a client whose rows
     touched nothing; and v[g, t] = q Aᵗ s⁰ [P·L] for the t < v.shape[1] (``qpw``: :func:`_powers`;
-    the :data:`PRODUCTS` path's, else none)."""
+    the :data:`PRODUCTS` and :data:`SCALED` paths', else none)."""
     n_groups, lanes = server.shape[0], q.shape[2]
     n, size, nm = q.shape[1], server.shape[2], cmf.shape[1]
     k_steps = pw.shape[1] - 1
@@ -1524,27 +1501,25 @@ def _round_shared(server, q, bf, cmf, dmf, pw, qpw, s0, p0, v, e_shared, d_share
 
 @numba.njit(cache=True, nogil=True, fastmath=_LANE_FLAGS)
 def _round_items(i0, i1, t, indptr, indices, values, max_nnz, y_all, row_table, slot, sizes, thresholds, key_seed,
-                 key_id, purpose, item_group, item_lo, item_hi, weight, q, c, cmf, cc, k_steps, b_size, binary, n_lin,
-                 d, has_bias, mode, e_shared, d_shared, s0, p0, v, hq, mc, ac, pw, qpw, cpw, part, part_w, item_nnz,
-                 item_ok, item_w):
+                 key_id, purpose, item_group, item_lo, item_hi, weight, cc, k_steps, b_size, binary, n_lin, d, has_bias,
+                 mode, e_shared, p0, v, hq, mc, ac, cs, pw, qpw, cpw, part, part_w, item_nnz, item_ok, item_w):
     """Work items i0..i1−1 of round t (by ``mode``: :data:`ONE_STEP` :func:`_round_item_one_step`,
-    :data:`TOUCHED` :func:`_round_item_touched`, :data:`PRODUCTS` :func:`_round_item_products`),
+    :data:`PRODUCTS` :func:`_round_item_products`, :data:`SCALED` :func:`_round_item_scaled`),
     their sums into ``part[it]`` (and ``part_w[it]``), their non-zeros and loss checks per lane,
     weights beside."""
     for it in range(i0, i1):
         gi = item_group[it]
         item_nnz[it, :] = 0
         item_ok[it, :] = True
-        if mode == TOUCHED:
-            item_w[it] = _round_item_touched(
-                s0[gi], pw[gi], qpw[gi], cpw[gi], e_shared[gi], d_shared[gi], item_lo[it], item_hi[it], t, indptr,
-                indices, values, max(1, max_nnz), y_all, row_table, slot, sizes, thresholds, key_seed, key_id, purpose,
-                weight, q[gi], c[gi], k_steps, b_size, binary, n_lin, d, has_bias, part[it], part_w[it], item_nnz[it],
-                item_ok[it])
-        elif mode == PRODUCTS:
+        if mode == PRODUCTS:
             item_w[it] = _round_item_products(
                 v[gi], hq[gi], mc[gi], ac[gi], pw[gi], cpw[gi], qpw[gi], e_shared[gi], item_lo[it], item_hi[it], t,
                 indptr, indices, values,
+                max(1, max_nnz), y_all, row_table, slot, sizes, thresholds, key_seed, key_id, purpose, weight, k_steps,
+                b_size, binary, n_lin, d, has_bias, part[it], part_w[it], item_nnz[it], item_ok[it])
+        elif mode == SCALED:
+            item_w[it] = _round_item_scaled(
+                v[gi], qpw[gi], cs[gi], cpw[gi], e_shared[gi], item_lo[it], item_hi[it], t, indptr, indices, values,
                 max(1, max_nnz), y_all, row_table, slot, sizes, thresholds, key_seed, key_id, purpose, weight, k_steps,
                 b_size, binary, n_lin, d, has_bias, part[it], part_w[it], item_nnz[it], item_ok[it])
         else:
@@ -1635,12 +1610,20 @@ def _round_buffers(n_items, server, q, af, c, cmf, cc, sizes, mode, k_steps):
     ``sizes``; per group what its clients share (:func:`_round_shared`): ``e_shared``, ``d_shared``
     [G, n_m, P·L], the start ``s0`` [G, n, P·L] and its point ``p0`` [G, P·L]; the powers of A
     ``pw`` [G, K + 1, n, n, L] (:func:`_powers`); per item the weight at each coordinate ``part_w``
-    [items, P] (not :data:`ONE_STEP`; else empty); and the :data:`PRODUCTS` path's points ``v`` [G,
-    K, P·L], ``hq`` [G, K, L] = q Aʲ c, ``mc`` [G, K, n_m, L] = C Aʲ c and ``ac`` [G, K, n, L] = Aʲ c
-    (else empty)."""
+    [items, P] (not :data:`ONE_STEP`; else empty); the points ``v`` [G, K, P·L] (not
+    :data:`ONE_STEP`; else empty); the :data:`PRODUCTS` path's ``hq`` [G, K, L] = q Aʲ c, ``mc`` [G,
+    K, n_m, L] = C Aʲ c and ``ac`` [G, K, n, L] = Aʲ c, and the :data:`SCALED` path's ``cs`` [G, K, L]
+    = c a⁻⁽ʲ⁺¹⁾ (else empty)."""
     n_groups, size, lanes, nm, n = server.shape[0], server.shape[2], cc.shape[2], cmf.shape[1], q.shape[1]
     pw, qpw, cpw = _powers(af, q, cmf, k_steps, lanes)
     k_products = k_steps if mode == PRODUCTS else 0
+    cs = np.zeros((n_groups, k_steps if mode == SCALED else 0, lanes))
+    for gi in range(n_groups):
+        for ln in range(lanes):
+            inv = 1.0
+            for j in range(cs.shape[1]):  # c a⁻⁽ʲ⁺¹⁾
+                inv /= af[gi, 0, 0, ln]
+                cs[gi, j, ln] = c[gi, 0, ln] * inv
     hq = np.zeros((n_groups, k_products, lanes))
     mc = np.zeros((n_groups, k_products, nm, lanes))
     ac = np.zeros((n_groups, k_products, n, lanes))
@@ -1656,8 +1639,8 @@ def _round_buffers(n_items, server, q, af, c, cmf, cc, sizes, mode, k_steps):
     return (np.zeros((n_items, nm, size)), np.zeros((n_items, lanes), dtype=np.int64),
             np.ones((n_items, lanes), dtype=np.bool_), np.zeros(n_items), _thresholds(sizes),
             np.empty((n_groups, nm, size)), np.empty((n_groups, nm, size)), np.empty((n_groups, n, size)),
-            np.empty((n_groups, size)), np.empty((n_groups, k_products, size)), hq, mc, ac,
-            pw, qpw, cpw, np.zeros((n_items, size // lanes if mode != ONE_STEP else 1)))
+            np.empty((n_groups, size)), np.empty((n_groups, k_steps if mode != ONE_STEP else 0, size)), hq, mc, ac,
+            cs, pw, qpw, cpw, np.zeros((n_items, size // lanes if mode != ONE_STEP else 1)))
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_LANE_FLAGS)
@@ -1682,15 +1665,15 @@ def _run_rounds(server, indptr, indices, values, max_nnz, y_all, row_table, slot
     :meth:`LinearSteps.rounds` runs the same three parts with the items split over threads (the same
     numbers: an item's sum does not depend on who runs it)."""
     n_items = len(item_group)
-    (part, item_nnz, item_ok, item_w, thresholds, e_shared, d_shared, s0, p0, v, hq, mc, ac, pw, qpw, cpw,
+    (part, item_nnz, item_ok, item_w, thresholds, e_shared, d_shared, s0, p0, v, hq, mc, ac, cs, pw, qpw, cpw,
      part_w) = _round_buffers(n_items, server, q, af, c, cmf, cc, sizes, mode, k_steps)
     last = t0 - 1
     for t in range(t0, t1 + 1):
         _round_shared(server, q, bf, cmf, dmf, pw, qpw, s0, p0, v, e_shared, d_shared)
         _round_items(0, n_items, t, indptr, indices, values, max_nnz, y_all, row_table, slot, sizes, thresholds,
-                     key_seed, key_id, purpose, item_group, item_lo, item_hi, weight, q, c, cmf, cc, k_steps, b_size,
-                     binary, n_lin, d, has_bias, mode, e_shared, d_shared, s0, p0, v, hq, mc, ac, pw, qpw, cpw, part,
-                     part_w, item_nnz, item_ok, item_w)
+                     key_seed, key_id, purpose, item_group, item_lo, item_hi, weight, cc, k_steps, b_size, binary,
+                     n_lin, d, has_bias, mode, e_shared, p0, v, hq, mc, ac, cs, pw, qpw, cpw, part, part_w, item_nnz,
+                     item_ok, item_w)
         last = t
         if _round_reduce(server, item_group, emf, fmf, cc, mode, e_shared, part, part_w, item_nnz, item_ok, item_w,
                          nonzeros, diverged):
@@ -1722,7 +1705,7 @@ def _evaluate_lanes(indptr, indices, values, y, w, binary, n_lin, d, has_bias, n
 def _evaluate_rows(indptr, indices, values, y, w, binary, n_lin, d, has_bias, z, dz, zl, dzl, loss, hits, counts):
     """The loop of :func:`_evaluate_lanes` over its scratch arrays (``z``, ``dz`` [C, L], ``zl``,
     ``dzl`` [C]), adding into ``loss``, ``hits`` and ``counts``; compiled without reference
-    counting, as :func:`_touched_clients`."""
+    counting, as :func:`_one_step_clients`."""
     lanes = z.shape[1]
     for r in range(len(y)):
         start = indptr[r]
@@ -1750,13 +1733,20 @@ def round_mode(k_steps: int, batch_size: int, q: np.ndarray, a: np.ndarray, c: n
     """How the compiled rounds compute a round's clients, given K, B and the cells' step forms
     ``q`` [C, n], ``a`` [C, n, n], ``c`` [C, n]: :data:`ONE_STEP`, every gradient at one point, where
     there is one step (every client starts from the same point) or, in every cell, a point that
-    gradients do not move and a gradient sum carried as is (q A = q and A c = c exactly: Mb-SGD,
-    Mb-Ac-SGD); else :data:`PRODUCTS`, but :data:`TOUCHED` for one sequence (n = 1) beyond
-    :data:`TOUCHED_FROM_ROWS` rows a client's round (K·B)."""
-    fixed = all(np.array_equal(qi @ ai, qi) and np.array_equal(ai @ ci, ci) for qi, ai, ci in zip(q, a, c))
+    gradients do not move and a gradient sum carried as is (q A = q, A c = c and q c = 0 exactly:
+    Mb-SGD, Mb-Ac-SGD; FedAvg without weight decay has the first two, not the third); else
+    :data:`PRODUCTS`, but :data:`SCALED` for one sequence (n = 1) beyond :data:`SCALED_FROM_ROWS`
+    rows a client's round (K·B) where every cell's |a|⁻ᴷ ≤ :data:`SCALED_MAX_GROWTH`."""
+    fixed = all(np.array_equal(qi @ ai, qi) and np.array_equal(ai @ ci, ci) and qi @ ci == 0
+                for qi, ai, ci in zip(q, a, c))
     if k_steps == 1 or fixed:
         return ONE_STEP
-    return TOUCHED if q.shape[1] == 1 and k_steps * batch_size > TOUCHED_FROM_ROWS else PRODUCTS
+    if q.shape[1] == 1 and k_steps * batch_size > SCALED_FROM_ROWS:
+        with np.errstate(divide="ignore", over="ignore"):
+            growth = np.abs(a[:, 0, 0]).astype(np.float64) ** -float(k_steps)
+        if np.all(growth <= SCALED_MAX_GROWTH):
+            return SCALED
+    return PRODUCTS
 
 
 def lane_groups(bounds: list[tuple[int, int]], key_seed: np.ndarray, key_id: np.ndarray, row_table: np.ndarray,
@@ -1907,7 +1897,7 @@ class LinearSteps:
          item_group, item_lo, item_hi, weight, q, af, c, bf, cmf, dmf, emf, fmf, cc, k_steps, b_size, binary, n_lin, d,
          has_bias, mode) = args
         n_items = len(item_group)
-        (part, item_nnz, item_ok, item_w, thresholds, e_shared, d_shared, s0, p0, v, hq, mc, ac, pw, qpw, cpw,
+        (part, item_nnz, item_ok, item_w, thresholds, e_shared, d_shared, s0, p0, v, hq, mc, ac, cs, pw, qpw, cpw,
          part_w) = _round_buffers(n_items, server, q, af, c, cmf, cc, sizes, mode, k_steps)
         done = np.concatenate([[0], np.cumsum(item_hi - item_lo)])
         cuts = np.searchsorted(done, np.linspace(0, done[-1], threads + 1)[1:-1])
@@ -1917,9 +1907,9 @@ class LinearSteps:
 
         def items(i0, i1, t):
             _round_items(i0, i1, t, indptr, indices, values, max_nnz, y_all, row_table, slot, sizes, thresholds,
-                         key_seed, key_id, purpose, item_group, item_lo, item_hi, weight, q, c, cmf, cc, k_steps,
-                         b_size, binary, n_lin, d, has_bias, mode, e_shared, d_shared, s0, p0, v, hq, mc, ac, pw, qpw,
-                         cpw, part, part_w, item_nnz, item_ok, item_w)
+                         key_seed, key_id, purpose, item_group, item_lo, item_hi, weight, cc, k_steps, b_size, binary,
+                         n_lin, d, has_bias, mode, e_shared, p0, v, hq, mc, ac, cs, pw, qpw, cpw, part, part_w,
+                         item_nnz, item_ok, item_w)
 
         last = t0 - 1
         for t in range(t0, t1 + 1):
