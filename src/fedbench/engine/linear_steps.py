@@ -1121,6 +1121,27 @@ def _row_scratch(n_clients, per_client, width, indices, values):
             np.empty((1, 4), dtype=np.uint64), np.empty(4, dtype=np.uint64), np.empty(8, dtype=np.uint64))
 
 
+@numba.njit(cache=True, inline="always", fastmath=_LANE_FLAGS)
+def _scatter_row(tgt, wt, cf, row_i, row_v, m, off, has_bias, bias_k, pos, touched, n_touched):
+    """tgt[k·wt + i] (+)= cf[i] x_k for i < wt at the m non-zeros of a row (coordinates off +
+    row_i[u], values row_v[u]) and, with ``has_bias``, at coordinate ``bias_k`` with x = 1; a
+    coordinate the client has not touched (pos[k] < 0) is stored, not added, and appended to
+    ``touched`` (its place in pos). Returns the new count of touched coordinates."""
+    for u in range(m + (1 if has_bias else 0)):
+        k, xv = (off + row_i[u], row_v[u]) if u < m else (bias_k, 1.0)
+        dk = tgt[k * wt:(k + 1) * wt]
+        if pos[k] < 0:  # first touched: the change starts here
+            pos[k] = n_touched
+            touched[n_touched] = k
+            n_touched += 1
+            for i in range(wt):
+                dk[i] = cf[i] * xv
+        else:
+            for i in range(wt):
+                dk[i] += cf[i] * xv
+    return n_touched
+
+
 @numba.njit(cache=True, fastmath=_LANE_FLAGS)
 def _round_item_products(v, hq, mc, ac, pw, cpw, qpw, e_shared, lo, hi, t, indptr, indices, values, width, y_all,
                          row_table, slot, sizes, thresholds, key_seed, key_id, purpose, weight, k_steps, b_size,
@@ -1224,7 +1245,8 @@ def _products_clients(
             # where the segment's rows go: u_r1 (its n sequences) or, in the last segment, the message
             half = (r0 // seg_steps) % 2
             ur = u2[1 - half]
-            tgt, co, wt = (delta, mc, width_m) if last else (u2[half], ac, width_n)
+            un = u2[half]
+            tgt, co, wt = (delta, mc, width_m) if last else (un, ac, width_n)
             if r0 > 0:  # at the coordinates touched before: A^(r1 − r0) u_r, or C A^(K − r0) u_r
                 pa = cpw[r1 - r0] if last else pw[r1 - r0]
                 for jt in range(n_touched):
@@ -1280,7 +1302,6 @@ def _products_clients(
                     for ln in range(lanes):  # finite where the loss is
                         ok[ln] = ok[ln] and math.isfinite(fin[ln])
                 ct = co[r1 - 1 - t_local]
-                n_co = ct.shape[0]
                 for b in range(b_size):  # the rows into the products and their gradients into u_r1 or e
                     j, js = t_local * b_size + b, j0 + b
                     m = cnt[j]
@@ -1288,21 +1309,18 @@ def _products_clients(
                         xd[buf_i[j, u], js] = buf_v[j, u]
                     for cl in range(n_lin):
                         off, dj = cl * d, dz[js, cl]
-                        for e in range(n_co):
-                            for ln in range(lanes):
-                                cf[e * lanes + ln] = ct[e, ln] * dj[ln]
-                        for u in range(m + (1 if has_bias else 0)):
-                            k, xv = (off + buf_i[j, u], buf_v[j, u]) if u < m else (bias_at + cl, 1.0)
-                            dk = tgt[k * wt:(k + 1) * wt]
-                            if pos[k] < 0:  # first touched: the change starts here
-                                pos[k] = n_touched
-                                touched[n_touched] = k
-                                n_touched += 1
-                                for i in range(wt):
-                                    dk[i] = cf[i] * xv
-                            else:
-                                for i in range(wt):
-                                    dk[i] += cf[i] * xv
+                        if last:  # (a call per target: each compiles for its own array)
+                            for e in range(nm):
+                                for ln in range(lanes):
+                                    cf[e * lanes + ln] = ct[e, ln] * dj[ln]
+                            n_touched = _scatter_row(delta, width_m, cf, buf_i[j], buf_v[j], m, off, has_bias,
+                                                     bias_at + cl, pos, touched, n_touched)
+                        else:
+                            for e in range(n):
+                                for ln in range(lanes):
+                                    cf[e * lanes + ln] = ct[e, ln] * dj[ln]
+                            n_touched = _scatter_row(un, width_n, cf, buf_i[j], buf_v[j], m, off, has_bias,
+                                                     bias_at + cl, pos, touched, n_touched)
             for j in range(r0 * b_size, r1 * b_size):
                 for u in range(cnt[j]):
                     xd[buf_i[j, u], j - r0 * b_size] = 0.0
@@ -1435,18 +1453,8 @@ def _scaled_clients(
                     off, dj = cl * d, dz[b, cl]
                     for ln in range(lanes):
                         cf[ln] = ct[ln] * dj[ln]
-                    for u in range(m + (1 if has_bias else 0)):
-                        k, xv = (off + buf_i[j, u], buf_v[j, u]) if u < m else (bias_at + cl, 1.0)
-                        hk = uh[k * lanes:(k + 1) * lanes]
-                        if pos[k] < 0:  # first touched
-                            pos[k] = n_touched
-                            touched[n_touched] = k
-                            n_touched += 1
-                            for ln in range(lanes):
-                                hk[ln] = cf[ln] * xv
-                        else:
-                            for ln in range(lanes):
-                                hk[ln] += cf[ln] * xv
+                    n_touched = _scatter_row(uh, lanes, cf, buf_i[j], buf_v[j], m, off, has_bias, bias_at + cl, pos,
+                                             touched, n_touched)
         wg = weight[g]
         w_sum += wg
         for jt in range(n_touched):  # the message e_shared + C aᴷ û at the touched coordinates, counted and summed
