@@ -301,14 +301,17 @@ def test_whole_rounds_softmax_logreg(algorithm, steps, batch_size, monkeypatch):
 
 @pytest.mark.parametrize("algorithm,steps,d,sparse", [
     ("fedac", 1, 9, True), ("fedac", 3, 9, True), ("fedac", 8, 64, True),  # one point; products: every coordinate,
-    ("fedac", 3, 9, False), ("fedac", 65, 9, True), ("fedavg", 12, 9, True)])  # a few; dense; 2 segments; scaled
+    ("fedac", 3, 9, False), ("fedac", 65, 9, True), ("fedac", 65, 9, False),  # a few; dense; 2 segments, sparse
+    ("fedavg", 12, 9, True), ("fedavg", 12, 9, False)])  # and dense; scaled, sparse and dense
 def test_whole_rounds_do_not_depend_on_segments_threads_or_stacking(algorithm, steps, d, sparse, monkeypatch,
                                                                      tmp_path):
     """Bit for bit: with checkpoints every 2 rounds (other segments), a run resumed from its
-    checkpoint, two threads instead of one, a cell trained alone instead of stacked."""
+    checkpoint, two threads instead of one, a cell trained alone instead of stacked; and to 1e-10
+    the generic path's rows (sparse and dense rows)."""
     ds = _dataset(sparse, d=d)
     specs = _round_specs(algorithm, steps=steps, seeds=(0, 1, 2))
-    base, _ = _run_rounds_spy(specs, ds, True, monkeypatch)
+    base, calls = _run_rounds_spy(specs, ds, True, monkeypatch)
+    assert calls and all(ran for *_, ran in calls)  # whole rounds compiled, not round by round
     paths = [tmp_path / f"ckpt{i}.pt" for i in range(len(specs))]
     cut, calls = _run_rounds_spy(specs, ds, True, monkeypatch, checkpoint_paths=paths, checkpoint_every=2)
     assert [(t0, t1) for t0, t1, _ in calls] == [(1, 2), (3, 3), (4, 4), (5, 6), (7, 7)]
@@ -326,6 +329,8 @@ def test_whole_rounds_do_not_depend_on_segments_threads_or_stacking(algorithm, s
     _assert_rows_equal(two, base, rtol=0)
     alone, _ = _run_rounds_spy(specs[4:5], ds, True, monkeypatch)
     _assert_rows_equal(alone, base[4:5], rtol=0)
+    generic, _ = _run_rounds_spy(specs, ds, False, monkeypatch)  # and the numbers are the generic path's
+    _assert_rows_equal(base, generic)
 
 
 @pytest.mark.parametrize("algorithm,steps,rounds,eval_every", [
