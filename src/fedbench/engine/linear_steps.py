@@ -805,44 +805,6 @@ def _lanes_point(s, qg, i0, out):
             out[ln] += qj[ln] * sj[ln]
 
 
-@numba.njit(cache=True, inline="always", fastmath=_LANE_FLAGS)
-def _advance(dst, i0, src, j0, pw, j, cg, dz, b, cl, v, nv):
-    """dst[:, i0 + l] = Aʲ src[:, j0 + l] + c dz[b, cl, l] v for every lane l: one coordinate's n
-    sequences brought j steps forward, a gradient term added (``pw`` [K + 1, n, n, L]:
-    :func:`_powers`; ``cg`` [n, L]; ``dz`` [B, C, L] the logit gradients, ``v`` the input, 0 for
-    none; ``dst``, ``src`` [n, P·L], the same array allowed: a lane's values are read before they
-    are written; ``nv`` [n, L] scratch for n > 2). One loop over the lanes (n ≤ 2), which LLVM does
-    not vectorize (the rows may alias) but which measured faster than a vectorized loop per row and
-    coefficient: 25 against 51 ns a coordinate at 18 lanes."""
-    n, lanes = dst.shape[0], cg.shape[1]
-    g = dz[b, cl]
-    if n == 2:
-        d0, d1, s0, s1 = dst[0, i0:i0 + lanes], dst[1, i0:i0 + lanes], src[0, j0:j0 + lanes], src[1, j0:j0 + lanes]
-        p00, p01, p10, p11, c0, c1 = pw[j, 0, 0], pw[j, 0, 1], pw[j, 1, 0], pw[j, 1, 1], cg[0], cg[1]
-        for ln in range(lanes):
-            a0, a1, gv = s0[ln], s1[ln], g[ln] * v
-            d0[ln] = p00[ln] * a0 + p01[ln] * a1 + c0[ln] * gv
-            d1[ln] = p10[ln] * a0 + p11[ln] * a1 + c1[ln] * gv
-        return
-    if n == 1:
-        d0, s0, p00, c0 = dst[0, i0:i0 + lanes], src[0, j0:j0 + lanes], pw[j, 0, 0], cg[0]
-        for ln in range(lanes):
-            d0[ln] = p00[ln] * s0[ln] + c0[ln] * (g[ln] * v)
-        return
-    for r in range(n):
-        nr, cr = nv[r], cg[r]
-        for ln in range(lanes):
-            nr[ln] = cr[ln] * (g[ln] * v)
-        for c in range(n):
-            pc, sc = pw[j, r, c], src[c, j0:j0 + lanes]
-            for ln in range(lanes):
-                nr[ln] += pc[ln] * sc[ln]
-    for r in range(n):
-        dr, nr = dst[r, i0:i0 + lanes], nv[r]
-        for ln in range(lanes):
-            dr[ln] = nr[ln]
-
-
 @numba.njit(cache=True)
 def _powers(af, q, cmf, k_steps, lanes):
     """Aʲ, q Aʲ and C Aʲ for j = 0..K, per group and lane: ``pw`` [G, K + 1, n, n, L], ``qpw`` [G,
@@ -1486,16 +1448,22 @@ def _round_shared(server, q, bf, cmf, dmf, pw, qpw, s0, p0, v, e_shared, d_share
     n_groups, lanes = server.shape[0], q.shape[2]
     n, size, nm = q.shape[1], server.shape[2], cmf.shape[1]
     k_steps = pw.shape[1] - 1
-    end = np.empty((n, size))
-    zero = np.zeros((1, 1, lanes))
-    vals = np.empty((n, lanes))
+    end = np.empty((n, size))  # Aᴷ s⁰
     for gi in range(n_groups):
-        sc, start = server[gi], s0[gi]
+        sc, start, pk = server[gi], s0[gi], pw[gi, k_steps]
         for i in range(n):
             _mix(start[i], bf[gi, i], sc, False, lanes)
         for k in range(size // lanes):
-            _lanes_point(start, q[gi], k * lanes, p0[gi, k * lanes:(k + 1) * lanes])
-            _advance(end, k * lanes, start, k * lanes, pw[gi], k_steps, q[gi], zero, 0, 0, 0.0, vals)
+            i0 = k * lanes
+            _lanes_point(start, q[gi], i0, p0[gi, i0:i0 + lanes])
+            for r in range(n):
+                er = end[r, i0:i0 + lanes]
+                for ln in range(lanes):
+                    er[ln] = 0.0
+                for cl in range(n):
+                    pc, st = pk[r, cl], start[cl, i0:i0 + lanes]
+                    for ln in range(lanes):
+                        er[ln] += pc[ln] * st[ln]
         for e in range(nm):
             _mix(d_shared[gi, e], dmf[gi, e], sc, False, lanes)
             _mix(e_shared[gi, e], cmf[gi, e], end, False, lanes)
