@@ -1207,22 +1207,14 @@ def _products_clients(
             # where the segment's rows go: u_r1 (its n sequences) or, in the last segment, the message
             half = (r0 // seg_steps) % 2
             ur = u2[1 - half]
-            un = u2[half]
-            tgt, co, wt = (delta, mc, width_m) if last else (un, ac, width_n)
+            tgt, co, wt = (delta, mc, width_m) if last else (u2[half], ac, width_n)
             if r0 > 0:  # at the coordinates touched before: A^(r1 − r0) u_r, or C A^(K − r0) u_r
                 pa = cpw[r1 - r0] if last else pw[r1 - r0]
                 for jt in range(n_touched):
                     k = touched[jt]
-                    src = ur[k * width_n:(k + 1) * width_n]
-                    dst = tgt[k * wt:(k + 1) * wt]
-                    for e in range(pa.shape[0]):
-                        de = dst[e * lanes:(e + 1) * lanes]
-                        for ln in range(lanes):
-                            de[ln] = 0.0
-                        for cl in range(n):
-                            pc, sc = pa[e, cl], src[cl * lanes:(cl + 1) * lanes]
-                            for ln in range(lanes):
-                                de[ln] += pc[ln] * sc[ln]
+                    src = ur[k * width_n:(k + 1) * width_n].reshape((n, lanes))
+                    for e in range(pa.shape[0]):  # row e of the power at the coordinate
+                        _lanes_point(src, pa[e], 0, tgt[k * wt + e * lanes:k * wt + (e + 1) * lanes])
             for t_local in range(r0, r1):
                 tt = t_local - r0
                 j0 = tt * b_size  # the segment's rows before this step
@@ -1271,18 +1263,11 @@ def _products_clients(
                         xd[buf_i[j, u], js] = buf_v[j, u]
                     for cl in range(n_lin):
                         off, dj = cl * d, dz[js, cl]
-                        if last:  # (a call per target: each compiles for its own array)
-                            for e in range(nm):
-                                for ln in range(lanes):
-                                    cf[e * lanes + ln] = ct[e, ln] * dj[ln]
-                            n_touched = _scatter_row(delta, width_m, cf, buf_i[j], buf_v[j], m, off, has_bias,
-                                                     bias_at + cl, pos, touched, n_touched)
-                        else:
-                            for e in range(n):
-                                for ln in range(lanes):
-                                    cf[e * lanes + ln] = ct[e, ln] * dj[ln]
-                            n_touched = _scatter_row(un, width_n, cf, buf_i[j], buf_v[j], m, off, has_bias,
-                                                     bias_at + cl, pos, touched, n_touched)
+                        for e in range(ct.shape[0]):
+                            for ln in range(lanes):
+                                cf[e * lanes + ln] = ct[e, ln] * dj[ln]
+                        n_touched = _scatter_row(tgt, wt, cf, buf_i[j], buf_v[j], m, off, has_bias, bias_at + cl,
+                                                 pos, touched, n_touched)
             for j in range(r0 * b_size, r1 * b_size):
                 for u in range(cnt[j]):
                     xd[buf_i[j, u], j - r0 * b_size] = 0.0
@@ -1344,7 +1329,6 @@ def _round_item_scaled(v, qpw, cs, cpw, e_shared, lo, hi, t, indptr, indices, va
     pos = np.full(p_total, -1, dtype=np.int64)
     touched = np.empty(p_total, dtype=np.int64)
     cf = np.empty(lanes)
-    ev = np.empty(lanes)
     z = np.empty((n_lin, lanes))
     dz = np.empty((b_size, n_lin, lanes))
     fin = np.empty(lanes)
@@ -1356,7 +1340,7 @@ def _round_item_scaled(v, qpw, cs, cpw, e_shared, lo, hi, t, indptr, indices, va
     return _scaled_clients(
         v, qpw, cs, cpw, e_shared, lo, hi, t, indptr, indices, values, y_all, row_table, slot, sizes, thresholds,
         key_seed, key_id, purpose, weight, k_steps, b_size, binary, n_lin, d, has_bias, acc, acc_w, nnz, ok, lanes,
-        p_total, per_client, uh, pos, touched, cf, ev, z, dz, fin, count, base, zl, dzl, loc, cur, labs, buf_i, buf_v,
+        p_total, per_client, uh, pos, touched, cf, z, dz, fin, count, base, zl, dzl, loc, cur, labs, buf_i, buf_v,
         cnt, ent, pool, words)
 
 
@@ -1364,7 +1348,7 @@ def _round_item_scaled(v, qpw, cs, cpw, e_shared, lo, hi, t, indptr, indices, va
 def _scaled_clients(
         v, qpw, cs, cpw, e_shared, lo, hi, t, indptr, indices, values, y_all, row_table, slot, sizes, thresholds,
         key_seed, key_id, purpose, weight, k_steps, b_size, binary, n_lin, d, has_bias, acc, acc_w, nnz, ok, lanes,
-        p_total, per_client, uh, pos, touched, cf, ev, z, dz, fin, count, base, zl, dzl, loc, cur, labs, buf_i, buf_v,
+        p_total, per_client, uh, pos, touched, cf, z, dz, fin, count, base, zl, dzl, loc, cur, labs, buf_i, buf_v,
         cnt, ent, pool, words):
     """The loops of :func:`_round_item_scaled` over its scratch arrays, compiled without reference
     counting, as :func:`_products_clients`."""
@@ -1456,14 +1440,8 @@ def _round_shared(server, q, bf, cmf, dmf, pw, qpw, s0, p0, v, e_shared, d_share
         for k in range(size // lanes):
             i0 = k * lanes
             _lanes_point(start, q[gi], i0, p0[gi, i0:i0 + lanes])
-            for r in range(n):
-                er = end[r, i0:i0 + lanes]
-                for ln in range(lanes):
-                    er[ln] = 0.0
-                for cl in range(n):
-                    pc, st = pk[r, cl], start[cl, i0:i0 + lanes]
-                    for ln in range(lanes):
-                        er[ln] += pc[ln] * st[ln]
+            for r in range(n):  # row r of Aᴷ at the coordinate
+                _lanes_point(start, pk[r], i0, end[r, i0:i0 + lanes])
         for e in range(nm):
             _mix(d_shared[gi, e], dmf[gi, e], sc, False, lanes)
             _mix(e_shared[gi, e], cmf[gi, e], end, False, lanes)
