@@ -335,8 +335,9 @@ def _silent_server(behaviour):
 
 
 def test_a_host_that_accepts_and_never_answers_fails_within_the_deadline(tmp_path, monkeypatch):
-    """The server accepts every connection and sends nothing. With the default retries (3), the
-    file fails once DEADLINE seconds pass without an answer, not after 4 × TIMEOUT; the host is then
+    """The server accepts every connection and sends nothing. With more retries than fit in the
+    deadline (30: without it, 31 × TIMEOUT plus the doubling pauses, far past the bound below), the
+    file fails once DEADLINE seconds pass without an answer; the host is then
     counted as unreachable, so the dataset's second file on it is not tried, and the message says
     how to set data.mirror."""
     import time
@@ -344,6 +345,7 @@ def test_a_host_that_accepts_and_never_answers_fails_within_the_deadline(tmp_pat
     monkeypatch.setattr(download, "TIMEOUT", 0.4)
     monkeypatch.setattr(download, "DEADLINE", 1.0)
     monkeypatch.setattr(download, "BACKOFF", 0.05)
+    monkeypatch.setattr(download, "RETRIES", 30)
     port, conns, stop = _silent_server(lambda conn: None)  # keeps the socket open, never writes
     url = f"http://127.0.0.1:{port}/data"
     outcome = {}
