@@ -1119,8 +1119,9 @@ def _products_terms(zc, gr, dzt, hqe, rows, off, lanes):
     vectorizes with its terms reassociated (each lane's numbers are still its own, the same with
     any number of lanes); a pass over the lanes per row, as the other terms are added, stored and
     reloaded zc each term (stop 34: FedAc-I, K = 256, 18 lanes, that took ~30% of the rounds).
-    Terms of rows with no common non-zero are added as 0 (0 · inf is NaN: only after the lane's
-    loss is already not finite). ``zc`` [L], ``gr`` [≥ rows], ``dzt`` [L, ≥ rows], ``hqe`` [L, K·B]."""
+    Terms of rows with no common non-zero are added as 0 · (dz hq), which the pass per row skipped:
+    NaN only where q Aʲ c or a logit gradient is not finite, a lane whose steps already overflow
+    (its loss is then not finite either way). ``zc`` [L], ``gr`` [≥ rows], ``dzt`` [L, ≥ rows], ``hqe`` [L, K·B]."""
     for ln in range(lanes):
         g, h = dzt[ln], hqe[ln, off:off + rows]
         acc = 0.0
