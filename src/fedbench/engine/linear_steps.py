@@ -77,6 +77,14 @@ import torch
 
 from fedbench.engine.keyed_integers import _threshold, keyed_integers_into
 from fedbench.engine.lane_math import div, exp_nonpos, log1p_unit
+from fedbench.engine.lane_vectors import (
+    dot2_into,
+    fma_into,
+    message_into,
+    mul_into,
+    scaled_dot2_into,
+    scaled_message_into,
+)
 from fedbench.engine.prefetch import prefetch
 from fedbench.models import binary_logreg, logreg
 from fedbench.rng import _purpose_id
@@ -773,17 +781,11 @@ def _logits_lanes(z, w, indices, values, start, m, n_lin, d, has_bias, lanes):
             zc[ln] = 0.0
         u = 0
         while u + 1 < m:  # two non-zeros a pass: half the loads and stores of z
-            i0, v0 = (off + indices[start + u]) * lanes, values[start + u]
-            i1, v1 = (off + indices[start + u + 1]) * lanes, values[start + u + 1]
-            w0, w1 = w[i0:i0 + lanes], w[i1:i1 + lanes]
-            for ln in range(lanes):
-                zc[ln] += v0 * w0[ln] + v1 * w1[ln]
+            dot2_into(zc, w, (off + indices[start + u]) * lanes, float(values[start + u]),
+                      (off + indices[start + u + 1]) * lanes, float(values[start + u + 1]), lanes)
             u += 2
         if u < m:
-            i0, v = (off + indices[start + u]) * lanes, values[start + u]
-            wk = w[i0:i0 + lanes]
-            for ln in range(lanes):
-                zc[ln] += v * wk[ln]
+            fma_into(zc, 0, w, (off + indices[start + u]) * lanes, float(values[start + u]), lanes)
         if has_bias:
             i0 = (bias_at + cl) * lanes
             wk = w[i0:i0 + lanes]
@@ -1091,16 +1093,13 @@ def _scatter_row(tgt, wt, cf, row_i, row_v, m, off, has_bias, bias_k, pos, touch
     ``touched`` (its place in pos). Returns the new count of touched coordinates."""
     for u in range(m + (1 if has_bias else 0)):
         k, xv = (off + row_i[u], row_v[u]) if u < m else (bias_k, 1.0)
-        dk = tgt[k * wt:(k + 1) * wt]
         if pos[k] < 0:  # first touched: the change starts here
             pos[k] = n_touched
             touched[n_touched] = k
             n_touched += 1
-            for i in range(wt):
-                dk[i] = cf[i] * xv
+            mul_into(tgt, k * wt, cf, 0, float(xv), wt)
         else:
-            for i in range(wt):
-                dk[i] += cf[i] * xv
+            fma_into(tgt, k * wt, cf, 0, float(xv), wt)
     return n_touched
 
 
@@ -1317,12 +1316,7 @@ def _products_clients(
             k = touched[jt]
             acc_w[k] += wg
             pos[k] = -1
-            i0 = k * width_m
-            es, de, ae = es_i[i0:i0 + width_m], delta[i0:i0 + width_m], acc_i[i0:i0 + width_m]
-            for i in range(width_m):
-                x = es[i] + de[i]
-                ae[i] += wg * x
-                count[i] += (1.0 if x != 0.0 else 0.0) - (1.0 if es[i] != 0.0 else 0.0)
+            message_into(es_i, delta, acc_i, count, k * width_m, wg, width_m)
         if seg_steps < k_steps:  # u back to zero
             for jt in range(n_touched):
                 i0 = touched[jt] * width_n
@@ -1421,10 +1415,7 @@ def _scaled_clients(
                         k0, x0 = (off + buf_i[j, u], buf_v[j, u]) if u < m else (bias_at + cl, 1.0)
                         k1, x1 = ((off + buf_i[j, u + 1], buf_v[j, u + 1]) if u + 1 < m else
                                   ((bias_at + cl, 1.0) if u + 1 < m_all else (k0, 0.0)))
-                        i0, i1 = k0 * lanes, k1 * lanes
-                        v0, v1, h0, h1 = vt[i0:i0 + lanes], vt[i1:i1 + lanes], uh[i0:i0 + lanes], uh[i1:i1 + lanes]
-                        for ln in range(lanes):
-                            zc[ln] += x0 * (v0[ln] + qt[ln] * h0[ln]) + x1 * (v1[ln] + qt[ln] * h1[ln])
+                        scaled_dot2_into(zc, vt, uh, qt, k0 * lanes, float(x0), k1 * lanes, float(x1), lanes)
                         u += 2
                 for ln in range(lanes):
                     fin[ln] = 0.0
@@ -1450,11 +1441,7 @@ def _scaled_clients(
             i0 = k * lanes
             hk = uh[i0:i0 + lanes]
             for e in range(nm):
-                es, ae, ce = e_shared[e, i0:i0 + lanes], acc[e, i0:i0 + lanes], ck[e, 0]
-                for ln in range(lanes):
-                    x = es[ln] + ce[ln] * hk[ln]
-                    ae[ln] += wg * x
-                    count[ln] += (1.0 if x != 0.0 else 0.0) - (1.0 if es[ln] != 0.0 else 0.0)
+                scaled_message_into(e_shared[e], ck[e, 0], uh, acc[e], count, i0, wg, lanes)
             for ln in range(lanes):
                 hk[ln] = 0.0
     for ln in range(lanes):

@@ -1,0 +1,213 @@
+"""fedbench.engine.lane_vectors: each explicit-vector loop gives, lane for lane, the bits of the plain
+loop it replaces (compiled with the lane kernels' flags), at every lane count, offset and special
+value, and leaves the elements outside its lanes alone."""
+
+import numba
+import numpy as np
+import pytest
+
+from fedbench.engine.lane_vectors import (
+    dot2_into,
+    fma_into,
+    message_into,
+    mul_into,
+    scaled_dot2_into,
+    scaled_message_into,
+)
+
+_FLAGS = {"contract"}  # linear_steps._LANE_FLAGS
+LANES = [1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 18, 20, 24, 31, 32, 41]
+
+
+@numba.njit(fastmath=_FLAGS)
+def _fma_loop(y, y0, x, x0, a, n):
+    for i in range(n):
+        y[y0 + i] += a * x[x0 + i]
+
+
+@numba.njit(fastmath=_FLAGS)
+def _fma_vec(y, y0, x, x0, a, n):
+    fma_into(y, y0, x, x0, a, n)
+
+
+@numba.njit(fastmath=_FLAGS)
+def _mul_loop(y, y0, x, x0, a, n):
+    for i in range(n):
+        y[y0 + i] = x[x0 + i] * a
+
+
+@numba.njit(fastmath=_FLAGS)
+def _mul_vec(y, y0, x, x0, a, n):
+    mul_into(y, y0, x, x0, a, n)
+
+
+@numba.njit(fastmath=_FLAGS)
+def _dot2_loop(z, w, i0, x0, i1, x1, n):
+    for i in range(n):
+        z[i] += x0 * w[i0 + i] + x1 * w[i1 + i]
+
+
+@numba.njit(fastmath=_FLAGS)
+def _dot2_vec(z, w, i0, x0, i1, x1, n):
+    dot2_into(z, w, i0, x0, i1, x1, n)
+
+
+@numba.njit(fastmath=_FLAGS)
+def _message_loop(es, de, ae, count, i0, wg, n):
+    for i in range(n):
+        x = es[i0 + i] + de[i0 + i]
+        ae[i0 + i] += wg * x
+        count[i] += (1.0 if x != 0.0 else 0.0) - (1.0 if es[i0 + i] != 0.0 else 0.0)
+
+
+@numba.njit(fastmath=_FLAGS)
+def _message_vec(es, de, ae, count, i0, wg, n):
+    message_into(es, de, ae, count, i0, wg, n)
+
+
+@numba.njit(fastmath=_FLAGS)
+def _scaled_dot2_loop(z, v, h, q, i0, x0, i1, x1, n):
+    for i in range(n):
+        z[i] += x0 * (v[i0 + i] + q[i] * h[i0 + i]) + x1 * (v[i1 + i] + q[i] * h[i1 + i])
+
+
+@numba.njit(fastmath=_FLAGS)
+def _scaled_dot2_vec(z, v, h, q, i0, x0, i1, x1, n):
+    scaled_dot2_into(z, v, h, q, i0, x0, i1, x1, n)
+
+
+@numba.njit(fastmath=_FLAGS)
+def _scaled_message_loop(es, c, h, ae, count, i0, wg, n):
+    for i in range(n):
+        x = es[i0 + i] + c[i] * h[i0 + i]
+        ae[i0 + i] += wg * x
+        count[i] += (1.0 if x != 0.0 else 0.0) - (1.0 if es[i0 + i] != 0.0 else 0.0)
+
+
+@numba.njit(fastmath=_FLAGS)
+def _scaled_message_vec(es, c, h, ae, count, i0, wg, n):
+    scaled_message_into(es, c, h, ae, count, i0, wg, n)
+
+
+def _values(rng, size):
+    """Random float64 of mixed scales with zeros, signed zeros, subnormals, infinities and NaN."""
+    v = rng.standard_normal(size) * 10.0 ** rng.integers(-8, 8, size)
+    specials = np.array([0.0, -0.0, 5e-324, -2e-310, np.inf, -np.inf, np.nan, 1e308])
+    at = rng.random(size) < 0.15
+    v[at] = rng.choice(specials, at.sum())
+    return v
+
+
+def _same(a, b):
+    return np.array_equal(a.view(np.int64), b.view(np.int64))  # bit for bit (NaN and -0.0 too)
+
+
+@pytest.mark.parametrize("lanes", LANES)
+def test_fma_and_mul_are_their_loops_bit_for_bit(lanes):
+    rng = np.random.default_rng(lanes)
+    for y0, x0 in [(0, 0), (3, 5), (lanes, 2 * lanes + 1)]:
+        x = _values(rng, x0 + lanes + 3)
+        y = _values(rng, y0 + lanes + 3)
+        for a in (0.37, -1e-300, 0.0, np.inf, float(rng.standard_normal())):
+            for loop, vec in [(_fma_loop, _fma_vec), (_mul_loop, _mul_vec)]:
+                want, got = y.copy(), y.copy()
+                loop(want, y0, x, x0, a, lanes)
+                vec(got, y0, x, x0, a, lanes)
+                assert _same(want, got), (loop.__name__, lanes, y0, x0, a)
+                assert _same(got[:y0], y[:y0]) and _same(got[y0 + lanes:], y[y0 + lanes:])
+
+
+@pytest.mark.parametrize("lanes", LANES)
+def test_dot2_is_its_loop_bit_for_bit(lanes):
+    """The two-term form is the one LLVM contracts the loop to, z + fma(x0, w0, x1 · w1): checked
+    against the loop, not assumed."""
+    rng = np.random.default_rng(100 + lanes)
+    w = _values(rng, 6 * lanes)
+    for i0, i1 in [(0, lanes), (4 * lanes, lanes + 1), (2, 2)]:
+        for x0, x1 in [(0.5, -3.25), (float(rng.standard_normal()), float(rng.standard_normal())), (1.0, 0.0)]:
+            z = _values(rng, lanes + 2)
+            want, got = z.copy(), z.copy()
+            _dot2_loop(want, w, i0, x0, i1, x1, lanes)
+            _dot2_vec(got, w, i0, x0, i1, x1, lanes)
+            assert _same(want, got), (lanes, i0, i1, x0, x1)
+    # finite random data, where the two contractions that LLVM could have picked differ in the last bit
+    w, z = rng.standard_normal(4 * lanes), rng.standard_normal(lanes)
+    want, got = z.copy(), z.copy()
+    _dot2_loop(want, w, 0, 0.3712, 2 * lanes, -1.2345, lanes)
+    _dot2_vec(got, w, 0, 0.3712, 2 * lanes, -1.2345, lanes)
+    assert _same(want, got)
+
+
+@pytest.mark.parametrize("lanes", LANES)
+def test_message_is_its_loop_bit_for_bit(lanes):
+    rng = np.random.default_rng(200 + lanes)
+    for i0 in (0, lanes, 3 * lanes + 2):
+        es = _values(rng, i0 + lanes + 4)
+        de = _values(rng, i0 + lanes + 4)
+        de[: len(de) // 3] = -es[: len(de) // 3]  # messages that cancel to exactly 0
+        ae, count = _values(rng, i0 + lanes + 4), rng.integers(0, 50, lanes + 3).astype(np.float64)
+        for wg in (0.125, 1.0, float(rng.random())):
+            want = ae.copy(), count.copy()
+            got = ae.copy(), count.copy()
+            _message_loop(es, de, want[0], want[1], i0, wg, lanes)
+            _message_vec(es, de, got[0], got[1], i0, wg, lanes)
+            assert _same(want[0], got[0]) and _same(want[1], got[1]), (lanes, i0, wg)
+            assert _same(got[1][lanes:], count[lanes:])  # count only at 0..n−1
+
+
+@pytest.mark.parametrize("lanes", LANES)
+def test_the_scaled_paths_loops_are_their_loops_bit_for_bit(lanes):
+    rng = np.random.default_rng(300 + lanes)
+    v, h, q = _values(rng, 6 * lanes), _values(rng, 6 * lanes), _values(rng, lanes)
+    for i0, i1 in [(0, lanes), (4 * lanes, lanes + 1), (2, 2)]:
+        for x0, x1 in [(0.5, -3.25), (float(rng.standard_normal()), 0.0)]:
+            z = _values(rng, lanes + 2)
+            want, got = z.copy(), z.copy()
+            _scaled_dot2_loop(want, v, h, q, i0, x0, i1, x1, lanes)
+            _scaled_dot2_vec(got, v, h, q, i0, x0, i1, x1, lanes)
+            assert _same(want, got), (lanes, i0, i1)
+    v, h, q, z = (rng.standard_normal(4 * lanes), rng.standard_normal(4 * lanes), rng.standard_normal(lanes),
+                  rng.standard_normal(lanes))  # finite: the contractions LLVM could pick differ in the last bits
+    want, got = z.copy(), z.copy()
+    _scaled_dot2_loop(want, v, h, q, 0, 0.3712, 2 * lanes, -1.2345, lanes)
+    _scaled_dot2_vec(got, v, h, q, 0, 0.3712, 2 * lanes, -1.2345, lanes)
+    assert _same(want, got)
+    for i0 in (0, 3 * lanes + 2):
+        es, c, hk = _values(rng, i0 + lanes + 4), _values(rng, lanes), _values(rng, i0 + lanes + 4)
+        es[i0: i0 + lanes // 2] = 0.0
+        ae, count = _values(rng, i0 + lanes + 4), np.zeros(lanes + 2)
+        want, got = (ae.copy(), count.copy()), (ae.copy(), count.copy())
+        _scaled_message_loop(es, c, hk, want[0], want[1], i0, 0.25, lanes)
+        _scaled_message_vec(es, c, hk, got[0], got[1], i0, 0.25, lanes)
+        assert _same(want[0], got[0]) and _same(want[1], got[1]), (lanes, i0)
+
+
+def test_a_count_moves_by_the_zeros_it_sees():
+    """[x ≠ 0] − [e ≠ 0] per lane: a message that cancels to 0 counts −1, one that becomes non-zero
+    where the shared one is 0 counts +1, NaN counts as non-zero."""
+    es = np.array([1.0, 0.0, 2.0, 0.0, np.nan, 3.0])
+    de = np.array([-1.0, 4.0, 1.0, 0.0, 0.0, np.nan])
+    ae, count = np.zeros(6), np.zeros(6)
+    _message_vec(es, de, ae, count, 0, 1.0, 6)
+    assert count.tolist() == [-1.0, 1.0, 0.0, 0.0, 0.0, 0.0]
+
+
+def test_wrong_arguments_fail_to_compile():
+    @numba.njit
+    def two_d(y):
+        fma_into(y, 0, y, 0, 1.0, 2)
+
+    @numba.njit
+    def float32(y):
+        fma_into(y, 0, y, 0, 1.0, 2)
+
+    @numba.njit
+    def int_scalar(y):
+        mul_into(y, 0, y, 0, 1, 2)
+
+    with pytest.raises(numba.core.errors.TypingError):
+        two_d(np.zeros((2, 2)))
+    with pytest.raises(numba.core.errors.TypingError):
+        float32(np.zeros(2, dtype=np.float32))
+    with pytest.raises(numba.core.errors.TypingError):
+        int_scalar(np.zeros(2))
