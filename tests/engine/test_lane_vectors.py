@@ -11,6 +11,7 @@ from fedbench.engine.lane_vectors import (
     fma_into,
     message_into,
     mul_into,
+    products_into,
     scaled_dot2_into,
     scaled_message_into,
 )
@@ -87,6 +88,20 @@ def _scaled_message_loop(es, c, h, ae, count, i0, wg, n):
 @numba.njit(fastmath=_FLAGS)
 def _scaled_message_vec(es, c, h, ae, count, i0, wg, n):
     scaled_message_into(es, c, h, ae, count, i0, wg, n)
+
+
+@numba.njit(fastmath=_FLAGS)
+def _products_loop(z, gr, rows, dz, d0, ds, hx, h0, hs, n):
+    for j in range(rows):
+        g = gr[j]
+        if g != 0.0:
+            for ln in range(n):
+                z[ln] += g * (dz[d0 + j * ds + ln] * hx[h0 + j * hs + ln])
+
+
+@numba.njit(fastmath=_FLAGS)
+def _products_vec(z, gr, rows, dz, d0, ds, hx, h0, hs, n):
+    products_into(z, gr, rows, dz, d0, ds, hx, h0, hs, n)
 
 
 def _values(rng, size):
@@ -180,6 +195,36 @@ def test_the_scaled_paths_loops_are_their_loops_bit_for_bit(lanes):
         _scaled_message_loop(es, c, hk, want[0], want[1], i0, 0.25, lanes)
         _scaled_message_vec(es, c, hk, got[0], got[1], i0, 0.25, lanes)
         assert _same(want[0], got[0]) and _same(want[1], got[1]), (lanes, i0)
+
+
+@pytest.mark.parametrize("lanes", LANES + [33, 64, 70])
+@pytest.mark.parametrize("rows", [0, 1, 7, 37])
+def test_products_are_the_ordered_loop_bit_for_bit(lanes, rows):
+    """Each lane's chain in j's order, zero products skipped (their dz hx may be inf or NaN), the
+    rows padded to a multiple of 8 lanes with NaN that must not leak into z."""
+    rng = np.random.default_rng(1000 * lanes + rows)
+    padded = -(-lanes // 8) * 8
+    ds, hs = 2 * padded, padded  # two classes' logit gradients a row; q Aʲ c a row
+    dz, hx = np.full(rows * ds + padded + 8, np.nan), np.full((rows + 3) * hs, np.nan)
+    for j in range(rows):
+        dz[j * ds: j * ds + 2 * padded][:lanes] = rng.standard_normal(lanes)  # class 0's lanes
+        dz[j * ds + padded: j * ds + padded + lanes] = _values(rng, lanes)  # class 1's lanes
+    for j in range(rows + 3):
+        hx[j * hs: j * hs + lanes] = _values(rng, lanes)
+    gr = rng.integers(-3, 4, rows + 2).astype(np.float64) * rng.random(rows + 2)
+    gr[::3] = 0.0
+    for d0, h0 in [(0, 0), (padded, 2 * hs)]:
+        z = rng.standard_normal(lanes + 2)
+        want, got = z.copy(), z.copy()
+        _products_loop(want, gr, rows, dz, d0, ds, hx, h0, hs, lanes)
+        _products_vec(got, gr, rows, dz, d0, ds, hx, h0, hs, lanes)
+        assert _same(want, got), (lanes, rows, d0, h0)
+        assert _same(got[lanes:], z[lanes:])
+    if lanes > 1:  # a lane alone: its own bits
+        one = z[:1].copy()
+        _products_vec(one, gr, rows, dz, 0, ds, hx, 0, hs, 1)
+        _products_loop(z, gr, rows, dz, 0, ds, hx, 0, hs, lanes)
+        assert _same(one, z[:1])
 
 
 def test_a_count_moves_by_the_zeros_it_sees():

@@ -502,34 +502,6 @@ def test_round_mode_takes_products_but_scaled_for_long_rounds_of_one_sequence():
     assert ls.round_mode(64, 1, np.array([[1.0]]), np.array([[[0.0]]]), np.array([[-1.0]])) == ls.PRODUCTS
 
 
-@pytest.mark.parametrize("rows", [8, 37, 63])
-def test_products_terms_are_each_lanes_own_sum_of_its_earlier_rows(rows):
-    """:func:`_products_terms` adds Σ_j gr[j] dz[l, j] hq[l, off + j] to each lane l: the ordered sum
-    with the zero products skipped to 1e-14 relative (its terms reassociated), and each lane's
-    number bitwise the same whatever lanes sit beside it."""
-    from fedbench.engine.linear_steps import _products_terms
-
-    rng = np.random.default_rng(rows)
-    lanes, width, off = 18, 64, 64 + 256 - rows - 5
-    gr = rng.integers(0, 4, size=width).astype(float)  # products of binary rows, some zero
-    dzt, hqe = rng.normal(size=(lanes, width)), rng.normal(size=(lanes, 64 + 256))
-    z0 = rng.normal(size=lanes)
-    z = z0.copy()
-    _products_terms(z, gr, dzt, hqe, rows, off, lanes)
-    for ln in range(lanes):
-        want = z0[ln]
-        for j in range(rows):
-            if gr[j] != 0.0:
-                want += gr[j] * (dzt[ln, j] * hqe[ln, off + j])
-        assert z[ln] == pytest.approx(want, rel=1e-14, abs=1e-14)
-        alone = z0[ln:ln + 1].copy()
-        _products_terms(alone, gr, dzt[ln:ln + 1], hqe[ln:ln + 1], rows, off, 1)
-        assert alone[0] == z[ln]
-    z_off = z0.copy()  # the rows' offset into hq is read: another offset, other numbers
-    _products_terms(z_off, gr, dzt, hqe, rows, off - 1, lanes)
-    assert not np.array_equal(z_off, z)
-
-
 @pytest.mark.parametrize("model_name,classes", [("binary_logreg", 2), ("logreg", 3)])
 @pytest.mark.parametrize("sparse", [True, False])
 def test_many_models_evaluated_in_one_pass_equal_the_generic_evaluation(model_name, classes, sparse):

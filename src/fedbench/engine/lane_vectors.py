@@ -290,3 +290,84 @@ def scaled_message_into(typingctx, es, c, h, ae, count, i0, wg, n):
         return context.get_dummy_value()
 
     return types.void(es, c, h, ae, count, i0, wg, n), codegen
+
+
+#: At most this many vectors of 8 lanes are summed side by side (:func:`products_into`); more
+#: lanes run in blocks of 32.
+_BLOCK_VECTORS = 4
+
+
+@intrinsic
+def products_into(typingctx, z, gr, rows, dz, d0, ds, hx, h0, hs, n):
+    """For each lane l < n, in order j = 0, 1, …, rows − 1, skipping a j with gr[j] = 0:
+
+        z[l] = fma(gr[j], dz[d0 + j·ds + l] · hx[h0 + j·hs + l], z[l])
+
+    a row's products with its segment's earlier rows x_j times their logit gradients and q Aᵗ⁻¹⁻ʲ c
+    (:func:`fedbench.engine.linear_steps._round_item_products`): the loop ``for j: if gr[j] != 0:
+    for l: z[l] += gr[j] * (dz[…] * hx[…])`` compiled with contraction, bit for bit. Each lane's
+    sum is its own chain in j's order (the same with any number of lanes); up to 4 vectors of 8
+    lanes are carried side by side in registers across the j, so the chains overlap and z is read
+    and written once. A skipped term is not 0 · (dz hx), which is NaN where dz hx is not finite.
+
+    ``dz`` and ``hx`` are read 8 lanes at a time, past n up to the next multiple of 8: their rows
+    (strides ``ds``, ``hs``) must have that many elements, finite or not (those lanes are
+    discarded). ``z`` [≥ n] is read and written at 0..n−1 only.
+
+    Raises:
+        numba.core.errors.TypingError: at compile time, when an array is not 1-d C-contiguous
+            float64 or an offset, stride or count not an integer.
+    """
+    if not (all(_vector_array(t) for t in (z, gr, dz, hx))
+            and all(isinstance(t, types.Integer) for t in (rows, d0, ds, h0, hs, n))):
+        return None
+
+    def codegen(context, builder, sig, args):
+        zp, gp, dp, hp = (_data(context, builder, sig, args, k) for k in (0, 1, 3, 6))
+        rows_, d0_, ds_, h0_, hs_, n_ = (_offset(builder, args[k]) for k in (2, 4, 5, 7, 8, 9))
+        v8 = ir.VectorType(_F64, _WIDTH)
+        fma = cgutils.get_or_insert_function(builder.module, ir.FunctionType(v8, [v8, v8, v8]), "llvm.fma.v8f64")
+        block = _WIDTH * _BLOCK_VECTORS
+        part = cgutils.alloca_once(builder, v8)  # a block's last vector, where it is not full
+        partp = builder.bitcast(part, _F64.as_pointer())
+        accs = [cgutils.alloca_once(builder, v8) for _ in range(_BLOCK_VECTORS)]
+
+        def run(b, count, k):  # lanes b..b+count−1 (8(k − 1) < count ≤ 8k) as k vectors
+            last = builder.add(b, _I64((k - 1) * _WIDTH))
+            rest = builder.sub(count, _I64((k - 1) * _WIDTH))  # 1..8 lanes in the last vector
+            for c in range(k - 1):
+                builder.store(_read(builder, zp, b, _I64(c * _WIDTH), _WIDTH), accs[c])
+            builder.store(ir.Constant(v8, [0.0] * _WIDTH), part)
+            with cgutils.for_range(builder, rest) as loop:
+                builder.store(builder.load(builder.gep(zp, [builder.add(last, loop.index)])),
+                              builder.gep(partp, [loop.index]))
+            builder.store(builder.load(part), accs[k - 1])
+            with cgutils.for_range(builder, rows_) as loop:
+                j = loop.index
+                g = builder.load(builder.gep(gp, [j]))
+                take = builder.fcmp_unordered("!=", g, ir.Constant(_F64, 0.0))
+                gv = _splat(builder, g, _WIDTH)
+                dj = builder.add(d0_, builder.mul(j, ds_))
+                hj = builder.add(h0_, builder.mul(j, hs_))
+                for c in range(k):
+                    lane = builder.add(b, _I64(c * _WIDTH))
+                    prod = builder.fmul(_read(builder, dp, dj, lane, _WIDTH), _read(builder, hp, hj, lane, _WIDTH))
+                    old = builder.load(accs[c])
+                    builder.store(builder.select(take, builder.call(fma, [gv, prod, old]), old), accs[c])
+            for c in range(k - 1):
+                _store(builder, builder.load(accs[c]), _at(builder, zp, b, _I64(c * _WIDTH), _WIDTH))
+            builder.store(builder.load(accs[k - 1]), part)
+            with cgutils.for_range(builder, rest) as loop:
+                builder.store(builder.load(builder.gep(partp, [loop.index])),
+                              builder.gep(zp, [builder.add(last, loop.index)]))
+
+        with cgutils.for_range_slice(builder, _I64(0), n_, _I64(block)) as (b, _):
+            count = builder.sub(n_, b)
+            count = builder.select(builder.icmp_signed("<", count, _I64(block)), count, _I64(block))
+            vectors = builder.udiv(builder.add(count, _I64(_WIDTH - 1)), _I64(_WIDTH))
+            for k in range(1, _BLOCK_VECTORS + 1):
+                with builder.if_then(builder.icmp_unsigned("==", vectors, _I64(k))):
+                    run(b, count, k)
+        return context.get_dummy_value()
+
+    return types.void(z, gr, rows, dz, d0, ds, hx, h0, hs, n), codegen

@@ -82,6 +82,7 @@ from fedbench.engine.lane_vectors import (
     fma_into,
     message_into,
     mul_into,
+    products_into,
     scaled_dot2_into,
     scaled_message_into,
 )
@@ -1103,32 +1104,6 @@ def _scatter_row(tgt, wt, cf, row_i, row_v, m, off, has_bias, bias_k, pos, touch
     return n_touched
 
 
-#: From how many earlier rows of its segment a row of the :data:`PRODUCTS` path sums its product
-#: terms per lane (:func:`_products_terms`, a call of its own); below it, a pass over the lanes per
-#: earlier row. Measured (FedAvg K = 2, 18 lanes, stop 34): the call for a row or two made the
-#: rounds 1.48–1.62 s → 1.72–1.74 s.
-PRODUCTS_SUM_FROM_ROWS = 8
-
-
-@numba.njit(cache=True, fastmath={"reassoc", "contract"})
-def _products_terms(zc, gr, dzt, hqe, rows, off, lanes):
-    """zc[l] += Σ_{j < rows} gr[j] (dzt[l, j] hqe[l, off + j]) for each lane l: a row's products
-    with the segment's earlier rows times their logit gradients and q Aᵗ⁻¹⁻ʲ c
-    (:func:`_round_item_products`). A lane's terms are one sum along contiguous memory, which
-    vectorizes with its terms reassociated (each lane's numbers are still its own, the same with
-    any number of lanes); a pass over the lanes per row, as the other terms are added, stored and
-    reloaded zc each term (stop 34: FedAc-I, K = 256, 18 lanes, that took ~30% of the rounds).
-    Terms of rows with no common non-zero are added as 0 · (dz hq), which the pass per row skipped:
-    NaN only where q Aʲ c or a logit gradient is not finite, a lane whose steps already overflow
-    (its loss is then not finite either way). ``zc`` [L], ``gr`` [≥ rows], ``dzt`` [L, ≥ rows], ``hqe`` [L, K·B]."""
-    for ln in range(lanes):
-        g, h = dzt[ln], hqe[ln, off:off + rows]
-        acc = 0.0
-        for j in range(rows):
-            acc += gr[j] * (g[j] * h[j])
-        zc[ln] += acc
-
-
 @numba.njit(cache=True, fastmath=_LANE_FLAGS)
 def _round_item_products(v, hq, mc, ac, pw, cpw, qpw, e_shared, lo, hi, t, indptr, indices, values, width, y_all,
                          row_table, slot, sizes, thresholds, key_seed, key_id, purpose, weight, k_steps, b_size,
@@ -1177,16 +1152,17 @@ def _round_item_products(v, hq, mc, ac, pw, cpw, qpw, e_shared, lo, hi, t, indpt
     # u at the start and the end of a segment, [P, n, L], zero but at the touched coordinates (only
     # with more than one segment)
     u2 = np.zeros((2, p_total * n * lanes if seg_steps < k_steps else 0))
-    xd = np.zeros((d, seg_rows))  # feature f of the segment's rows so far
+    xd = np.zeros(d * seg_rows)  # feature f of the segment's rows so far: [d, S·B]
     gr = np.empty(seg_rows)  # a row's products with the segment's earlier rows
-    dzt = np.empty((n_lin, lanes, seg_rows))  # the segment's logit gradients, lane-major
-    hqe = np.empty((lanes, per_client))  # q Aʲ c lane-major, j from K − 1 down, each B times
+    lp = -(-lanes // 8) * 8  # lanes padded to whole vectors of 8: what lane_vectors.products_into reads
+    hqx = np.zeros(per_client * lp)  # q Aʲ c, j from K − 1 down, each B times: [K·B, lp]
     yb = np.empty(n * lanes)  # a row's products with u_r
     cf = np.empty(max(nm, n) * lanes)
     pos = np.full(p_total, -1, dtype=np.int64)
     touched = np.empty(p_total, dtype=np.int64)
     z = np.empty((n_lin, lanes))
-    dz = np.empty((seg_rows, n_lin, lanes))
+    dzf = np.zeros(seg_rows * n_lin * lp)  # the segment's logit gradients [S·B, C, lp]
+    dz = dzf.reshape((seg_rows, n_lin, lp))
     fin = np.empty(lanes)
     count = np.zeros(nm * lanes)
     base = np.zeros(lanes)
@@ -1196,7 +1172,7 @@ def _round_item_products(v, hq, mc, ac, pw, cpw, qpw, e_shared, lo, hi, t, indpt
     return _products_clients(
         v, hq, mc, ac, pw, cpw, qpw, e_shared, lo, hi, t, indptr, indices, values, y_all, row_table, slot, sizes,
         thresholds, key_seed, key_id, purpose, weight, k_steps, b_size, binary, n_lin, d, has_bias, acc, acc_w, nnz,
-        ok, lanes, p_total, nm, n, per_client, seg_steps, delta, es_i, acc_i, u2, xd, gr, dzt, hqe, yb, cf, pos,
+        ok, lanes, p_total, nm, n, per_client, seg_steps, delta, es_i, acc_i, u2, xd, gr, dzf, hqx, lp, yb, cf, pos,
         touched, z, dz, fin, count, base, zl, dzl, loc, cur, labs, buf_i, buf_v, cnt, ent, pool, words)
 
 
@@ -1204,7 +1180,7 @@ def _round_item_products(v, hq, mc, ac, pw, cpw, qpw, e_shared, lo, hi, t, indpt
 def _products_clients(
         v, hq, mc, ac, pw, cpw, qpw, e_shared, lo, hi, t, indptr, indices, values, y_all, row_table, slot, sizes,
         thresholds, key_seed, key_id, purpose, weight, k_steps, b_size, binary, n_lin, d, has_bias, acc, acc_w, nnz,
-        ok, lanes, p_total, nm, n, per_client, seg_steps, delta, es_i, acc_i, u2, xd, gr, dzt, hqe, yb, cf, pos,
+        ok, lanes, p_total, nm, n, per_client, seg_steps, delta, es_i, acc_i, u2, xd, gr, dzf, hqx, lp, yb, cf, pos,
         touched, z, dz, fin, count, base, zl, dzl, loc, cur, labs, buf_i, buf_v, cnt, ent, pool, words):
     """The loops of :func:`_round_item_products` over its scratch arrays, compiled without
     reference counting, as :func:`_one_step_clients`."""
@@ -1213,6 +1189,7 @@ def _products_clients(
     w_sum = 0.0
     inv_b = 1.0 / b_size
     bias_at = n_lin * d
+    seg_rows = seg_steps * b_size
     width_m, width_n = nm * lanes, n * lanes
     for i in range(p_total * width_m):
         acc_i[i] = 0.0
@@ -1222,11 +1199,12 @@ def _products_clients(
                 src, dst = e_shared[e, k * lanes:(k + 1) * lanes], es_i[k * width_m + e * lanes:]
                 for ln in range(lanes):
                     dst[ln] = src[ln]
-    for i in range(k_steps):  # hqe[l, i·B + b] = hq[K − 1 − i, l]
-        for ln in range(lanes):
-            hv = hq[k_steps - 1 - i, ln]
-            for b in range(b_size):
-                hqe[ln, i * b_size + b] = hv
+    for i in range(k_steps):  # hqx[i·B + b, l] = hq[K − 1 − i, l]
+        src = hq[k_steps - 1 - i]
+        for b in range(b_size):
+            dst = hqx[(i * b_size + b) * lp:]
+            for ln in range(lanes):
+                dst[ln] = src[ln]
     _item_rows(lo, hi, t, per_client, key_seed, key_id, purpose, sizes, thresholds, row_table, slot, ent, pool, words,
                loc)
     for g in range(lo, hi):
@@ -1257,9 +1235,7 @@ def _products_clients(
                     for jj in range(j0):  # x·x_jj for the segment's earlier rows (the bias's 1·1 included)
                         gr[jj] = 1.0 if has_bias else 0.0
                     for u in range(m):
-                        xf, xv = xd[buf_i[j, u]], buf_v[j, u]
-                        for jj in range(j0):
-                            gr[jj] += xv * xf[jj]
+                        fma_into(gr, 0, xd, buf_i[j, u] * seg_rows, float(buf_v[j, u]), j0)
                     _logits_lanes(z, vt, buf_i[j], buf_v[j], 0, m, n_lin, d, has_bias, lanes)
                     for cl in range(n_lin):
                         zc = z[cl]
@@ -1276,22 +1252,12 @@ def _products_clients(
                                 qr, yr = qt[r], yb[r * lanes:(r + 1) * lanes]
                                 for ln in range(lanes):
                                     zc[ln] += qr[ln] * yr[ln]
-                        if j0 >= PRODUCTS_SUM_FROM_ROWS:
-                            _products_terms(zc, gr, dzt[cl], hqe, j0, (k_steps - tt) * b_size, lanes)
-                        else:  # few rows: a pass over the lanes per row
-                            for jj in range(j0):
-                                gv = gr[jj]
-                                if gv != 0.0:
-                                    hl, dj = hq[tt - 1 - jj // b_size], dz[jj, cl]
-                                    for ln in range(lanes):
-                                        zc[ln] += gv * (dj[ln] * hl[ln])
+                        if j0 > 0:  # + Σ_jj (x·x_jj) (q Aᵗ⁻¹⁻ʲ c) dz_jj, hqx's row (K − t)·B + jj
+                            products_into(zc, gr, j0, dzf, cl * lp, n_lin * lp, hqx, (k_steps - tt) * b_size * lp,
+                                          lp, lanes)
                     for ln in range(lanes):
                         fin[ln] = 0.0
                     _grads_lanes(z, labs[j], binary, n_lin, inv_b, dz[j0 + b], fin, False, zl, dzl)
-                    if t_local + 1 < r1:  # lane-major too, for the segment's later rows
-                        for cl in range(n_lin):
-                            for ln in range(lanes):
-                                dzt[cl, ln, j0 + b] = dz[j0 + b, cl, ln]
                     for ln in range(lanes):  # finite where the loss is
                         ok[ln] = ok[ln] and math.isfinite(fin[ln])
                 ct = co[r1 - 1 - t_local]
@@ -1299,7 +1265,7 @@ def _products_clients(
                     j, js = t_local * b_size + b, j0 + b
                     m = cnt[j]
                     for u in range(m):
-                        xd[buf_i[j, u], js] = buf_v[j, u]
+                        xd[buf_i[j, u] * seg_rows + js] = buf_v[j, u]
                     for cl in range(n_lin):
                         off, dj = cl * d, dz[js, cl]
                         for e in range(ct.shape[0]):
@@ -1309,7 +1275,7 @@ def _products_clients(
                                                  pos, touched, n_touched)
             for j in range(r0 * b_size, r1 * b_size):
                 for u in range(cnt[j]):
-                    xd[buf_i[j, u], j - r0 * b_size] = 0.0
+                    xd[buf_i[j, u] * seg_rows + j - r0 * b_size] = 0.0
         wg = weight[g]
         w_sum += wg
         for jt in range(n_touched):  # the message at the touched coordinates, counted and summed
