@@ -9,6 +9,7 @@ import pytest
 from fedbench.engine.lane_vectors import (
     dot2_into,
     fma_into,
+    gather_point_into,
     message_into,
     mul_into,
     products_into,
@@ -104,6 +105,23 @@ def _products_vec(z, gr, rows, dz, d0, ds, hx, h0, hs, n):
     products_into(z, gr, rows, dz, d0, ds, hx, h0, hs, n)
 
 
+@numba.njit(fastmath=_FLAGS)
+def _gather_point_loop(z, u, cols, vals, m, col_off, bias_k, wn, q, n_seq, lanes):
+    y = np.zeros(wn)
+    for i in range(m + (1 if bias_k >= 0 else 0)):
+        k, x = (col_off + cols[i], vals[i]) if i < m else (bias_k, 1.0)
+        for j in range(wn):
+            y[j] += x * u[k * wn + j]
+    for r in range(n_seq):
+        for ln in range(lanes):
+            z[ln] += q[r, ln] * y[r * lanes + ln]
+
+
+@numba.njit(fastmath=_FLAGS)
+def _gather_point_vec(z, u, cols, vals, m, col_off, bias_k, wn, q, n_seq, lanes):
+    gather_point_into(z, u, cols, vals, m, col_off, bias_k, wn, q, n_seq, lanes)
+
+
 def _values(rng, size):
     """Random float64 of mixed scales with zeros, signed zeros, subnormals, infinities and NaN."""
     v = rng.standard_normal(size) * 10.0 ** rng.integers(-8, 8, size)
@@ -114,7 +132,10 @@ def _values(rng, size):
 
 
 def _same(a, b):
-    return np.array_equal(a.view(np.int64), b.view(np.int64))  # bit for bit (NaN and -0.0 too)
+    """Bit for bit (-0.0 apart from 0.0), a NaN where the other has one: IEEE 754 leaves a NaN
+    result's sign and payload open, and x86 takes them from whichever operand LLVM put first."""
+    nan = np.isnan(a)
+    return np.array_equal(nan, np.isnan(b)) and np.array_equal(a[~nan].view(np.int64), b[~nan].view(np.int64))
 
 
 @pytest.mark.parametrize("lanes", LANES)
@@ -225,6 +246,27 @@ def test_products_are_the_ordered_loop_bit_for_bit(lanes, rows):
         _products_vec(one, gr, rows, dz, 0, ds, hx, 0, hs, 1)
         _products_loop(z, gr, rows, dz, 0, ds, hx, 0, hs, lanes)
         assert _same(one, z[:1])
+
+
+@pytest.mark.parametrize("lanes", LANES + [33, 64, 70])
+@pytest.mark.parametrize("n_seq", [1, 2, 3])
+def test_gather_point_is_its_loops_bit_for_bit(lanes, n_seq):
+    """A row read against u_r at its non-zeros (and the bias), times q per sequence, in the loops'
+    order; u padded past its end with NaN that must not leak; float32 values widened exactly."""
+    rng = np.random.default_rng(10 * lanes + n_seq)
+    coords, wn = 30, n_seq * lanes
+    u = np.concatenate([_values(rng, coords * wn), np.full(8, np.nan)])
+    q = _values(rng, n_seq * lanes).reshape(n_seq, lanes)
+    for dtype in (np.float64, np.float32):
+        for m, col_off, bias_k in [(0, 0, -1), (1, 3, -1), (14, 0, coords - 1), (13, 10, 5)]:
+            cols = rng.choice(coords - col_off - 1, size=m, replace=False).astype(np.int32)
+            vals = rng.standard_normal(m).astype(dtype)
+            z = rng.standard_normal(lanes + 3)
+            want, got = z.copy(), z.copy()
+            _gather_point_loop(want, u, cols, vals, m, col_off, bias_k, wn, q, n_seq, lanes)
+            _gather_point_vec(got, u, cols, vals, m, col_off, bias_k, wn, q, n_seq, lanes)
+            assert _same(want, got), (lanes, n_seq, dtype, m, bias_k)
+            assert _same(got[lanes:], z[lanes:])
 
 
 def test_a_count_moves_by_the_zeros_it_sees():

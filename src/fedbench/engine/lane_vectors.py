@@ -16,7 +16,7 @@ so no overlap check and no remainder loop. Every lane gets the same operations i
 whichever width its vector has (an ``fma`` is one rounding at any width), so a lane's bits do not
 depend on how many lanes share the call, and they equal those of the plain loops they replace,
 compiled with the lane kernels' flags (``contract``: a·b + c is one fma):
-``tests/engine/test_lane_vectors.py`` checks each against that loop, bit for bit, at 1 to 41 lanes.
+``tests/engine/test_lane_vectors.py`` checks each against that loop, bit for bit, at 1 to 70 lanes.
 
 Compiled code only (call them from a ``numba.njit`` function). The arrays are 1-d, C-contiguous
 float64; offsets and n are not bounds-checked (the callers index within their arrays), and an
@@ -371,3 +371,106 @@ def products_into(typingctx, z, gr, rows, dz, d0, ds, hx, h0, hs, n):
         return context.get_dummy_value()
 
     return types.void(z, gr, rows, dz, d0, ds, hx, h0, hs, n), codegen
+
+
+def _int_array(t) -> bool:
+    return isinstance(t, types.Array) and t.ndim == 1 and isinstance(t.dtype, types.Integer)
+
+
+def _partial(builder, base, offset, rest, slot):
+    """base[offset .. offset + rest − 1] (1 ≤ rest ≤ 8) in the first lanes of the <8 x double> at
+    ``slot`` (an alloca), zeros after; returns the vector."""
+    builder.store(ir.Constant(ir.VectorType(_F64, _WIDTH), [0.0] * _WIDTH), slot)
+    lanes = builder.bitcast(slot, _F64.as_pointer())
+    with cgutils.for_range(builder, rest) as loop:
+        builder.store(builder.load(builder.gep(base, [builder.add(offset, loop.index)])),
+                      builder.gep(lanes, [loop.index]))
+    return builder.load(slot)
+
+
+def _store_partial(builder, value, base, offset, rest, slot):
+    """The first ``rest`` lanes of the <8 x double> ``value`` into base[offset ..]."""
+    builder.store(value, slot)
+    lanes = builder.bitcast(slot, _F64.as_pointer())
+    with cgutils.for_range(builder, rest) as loop:
+        builder.store(builder.load(builder.gep(lanes, [loop.index])),
+                      builder.gep(base, [builder.add(offset, loop.index)]))
+
+
+@intrinsic
+def gather_point_into(typingctx, z, u, cols, vals, m, col_off, bias_k, wn, q, n_seq, lanes):
+    """z[l] += Σ_r q[r·L + l] y_r[l] for l < L = ``lanes``, r = 0..n_seq − 1 in order, where
+
+        y_r[l] = Σ_i x_i u[k_i·wn + r·L + l]   (i in order: the m non-zeros, then the bias)
+
+    with k_i = col_off + cols[i], x_i = vals[i], and the bias (k = bias_k, x = 1) last where
+    bias_k ≥ 0: a row read against the client's part u_r of a products segment (its n sequences
+    side by side at a coordinate, wn = n·L), times q Aᵗ⁻ʳ (``q`` [n, L], C order)
+    (:func:`fedbench.engine.linear_steps._round_item_products`). The bits of the loops ``y = 0; for
+    i: for l: y[r·L + l] += x_i u[…]``, then ``for r: for l: z[l] += q[…] y[…]``, compiled with
+    contraction; a y is kept in registers, up to 4 vectors of 8 lanes side by side.
+
+    ``u`` is read 8 lanes at a time past L up to the next multiple of 8: it needs that many
+    elements after its last coordinate's last sequence (finite or not; those lanes are discarded).
+
+    Raises:
+        numba.core.errors.TypingError: at compile time, when z, u or q is not C-contiguous float64
+            (z and u 1-d), cols not a 1-d integer array, vals not 1-d float32 or float64, or a
+            count, offset or index not an integer.
+    """
+    if not (_vector_array(z) and _vector_array(u) and _int_array(cols)
+            and isinstance(vals, types.Array) and vals.ndim == 1 and vals.dtype in (types.float32, types.float64)
+            and isinstance(q, types.Array) and q.layout == "C" and q.dtype == types.float64
+            and all(isinstance(t, types.Integer) for t in (m, col_off, bias_k, wn, n_seq, lanes))):
+        return None
+
+    def codegen(context, builder, sig, args):
+        zp, up, cp, xp, qp = (_data(context, builder, sig, args, k) for k in (0, 1, 2, 3, 8))
+        m_, off_, bias_, wn_, ns_, n_ = (_offset(builder, args[k]) for k in (4, 5, 6, 7, 9, 10))
+        v8 = ir.VectorType(_F64, _WIDTH)
+        fma = cgutils.get_or_insert_function(builder.module, ir.FunctionType(v8, [v8, v8, v8]), "llvm.fma.v8f64")
+        block = _WIDTH * _BLOCK_VECTORS
+        slot = cgutils.alloca_once(builder, v8)
+        accs = [cgutils.alloca_once(builder, v8) for _ in range(_BLOCK_VECTORS)]
+        wide = sig.args[3].dtype == types.float32
+
+        def add_term(k, x, r_base, k_vectors):  # accs[c] += x · u[k·wn + r·L + b + 8c]
+            base = builder.add(builder.mul(k, wn_), r_base)
+            xv = _splat(builder, x, _WIDTH)
+            for c in range(k_vectors):
+                old = builder.load(accs[c])
+                builder.store(builder.call(fma, [xv, _read(builder, up, base, _I64(c * _WIDTH), _WIDTH), old]),
+                              accs[c])
+
+        def run(r, b, count, k_vectors):
+            r_base = builder.add(builder.mul(r, n_), b)  # r·L + b
+            for c in range(k_vectors):
+                builder.store(ir.Constant(v8, [0.0] * _WIDTH), accs[c])
+            with cgutils.for_range(builder, m_) as loop:
+                col = _offset(builder, builder.load(builder.gep(cp, [loop.index])))
+                x = builder.load(builder.gep(xp, [loop.index]))
+                add_term(builder.add(off_, col), builder.fpext(x, _F64) if wide else x, r_base, k_vectors)
+            with builder.if_then(builder.icmp_signed(">=", bias_, _I64(0))):
+                add_term(bias_, ir.Constant(_F64, 1.0), r_base, k_vectors)
+            for c in range(k_vectors - 1):
+                pz = _at(builder, zp, b, _I64(c * _WIDTH), _WIDTH)
+                qv = _read(builder, qp, r_base, _I64(c * _WIDTH), _WIDTH)
+                _store(builder, builder.call(fma, [qv, builder.load(accs[c]), _load(builder, pz)]), pz)
+            last = _I64((k_vectors - 1) * _WIDTH)
+            rest = builder.sub(count, last)
+            qv = _partial(builder, qp, builder.add(r_base, last), rest, slot)
+            zv = _partial(builder, zp, builder.add(b, last), rest, slot)
+            new = builder.call(fma, [qv, builder.load(accs[k_vectors - 1]), zv])
+            _store_partial(builder, new, zp, builder.add(b, last), rest, slot)
+
+        with cgutils.for_range(builder, ns_) as seq:
+            with cgutils.for_range_slice(builder, _I64(0), n_, _I64(block)) as (b, _):
+                count = builder.sub(n_, b)
+                count = builder.select(builder.icmp_signed("<", count, _I64(block)), count, _I64(block))
+                vectors = builder.udiv(builder.add(count, _I64(_WIDTH - 1)), _I64(_WIDTH))
+                for k in range(1, _BLOCK_VECTORS + 1):
+                    with builder.if_then(builder.icmp_unsigned("==", vectors, _I64(k))):
+                        run(seq.index, b, count, k)
+        return context.get_dummy_value()
+
+    return types.void(z, u, cols, vals, m, col_off, bias_k, wn, q, n_seq, lanes), codegen

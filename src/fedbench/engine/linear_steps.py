@@ -80,6 +80,7 @@ from fedbench.engine.lane_math import div, exp_nonpos, log1p_unit
 from fedbench.engine.lane_vectors import (
     dot2_into,
     fma_into,
+    gather_point_into,
     message_into,
     mul_into,
     products_into,
@@ -1151,12 +1152,12 @@ def _round_item_products(v, hq, mc, ac, pw, cpw, qpw, e_shared, lo, hi, t, indpt
     acc_i = acc[0] if nm == 1 else np.empty(p_total * nm * lanes)
     # u at the start and the end of a segment, [P, n, L], zero but at the touched coordinates (only
     # with more than one segment)
-    u2 = np.zeros((2, p_total * n * lanes if seg_steps < k_steps else 0))
+    # (8 past the end: lane_vectors.gather_point_into reads whole vectors)
+    u2 = np.zeros((2, p_total * n * lanes + 8 if seg_steps < k_steps else 0))
     xd = np.zeros(d * seg_rows)  # feature f of the segment's rows so far: [d, S·B]
     gr = np.empty(seg_rows)  # a row's products with the segment's earlier rows
     lp = -(-lanes // 8) * 8  # lanes padded to whole vectors of 8: what lane_vectors.products_into reads
     hqx = np.zeros(per_client * lp)  # q Aʲ c, j from K − 1 down, each B times: [K·B, lp]
-    yb = np.empty(n * lanes)  # a row's products with u_r
     cf = np.empty(max(nm, n) * lanes)
     pos = np.full(p_total, -1, dtype=np.int64)
     touched = np.empty(p_total, dtype=np.int64)
@@ -1172,7 +1173,7 @@ def _round_item_products(v, hq, mc, ac, pw, cpw, qpw, e_shared, lo, hi, t, indpt
     return _products_clients(
         v, hq, mc, ac, pw, cpw, qpw, e_shared, lo, hi, t, indptr, indices, values, y_all, row_table, slot, sizes,
         thresholds, key_seed, key_id, purpose, weight, k_steps, b_size, binary, n_lin, d, has_bias, acc, acc_w, nnz,
-        ok, lanes, p_total, nm, n, per_client, seg_steps, delta, es_i, acc_i, u2, xd, gr, dzf, hqx, lp, yb, cf, pos,
+        ok, lanes, p_total, nm, n, per_client, seg_steps, delta, es_i, acc_i, u2, xd, gr, dzf, hqx, lp, cf, pos,
         touched, z, dz, fin, count, base, zl, dzl, loc, cur, labs, buf_i, buf_v, cnt, ent, pool, words)
 
 
@@ -1180,7 +1181,7 @@ def _round_item_products(v, hq, mc, ac, pw, cpw, qpw, e_shared, lo, hi, t, indpt
 def _products_clients(
         v, hq, mc, ac, pw, cpw, qpw, e_shared, lo, hi, t, indptr, indices, values, y_all, row_table, slot, sizes,
         thresholds, key_seed, key_id, purpose, weight, k_steps, b_size, binary, n_lin, d, has_bias, acc, acc_w, nnz,
-        ok, lanes, p_total, nm, n, per_client, seg_steps, delta, es_i, acc_i, u2, xd, gr, dzf, hqx, lp, yb, cf, pos,
+        ok, lanes, p_total, nm, n, per_client, seg_steps, delta, es_i, acc_i, u2, xd, gr, dzf, hqx, lp, cf, pos,
         touched, z, dz, fin, count, base, zl, dzl, loc, cur, labs, buf_i, buf_v, cnt, ent, pool, words):
     """The loops of :func:`_round_item_products` over its scratch arrays, compiled without
     reference counting, as :func:`_one_step_clients`."""
@@ -1240,18 +1241,8 @@ def _products_clients(
                     for cl in range(n_lin):
                         zc = z[cl]
                         if r0 > 0:  # + x·(q Aᵗ⁻ʳ u_r)
-                            off = cl * d
-                            for i in range(width_n):
-                                yb[i] = 0.0
-                            for u in range(m + (1 if has_bias else 0)):
-                                k, xv = (off + buf_i[j, u], buf_v[j, u]) if u < m else (bias_at + cl, 1.0)
-                                uk = ur[k * width_n:(k + 1) * width_n]
-                                for i in range(width_n):
-                                    yb[i] += xv * uk[i]
-                            for r in range(n):
-                                qr, yr = qt[r], yb[r * lanes:(r + 1) * lanes]
-                                for ln in range(lanes):
-                                    zc[ln] += qr[ln] * yr[ln]
+                            gather_point_into(zc, ur, buf_i[j], buf_v[j], m, cl * d, bias_at + cl if has_bias else -1,
+                                              width_n, qt, n, lanes)
                         if j0 > 0:  # + Σ_jj (x·x_jj) (q Aᵗ⁻¹⁻ʲ c) dz_jj, hqx's row (K − t)·B + jj
                             products_into(zc, gr, j0, dzf, cl * lp, n_lin * lp, hqx, (k_steps - tt) * b_size * lp,
                                           lp, lanes)
