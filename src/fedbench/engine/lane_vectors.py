@@ -12,11 +12,14 @@ lanes that way, 4.2 ns written as below.
 
 Each function here is a numba intrinsic that emits, for lanes 0..n−1, vectors of 8 float64 while 8
 are left, then at most one vector each of 4, 2 and 1 (n's bits): no loop of LLVM's to vectorize,
-so no overlap check and no remainder loop. Every lane gets the same operations in the same order
-whichever width its vector has (an ``fma`` is one rounding at any width), so a lane's bits do not
-depend on how many lanes share the call, and they equal those of the plain loops they replace,
-compiled with the lane kernels' flags (``contract``: a·b + c is one fma):
-``tests/engine/test_lane_vectors.py`` checks each against that loop, bit for bit, at 1 to 70 lanes.
+so no overlap check and no remainder loop. The two sums over many terms (:func:`products_into`,
+:func:`gather_point_into`) carry up to 4 vectors of 8 lanes in registers across their terms, the
+last vector's lanes past n read from a zeroed copy. Every lane gets the same operations in the same
+order whichever width its vector has (an ``fma`` is one rounding at any width), so a lane's bits
+do not depend on how many lanes share the call, and they equal those of the plain loops they
+replace, compiled with the lane kernels' flags (``contract``: a·b + c is one fma):
+``tests/engine/test_lane_vectors.py`` checks each against that loop, bit for bit, at 1 to 70 lanes
+(a NaN as a NaN: IEEE 754 leaves its sign and payload open).
 
 Compiled code only (call them from a ``numba.njit`` function). The arrays are 1-d, C-contiguous
 float64; offsets and n are not bounds-checked (the callers index within their arrays), and an
