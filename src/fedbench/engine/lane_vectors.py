@@ -99,15 +99,10 @@ def _offset(builder, value):
     return builder.sext(value, _I64) if value.type.width < 64 else value
 
 
-@intrinsic
-def fma_into(typingctx, y, y0, x, x0, a, n):
-    """y[y0 + i] = fma(a, x[x0 + i], y[y0 + i]) for i < n: ``y[i] += a * x[i]`` contracted (a
-    gradient scattered into a coordinate's lanes, a logit's term).
-
-    Raises:
-        numba.core.errors.TypingError: at compile time, when ``y`` or ``x`` is not a 1-d
-            C-contiguous float64 array, y0, x0 or n not an integer, or a not a float64.
-    """
+def _scaled_x(y, y0, x, x0, a, n, update):
+    """The signature and code of y[y0 + i] = update(builder, a, x[x0 + i], &y[y0 + i], w) for i < n,
+    w lanes a vector (a splat across them); None where the arguments are not two 1-d C-contiguous
+    float64 arrays, integer offsets and count, and a float64 a."""
     if not (_vector_array(y) and _vector_array(x) and isinstance(y0, types.Integer)
             and isinstance(x0, types.Integer) and a == types.float64 and isinstance(n, types.Integer)):
         return None
@@ -118,13 +113,24 @@ def fma_into(typingctx, y, y0, x, x0, a, n):
 
         def body(i, w):
             py = _at(builder, yp, yo, i, w)
-            _store(builder, _fma(builder, _splat(builder, av, w), _read(builder, xp, xo, i, w),
-                                 _load(builder, py), w), py)
+            _store(builder, update(builder, _splat(builder, av, w), _read(builder, xp, xo, i, w), py, w), py)
 
         _chunks(builder, args[5], body)
         return context.get_dummy_value()
 
     return types.void(y, y0, x, x0, a, n), codegen
+
+
+@intrinsic
+def fma_into(typingctx, y, y0, x, x0, a, n):
+    """y[y0 + i] = fma(a, x[x0 + i], y[y0 + i]) for i < n: ``y[i] += a * x[i]`` contracted (a
+    gradient scattered into a coordinate's lanes, a logit's term).
+
+    Raises:
+        numba.core.errors.TypingError: at compile time, when ``y`` or ``x`` is not a 1-d
+            C-contiguous float64 array, y0, x0 or n not an integer, or a not a float64.
+    """
+    return _scaled_x(y, y0, x, x0, a, n, lambda builder, av, xv, py, w: _fma(builder, av, xv, _load(builder, py), w))
 
 
 @intrinsic
@@ -134,22 +140,7 @@ def mul_into(typingctx, y, y0, x, x0, a, n):
     Raises:
         numba.core.errors.TypingError: as :func:`fma_into`.
     """
-    if not (_vector_array(y) and _vector_array(x) and isinstance(y0, types.Integer)
-            and isinstance(x0, types.Integer) and a == types.float64 and isinstance(n, types.Integer)):
-        return None
-
-    def codegen(context, builder, sig, args):
-        yp, xp = _data(context, builder, sig, args, 0), _data(context, builder, sig, args, 2)
-        yo, xo, av = _offset(builder, args[1]), _offset(builder, args[3]), args[4]
-
-        def body(i, w):
-            xv = _read(builder, xp, xo, i, w)
-            _store(builder, builder.fmul(xv, _splat(builder, av, w)), _at(builder, yp, yo, i, w))
-
-        _chunks(builder, args[5], body)
-        return context.get_dummy_value()
-
-    return types.void(y, y0, x, x0, a, n), codegen
+    return _scaled_x(y, y0, x, x0, a, n, lambda builder, av, xv, py, w: builder.fmul(xv, av))
 
 
 @intrinsic
@@ -184,6 +175,19 @@ def dot2_into(typingctx, z, w, i0, x0, i1, x1, n):
     return types.void(z, w, i0, x0, i1, x1, n), codegen
 
 
+def _sum_and_count(builder, e, x, ap, cp, o, wv, i, w):
+    """ap[o + i ..] = fma(wv, x, ap[o + i ..]) and cp[i ..] += [x ≠ 0] − [e ≠ 0] over w lanes: a
+    client's message x (the shared one e plus its change) summed and its non-zeros counted."""
+    vt = ir.VectorType(_F64, w)
+    nil, one = ir.Constant(vt, [0.0] * w), ir.Constant(vt, [1.0] * w)
+    pa = _at(builder, ap, o, i, w)
+    _store(builder, _fma(builder, _splat(builder, wv, w), x, _load(builder, pa), w), pa)
+    nx = builder.select(builder.fcmp_unordered("!=", x, nil), one, nil)
+    ne = builder.select(builder.fcmp_unordered("!=", e, nil), one, nil)
+    pc = _at(builder, cp, _I64(0), i, w)
+    _store(builder, builder.fadd(_load(builder, pc), builder.fsub(nx, ne)), pc)
+
+
 @intrinsic
 def message_into(typingctx, es, de, ae, count, i0, wg, n):
     """A client's message at one coordinate, summed and its non-zeros counted, for i < n (flat
@@ -206,19 +210,12 @@ def message_into(typingctx, es, de, ae, count, i0, wg, n):
 
     def codegen(context, builder, sig, args):
         ep, dp, ap, cp = (_data(context, builder, sig, args, k) for k in range(4))
-        o, zero, wv = _offset(builder, args[4]), _I64(0), args[5]
+        o, wv = _offset(builder, args[4]), args[5]
 
         def body(i, w):
-            vt = ir.VectorType(_F64, w)
-            nil, one = ir.Constant(vt, [0.0] * w), ir.Constant(vt, [1.0] * w)
             e = _read(builder, ep, o, i, w)
             x = builder.fadd(e, _read(builder, dp, o, i, w))
-            pa = _at(builder, ap, o, i, w)
-            _store(builder, _fma(builder, _splat(builder, wv, w), x, _load(builder, pa), w), pa)
-            nx = builder.select(builder.fcmp_unordered("!=", x, nil), one, nil)
-            ne = builder.select(builder.fcmp_unordered("!=", e, nil), one, nil)
-            pc = _at(builder, cp, zero, i, w)
-            _store(builder, builder.fadd(_load(builder, pc), builder.fsub(nx, ne)), pc)
+            _sum_and_count(builder, e, x, ap, cp, o, wv, i, w)
 
         _chunks(builder, args[6], body)
         return context.get_dummy_value()
@@ -278,16 +275,9 @@ def scaled_message_into(typingctx, es, c, h, ae, count, i0, wg, n):
         o, zero, wv = _offset(builder, args[5]), _I64(0), args[6]
 
         def body(i, w):
-            vt = ir.VectorType(_F64, w)
-            nil, one = ir.Constant(vt, [0.0] * w), ir.Constant(vt, [1.0] * w)
             e = _read(builder, ep, o, i, w)
             x = _fma(builder, _read(builder, cp, zero, i, w), _read(builder, hp, o, i, w), e, w)
-            pa = _at(builder, ap, o, i, w)
-            _store(builder, _fma(builder, _splat(builder, wv, w), x, _load(builder, pa), w), pa)
-            nx = builder.select(builder.fcmp_unordered("!=", x, nil), one, nil)
-            ne = builder.select(builder.fcmp_unordered("!=", e, nil), one, nil)
-            pc = _at(builder, kp, zero, i, w)
-            _store(builder, builder.fadd(_load(builder, pc), builder.fsub(nx, ne)), pc)
+            _sum_and_count(builder, e, x, ap, kp, o, wv, i, w)
 
         _chunks(builder, args[7], body)
         return context.get_dummy_value()
@@ -298,6 +288,39 @@ def scaled_message_into(typingctx, es, c, h, ae, count, i0, wg, n):
 #: At most this many vectors of 8 lanes are summed side by side (:func:`products_into`); more
 #: lanes run in blocks of 32.
 _BLOCK_VECTORS = 4
+
+
+def _partial(builder, base, offset, rest, slot):
+    """base[offset .. offset + rest − 1] (1 ≤ rest ≤ 8) in the first lanes of the <8 x double> at
+    ``slot`` (an alloca), zeros after; returns the vector."""
+    builder.store(ir.Constant(ir.VectorType(_F64, _WIDTH), [0.0] * _WIDTH), slot)
+    lanes = builder.bitcast(slot, _F64.as_pointer())
+    with cgutils.for_range(builder, rest) as loop:
+        builder.store(builder.load(builder.gep(base, [builder.add(offset, loop.index)])),
+                      builder.gep(lanes, [loop.index]))
+    return builder.load(slot)
+
+
+def _store_partial(builder, value, base, offset, rest, slot):
+    """The first ``rest`` lanes of the <8 x double> ``value`` into base[offset ..]."""
+    builder.store(value, slot)
+    lanes = builder.bitcast(slot, _F64.as_pointer())
+    with cgutils.for_range(builder, rest) as loop:
+        builder.store(builder.load(builder.gep(lanes, [loop.index])),
+                      builder.gep(base, [builder.add(offset, loop.index)]))
+
+
+def _blocks(builder, n, run):
+    """Emit run(b, count, k) for the lanes b..b+count−1 of each block of up to 32 (k = ⌈count / 8⌉
+    vectors, a constant in each of the four variants emitted)."""
+    block = _WIDTH * _BLOCK_VECTORS
+    with cgutils.for_range_slice(builder, _I64(0), n, _I64(block)) as (b, _):
+        count = builder.sub(n, b)
+        count = builder.select(builder.icmp_signed("<", count, _I64(block)), count, _I64(block))
+        vectors = builder.udiv(builder.add(count, _I64(_WIDTH - 1)), _I64(_WIDTH))
+        for k in range(1, _BLOCK_VECTORS + 1):
+            with builder.if_then(builder.icmp_unsigned("==", vectors, _I64(k))):
+                run(b, count, k)
 
 
 @intrinsic
@@ -330,9 +353,7 @@ def products_into(typingctx, z, gr, rows, dz, d0, ds, hx, h0, hs, n):
         rows_, d0_, ds_, h0_, hs_, n_ = (_offset(builder, args[k]) for k in (2, 4, 5, 7, 8, 9))
         v8 = ir.VectorType(_F64, _WIDTH)
         fma = cgutils.get_or_insert_function(builder.module, ir.FunctionType(v8, [v8, v8, v8]), "llvm.fma.v8f64")
-        block = _WIDTH * _BLOCK_VECTORS
-        part = cgutils.alloca_once(builder, v8)  # a block's last vector, where it is not full
-        partp = builder.bitcast(part, _F64.as_pointer())
+        slot = cgutils.alloca_once(builder, v8)  # a block's last vector, where it is not full
         accs = [cgutils.alloca_once(builder, v8) for _ in range(_BLOCK_VECTORS)]
 
         def run(b, count, k):  # lanes b..b+count−1 (8(k − 1) < count ≤ 8k) as k vectors
@@ -340,11 +361,7 @@ def products_into(typingctx, z, gr, rows, dz, d0, ds, hx, h0, hs, n):
             rest = builder.sub(count, _I64((k - 1) * _WIDTH))  # 1..8 lanes in the last vector
             for c in range(k - 1):
                 builder.store(_read(builder, zp, b, _I64(c * _WIDTH), _WIDTH), accs[c])
-            builder.store(ir.Constant(v8, [0.0] * _WIDTH), part)
-            with cgutils.for_range(builder, rest) as loop:
-                builder.store(builder.load(builder.gep(zp, [builder.add(last, loop.index)])),
-                              builder.gep(partp, [loop.index]))
-            builder.store(builder.load(part), accs[k - 1])
+            builder.store(_partial(builder, zp, last, rest, slot), accs[k - 1])
             with cgutils.for_range(builder, rows_) as loop:
                 j = loop.index
                 g = builder.load(builder.gep(gp, [j]))
@@ -359,18 +376,9 @@ def products_into(typingctx, z, gr, rows, dz, d0, ds, hx, h0, hs, n):
                     builder.store(builder.select(take, builder.call(fma, [gv, prod, old]), old), accs[c])
             for c in range(k - 1):
                 _store(builder, builder.load(accs[c]), _at(builder, zp, b, _I64(c * _WIDTH), _WIDTH))
-            builder.store(builder.load(accs[k - 1]), part)
-            with cgutils.for_range(builder, rest) as loop:
-                builder.store(builder.load(builder.gep(partp, [loop.index])),
-                              builder.gep(zp, [builder.add(last, loop.index)]))
+            _store_partial(builder, builder.load(accs[k - 1]), zp, last, rest, slot)
 
-        with cgutils.for_range_slice(builder, _I64(0), n_, _I64(block)) as (b, _):
-            count = builder.sub(n_, b)
-            count = builder.select(builder.icmp_signed("<", count, _I64(block)), count, _I64(block))
-            vectors = builder.udiv(builder.add(count, _I64(_WIDTH - 1)), _I64(_WIDTH))
-            for k in range(1, _BLOCK_VECTORS + 1):
-                with builder.if_then(builder.icmp_unsigned("==", vectors, _I64(k))):
-                    run(b, count, k)
+        _blocks(builder, n_, run)
         return context.get_dummy_value()
 
     return types.void(z, gr, rows, dz, d0, ds, hx, h0, hs, n), codegen
@@ -378,26 +386,6 @@ def products_into(typingctx, z, gr, rows, dz, d0, ds, hx, h0, hs, n):
 
 def _int_array(t) -> bool:
     return isinstance(t, types.Array) and t.ndim == 1 and isinstance(t.dtype, types.Integer)
-
-
-def _partial(builder, base, offset, rest, slot):
-    """base[offset .. offset + rest − 1] (1 ≤ rest ≤ 8) in the first lanes of the <8 x double> at
-    ``slot`` (an alloca), zeros after; returns the vector."""
-    builder.store(ir.Constant(ir.VectorType(_F64, _WIDTH), [0.0] * _WIDTH), slot)
-    lanes = builder.bitcast(slot, _F64.as_pointer())
-    with cgutils.for_range(builder, rest) as loop:
-        builder.store(builder.load(builder.gep(base, [builder.add(offset, loop.index)])),
-                      builder.gep(lanes, [loop.index]))
-    return builder.load(slot)
-
-
-def _store_partial(builder, value, base, offset, rest, slot):
-    """The first ``rest`` lanes of the <8 x double> ``value`` into base[offset ..]."""
-    builder.store(value, slot)
-    lanes = builder.bitcast(slot, _F64.as_pointer())
-    with cgutils.for_range(builder, rest) as loop:
-        builder.store(builder.load(builder.gep(lanes, [loop.index])),
-                      builder.gep(base, [builder.add(offset, loop.index)]))
 
 
 @intrinsic
@@ -432,7 +420,6 @@ def gather_point_into(typingctx, z, u, cols, vals, m, col_off, bias_k, wn, q, n_
         m_, off_, bias_, wn_, ns_, n_ = (_offset(builder, args[k]) for k in (4, 5, 6, 7, 9, 10))
         v8 = ir.VectorType(_F64, _WIDTH)
         fma = cgutils.get_or_insert_function(builder.module, ir.FunctionType(v8, [v8, v8, v8]), "llvm.fma.v8f64")
-        block = _WIDTH * _BLOCK_VECTORS
         slot = cgutils.alloca_once(builder, v8)
         accs = [cgutils.alloca_once(builder, v8) for _ in range(_BLOCK_VECTORS)]
         wide = sig.args[3].dtype == types.float32
@@ -467,13 +454,7 @@ def gather_point_into(typingctx, z, u, cols, vals, m, col_off, bias_k, wn, q, n_
             _store_partial(builder, new, zp, builder.add(b, last), rest, slot)
 
         with cgutils.for_range(builder, ns_) as seq:
-            with cgutils.for_range_slice(builder, _I64(0), n_, _I64(block)) as (b, _):
-                count = builder.sub(n_, b)
-                count = builder.select(builder.icmp_signed("<", count, _I64(block)), count, _I64(block))
-                vectors = builder.udiv(builder.add(count, _I64(_WIDTH - 1)), _I64(_WIDTH))
-                for k in range(1, _BLOCK_VECTORS + 1):
-                    with builder.if_then(builder.icmp_unsigned("==", vectors, _I64(k))):
-                        run(seq.index, b, count, k)
+            _blocks(builder, n_, lambda b, count, k: run(seq.index, b, count, k))
         return context.get_dummy_value()
 
     return types.void(z, u, cols, vals, m, col_off, bias_k, wn, q, n_seq, lanes), codegen
