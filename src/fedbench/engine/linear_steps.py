@@ -1151,8 +1151,7 @@ def _round_item_products(v, hq, mc, ac, pw, cpw, qpw, e_shared, lo, hi, t, indpt
     es_i = e_shared[0] if nm == 1 else np.empty(p_total * nm * lanes)
     acc_i = acc[0] if nm == 1 else np.empty(p_total * nm * lanes)
     # u at the start and the end of a segment, [P, n, L], zero but at the touched coordinates (only
-    # with more than one segment)
-    # (8 past the end: lane_vectors.gather_point_into reads whole vectors)
+    # with more than one segment), and 8 zeros past its end: gather_point_into reads whole vectors
     u2 = np.zeros((2, p_total * n * lanes + 8 if seg_steps < k_steps else 0))
     xd = np.zeros(d * seg_rows)  # feature f of the segment's rows so far: [d, S·B]
     gr = np.empty(seg_rows)  # a row's products with the segment's earlier rows
