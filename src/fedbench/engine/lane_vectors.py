@@ -46,7 +46,7 @@ def _vector_array(t) -> bool:
 def _chunks(builder, n, body):
     """Emit body(i, w) over lanes i..i+w−1: w = 8 while 8 lanes are left, then w = 4, 2, 1 once each
     where n's bit w is set."""
-    n = builder.sext(n, _I64) if n.type.width < 64 else n
+    n = _offset(builder, n)
     n_full = builder.and_(n, _I64(-_WIDTH))
     with cgutils.for_range_slice(builder, _I64(0), n_full, _I64(_WIDTH)) as (i, _):
         body(i, _WIDTH)
@@ -352,7 +352,6 @@ def products_into(typingctx, z, gr, rows, dz, d0, ds, hx, h0, hs, n):
         zp, gp, dp, hp = (_data(context, builder, sig, args, k) for k in (0, 1, 3, 6))
         rows_, d0_, ds_, h0_, hs_, n_ = (_offset(builder, args[k]) for k in (2, 4, 5, 7, 8, 9))
         v8 = ir.VectorType(_F64, _WIDTH)
-        fma = cgutils.get_or_insert_function(builder.module, ir.FunctionType(v8, [v8, v8, v8]), "llvm.fma.v8f64")
         slot = cgutils.alloca_once(builder, v8)  # a block's last vector, where it is not full
         accs = [cgutils.alloca_once(builder, v8) for _ in range(_BLOCK_VECTORS)]
 
@@ -373,7 +372,7 @@ def products_into(typingctx, z, gr, rows, dz, d0, ds, hx, h0, hs, n):
                     lane = builder.add(b, _I64(c * _WIDTH))
                     prod = builder.fmul(_read(builder, dp, dj, lane, _WIDTH), _read(builder, hp, hj, lane, _WIDTH))
                     old = builder.load(accs[c])
-                    builder.store(builder.select(take, builder.call(fma, [gv, prod, old]), old), accs[c])
+                    builder.store(builder.select(take, _fma(builder, gv, prod, old, _WIDTH), old), accs[c])
             for c in range(k - 1):
                 _store(builder, builder.load(accs[c]), _at(builder, zp, b, _I64(c * _WIDTH), _WIDTH))
             _store_partial(builder, builder.load(accs[k - 1]), zp, last, rest, slot)
@@ -419,7 +418,6 @@ def gather_point_into(typingctx, z, u, cols, vals, m, col_off, bias_k, wn, q, n_
         zp, up, cp, xp, qp = (_data(context, builder, sig, args, k) for k in (0, 1, 2, 3, 8))
         m_, off_, bias_, wn_, ns_, n_ = (_offset(builder, args[k]) for k in (4, 5, 6, 7, 9, 10))
         v8 = ir.VectorType(_F64, _WIDTH)
-        fma = cgutils.get_or_insert_function(builder.module, ir.FunctionType(v8, [v8, v8, v8]), "llvm.fma.v8f64")
         slot = cgutils.alloca_once(builder, v8)
         accs = [cgutils.alloca_once(builder, v8) for _ in range(_BLOCK_VECTORS)]
         wide = sig.args[3].dtype == types.float32
@@ -429,7 +427,7 @@ def gather_point_into(typingctx, z, u, cols, vals, m, col_off, bias_k, wn, q, n_
             xv = _splat(builder, x, _WIDTH)
             for c in range(k_vectors):
                 old = builder.load(accs[c])
-                builder.store(builder.call(fma, [xv, _read(builder, up, base, _I64(c * _WIDTH), _WIDTH), old]),
+                builder.store(_fma(builder, xv, _read(builder, up, base, _I64(c * _WIDTH), _WIDTH), old, _WIDTH),
                               accs[c])
 
         def run(r, b, count, k_vectors):
@@ -445,12 +443,12 @@ def gather_point_into(typingctx, z, u, cols, vals, m, col_off, bias_k, wn, q, n_
             for c in range(k_vectors - 1):
                 pz = _at(builder, zp, b, _I64(c * _WIDTH), _WIDTH)
                 qv = _read(builder, qp, r_base, _I64(c * _WIDTH), _WIDTH)
-                _store(builder, builder.call(fma, [qv, builder.load(accs[c]), _load(builder, pz)]), pz)
+                _store(builder, _fma(builder, qv, builder.load(accs[c]), _load(builder, pz), _WIDTH), pz)
             last = _I64((k_vectors - 1) * _WIDTH)
             rest = builder.sub(count, last)
             qv = _partial(builder, qp, builder.add(r_base, last), rest, slot)
             zv = _partial(builder, zp, builder.add(b, last), rest, slot)
-            new = builder.call(fma, [qv, builder.load(accs[k_vectors - 1]), zv])
+            new = _fma(builder, qv, builder.load(accs[k_vectors - 1]), zv, _WIDTH)
             _store_partial(builder, new, zp, builder.add(b, last), rest, slot)
 
         with cgutils.for_range(builder, ns_) as seq:

@@ -1172,7 +1172,7 @@ def _round_item_products(v, hq, mc, ac, pw, cpw, qpw, e_shared, lo, hi, t, indpt
     return _products_clients(
         v, hq, mc, ac, pw, cpw, qpw, e_shared, lo, hi, t, indptr, indices, values, y_all, row_table, slot, sizes,
         thresholds, key_seed, key_id, purpose, weight, k_steps, b_size, binary, n_lin, d, has_bias, acc, acc_w, nnz,
-        ok, lanes, p_total, nm, n, per_client, seg_steps, delta, es_i, acc_i, u2, xd, gr, dzf, hqx, lp, cf, pos,
+        ok, lanes, p_total, nm, n, per_client, seg_steps, delta, es_i, acc_i, u2, xd, gr, dzf, hqx, cf, pos,
         touched, z, dz, fin, count, base, zl, dzl, loc, cur, labs, buf_i, buf_v, cnt, ent, pool, words)
 
 
@@ -1180,7 +1180,7 @@ def _round_item_products(v, hq, mc, ac, pw, cpw, qpw, e_shared, lo, hi, t, indpt
 def _products_clients(
         v, hq, mc, ac, pw, cpw, qpw, e_shared, lo, hi, t, indptr, indices, values, y_all, row_table, slot, sizes,
         thresholds, key_seed, key_id, purpose, weight, k_steps, b_size, binary, n_lin, d, has_bias, acc, acc_w, nnz,
-        ok, lanes, p_total, nm, n, per_client, seg_steps, delta, es_i, acc_i, u2, xd, gr, dzf, hqx, lp, cf, pos,
+        ok, lanes, p_total, nm, n, per_client, seg_steps, delta, es_i, acc_i, u2, xd, gr, dzf, hqx, cf, pos,
         touched, z, dz, fin, count, base, zl, dzl, loc, cur, labs, buf_i, buf_v, cnt, ent, pool, words):
     """The loops of :func:`_round_item_products` over its scratch arrays, compiled without
     reference counting, as :func:`_one_step_clients`."""
@@ -1190,6 +1190,7 @@ def _products_clients(
     inv_b = 1.0 / b_size
     bias_at = n_lin * d
     seg_rows = seg_steps * b_size
+    lp = dz.shape[2]  # lanes padded to whole vectors of 8
     width_m, width_n = nm * lanes, n * lanes
     for i in range(p_total * width_m):
         acc_i[i] = 0.0
