@@ -57,9 +57,9 @@ The stacked cells whose clients draw the same rows (one seed's learning-rate gri
 lanes of a coordinate side by side: a client's rows are drawn and read once for the whole group,
 the work at a row's non-zeros runs across the lanes, and the dense passes are single loops over
 P·L. Nothing is summed across lanes, so each lane's numbers are its cell's alone. At K ≥ 2 a client
-forms no iterate: a row's logit is the row read against q Aᵗ s⁰ (shared by the lane's clients) plus
-its products with the client's earlier rows times their logit gradients, in segments whose later
-ones also read the client's own part at their start (:func:`_round_item_products`). For a state of
+forms no iterate: a row's logit is the row read against the client's state at its segment's start
+(s⁰, shared by the lane's clients, in the first), times q Aᵗ⁻ʳ, plus its products with the
+segment's earlier rows times their logit gradients (:func:`_round_item_products`). For a state of
 one sequence (FedAvg: A = a) the client's own part is kept instead, scaled by a⁻ᵗ so that only the
 coordinates a row touches change (:func:`_round_item_scaled`). :func:`round_mode` chooses. A work item
 draws its clients' rows first and requests the cache lines of the rows a few ahead of the one being
@@ -728,6 +728,13 @@ PRODUCTS_SEGMENT_ROWS = 32
 _LANE_FLAGS = {"contract"}
 
 
+@numba.njit(cache=True, inline="always")
+def _segment_steps(k_steps, b_size, n):
+    """S, the steps of a products segment (:func:`_round_item_products`): the steps of
+    :data:`PRODUCTS_SEGMENT_ROWS` · n rows, at least 1, at most K (one segment where K ≤ S)."""
+    return min(k_steps, max(1, PRODUCTS_SEGMENT_ROWS * n // b_size))
+
+
 @numba.njit(cache=True, inline="always", fastmath=_LANE_FLAGS)
 def _mix(out, coef, src, add, lanes):
     """out (+)= Σ_j coef[j] src[j] elementwise over the flat (coordinate, lane) index i = k·L + l,
@@ -1106,7 +1113,7 @@ def _scatter_row(tgt, wt, cf, row_i, row_v, m, off, has_bias, bias_k, pos, touch
 
 
 @numba.njit(cache=True, fastmath=_LANE_FLAGS)
-def _round_item_products(v, hq, mc, ac, pw, cpw, qpw, e_shared, lo, hi, t, indptr, indices, values, width, y_all,
+def _round_item_products(sx, hq, mc, ac, pw, cpw, qpw, e_shared, lo, hi, t, indptr, indices, values, width, y_all,
                          row_table, slot, sizes, thresholds, key_seed, key_id, purpose, weight, k_steps, b_size,
                          binary, n_lin, d, has_bias, acc, acc_w, nnz, ok):
     """One round of clients lo..hi−1 of one group of L lanes, each client's K·B gradients from its
@@ -1120,29 +1127,30 @@ def _round_item_products(v, hq, mc, ac, pw, cpw, qpw, e_shared, lo, hi, t, indpt
     is zero but at the coordinates its rows touched). The logit of a row x at step t of the segment
     that starts at step r is then
 
-        x·(q Aᵗ s⁰) + x·(q Aᵗ⁻ʳ u_r) + Σ_{r ≤ j < t, b} (q Aᵗ⁻¹⁻ʲ c) dz_{j,b} (x·x_{j,b}):
+        x·(q Aᵗ⁻ʳ s_r) + Σ_{r ≤ j < t, b} (q Aᵗ⁻¹⁻ʲ c) dz_{j,b} (x·x_{j,b}),   s_r = Aʳ s⁰ + u_r:
 
-    the row read against ``v[t]`` = q Aᵗ s⁰ (shared by the lane's clients: :func:`_round_shared`),
-    against u_r at the coordinates touched before the segment (``qpw[t − r]`` = q Aᵗ⁻ʳ; none in the
-    first segment), and its products with the segment's earlier rows (computed once for all lanes)
-    times their logit gradients and ``hq[t − 1 − j]`` = q Aᵗ⁻¹⁻ʲ c. A segment ending at r' < K
+    the row read against the client's state at the segment's start, times ``qpw[t − r]`` = q Aᵗ⁻ʳ
+    (s_r formed at every coordinate when the segment starts, from ``sx[r / S]`` = Aʳ s⁰, shared by
+    the lane's clients: :func:`_round_shared`; s⁰ itself in the first segment), and its products
+    with the segment's earlier rows (computed once for all lanes) times their logit gradients and
+    ``hq[t − 1 − j]`` = q Aᵗ⁻¹⁻ʲ c. A segment ending at r' < K
     scatters each row's gradient into u_r' with ``ac[r' − 1 − j]`` = A^(r'−1−j) c, u_r' starting
     at A^(r'−r) u_r (``pw``); the last one scatters into the message e = C s_K + D S = ``e_shared``
     + C u_K with ``mc[K − 1 − j]`` = C Aᴷ⁻¹⁻ʲ c, starting at C Aᴷ⁻ʳ u_r (``cpw``), a coordinate's
-    n_m messages side by side ([P, n_m, L]). A row costs its non-zeros once per lane for each term
-    and for each sequence of the scatter, and its products with the segment's rows (≤ S·B); a
-    segment start costs a product with a power of A at each touched coordinate. S =
-    :data:`PRODUCTS_SEGMENT_ROWS` · n / B steps (one segment where K ≤ S). ``v`` [K, P·L], ``hq``
+    n_m messages side by side ([P, n_m, L]). A row costs its non-zeros once per lane for each
+    sequence of the point and of the scatter, and its products with the segment's rows (≤ S·B); a
+    segment start costs a product with a power of A at each touched coordinate and a pass over
+    s_r. S = :func:`_segment_steps`. ``sx`` [⌈K / S⌉, P·n·L + 8] (coordinate-major, then 8 zeros), ``hq``
     [K, L], ``mc`` [K, n_m, L], ``ac`` [K, n, L], ``pw`` [K + 1, n, n, L], ``cpw`` [K + 1, n_m, n,
     L], ``qpw`` [K + 1, n, L] (:func:`_powers`). ``acc`` [n_m, P·L] gets Σ weight[g] e at the touched
     coordinates, ``acc_w`` [P] the weight of the clients that touched each coordinate (the rest take
     e_shared: :func:`_round_reduce`); nnz[l] counts the messages' non-zeros, ok[l] is cleared where
     a lane's loss is not finite. Returns Σ weight[g]."""
-    size, lanes, n = v.shape[1], hq.shape[1], ac.shape[1]
-    p_total = size // lanes
+    lanes, n = hq.shape[1], ac.shape[1]
+    p_total = (sx.shape[1] - 8) // (n * lanes)
     nm = mc.shape[1]
     per_client = k_steps * b_size
-    seg_steps = min(k_steps, max(1, PRODUCTS_SEGMENT_ROWS * n // b_size))
+    seg_steps = _segment_steps(k_steps, b_size, n)
     seg_rows = seg_steps * b_size
     # [P, n_m, L], a coordinate's messages side by side: the client's message minus e_shared at its
     # touched coordinates, e_shared, the item's sum of the messages there (one message: their own
@@ -1150,11 +1158,14 @@ def _round_item_products(v, hq, mc, ac, pw, cpw, qpw, e_shared, lo, hi, t, indpt
     delta = np.empty(p_total * nm * lanes)
     es_i = e_shared[0] if nm == 1 else np.empty(p_total * nm * lanes)
     acc_i = acc[0] if nm == 1 else np.empty(p_total * nm * lanes)
-    # u at the start and the end of a segment, [P, n, L], zero but at the touched coordinates (only
-    # with more than one segment), and 8 zeros past its end: gather_point_into reads whole vectors
-    u2 = np.zeros((2, p_total * n * lanes + 8 if seg_steps < k_steps else 0))
-    xd = np.zeros(d * seg_rows)  # feature f of the segment's rows so far: [d, S·B]
+    # u at the start and the end of a segment, [P, n, L], zero but at the touched coordinates, and
+    # s_r = Aʳ s⁰ + u_r, 8 zeros past its end (gather_point_into reads whole vectors): only with more
+    # than one segment
+    u2 = np.zeros((2, p_total * n * lanes if seg_steps < k_steps else 0))
+    sr = np.zeros(p_total * n * lanes + 8 if seg_steps < k_steps else 0)
+    xd = np.zeros(d * seg_rows + 8)  # feature f of the segment's rows so far: [d, S·B], and 8 zeros
     gr = np.empty(seg_rows)  # a row's products with the segment's earlier rows
+    ones = np.ones(seg_rows + 8)  # the 1s that gather_point_into multiplies gr's sums by
     lp = -(-lanes // 8) * 8  # lanes padded to whole vectors of 8: what lane_vectors.products_into reads
     hqx = np.zeros(per_client * lp)  # q Aʲ c, j from K − 1 down, each B times: [K·B, lp]
     cf = np.empty(max(nm, n) * lanes)
@@ -1170,17 +1181,17 @@ def _round_item_products(v, hq, mc, ac, pw, cpw, qpw, e_shared, lo, hi, t, indpt
     dzl = np.empty(n_lin)
     loc, cur, labs, buf_i, buf_v, cnt, ent, pool, words = _row_scratch(hi - lo, per_client, width, indices, values)
     return _products_clients(
-        v, hq, mc, ac, pw, cpw, qpw, e_shared, lo, hi, t, indptr, indices, values, y_all, row_table, slot, sizes,
+        sx, hq, mc, ac, pw, cpw, qpw, e_shared, lo, hi, t, indptr, indices, values, y_all, row_table, slot, sizes,
         thresholds, key_seed, key_id, purpose, weight, k_steps, b_size, binary, n_lin, d, has_bias, acc, acc_w, nnz,
-        ok, lanes, p_total, nm, n, per_client, seg_steps, delta, es_i, acc_i, u2, xd, gr, dzf, hqx, cf, pos,
+        ok, lanes, p_total, nm, n, per_client, seg_steps, delta, es_i, acc_i, u2, sr, xd, gr, ones, dzf, hqx, cf, pos,
         touched, z, dz, fin, count, base, zl, dzl, loc, cur, labs, buf_i, buf_v, cnt, ent, pool, words)
 
 
 @numba.njit(cache=True, fastmath=_LANE_FLAGS, _nrt=False)
 def _products_clients(
-        v, hq, mc, ac, pw, cpw, qpw, e_shared, lo, hi, t, indptr, indices, values, y_all, row_table, slot, sizes,
+        sx, hq, mc, ac, pw, cpw, qpw, e_shared, lo, hi, t, indptr, indices, values, y_all, row_table, slot, sizes,
         thresholds, key_seed, key_id, purpose, weight, k_steps, b_size, binary, n_lin, d, has_bias, acc, acc_w, nnz,
-        ok, lanes, p_total, nm, n, per_client, seg_steps, delta, es_i, acc_i, u2, xd, gr, dzf, hqx, cf, pos,
+        ok, lanes, p_total, nm, n, per_client, seg_steps, delta, es_i, acc_i, u2, sr, xd, gr, ones, dzf, hqx, cf, pos,
         touched, z, dz, fin, count, base, zl, dzl, loc, cur, labs, buf_i, buf_v, cnt, ent, pool, words):
     """The loops of :func:`_round_item_products` over its scratch arrays, compiled without
     reference counting, as :func:`_one_step_clients`."""
@@ -1219,6 +1230,7 @@ def _products_clients(
             half = (r0 // seg_steps) % 2
             ur = u2[1 - half]
             tgt, co, wt = (delta, mc, width_m) if last else (u2[half], ac, width_n)
+            point = sx[0]
             if r0 > 0:  # at the coordinates touched before: A^(r1 − r0) u_r, or C A^(K − r0) u_r
                 pa = cpw[r1 - r0] if last else pw[r1 - r0]
                 for jt in range(n_touched):
@@ -1226,23 +1238,28 @@ def _products_clients(
                     src = ur[k * width_n:(k + 1) * width_n].reshape((n, lanes))
                     for e in range(pa.shape[0]):  # row e of the power at the coordinate
                         _lanes_point(src, pa[e], 0, tgt[k * wt + e * lanes:k * wt + (e + 1) * lanes])
+                shared = sx[r0 // seg_steps]  # s_r = Aʳ s⁰ + u_r
+                for i in range(p_total * width_n):
+                    sr[i] = shared[i] + ur[i]
+                point = sr
             for t_local in range(r0, r1):
                 tt = t_local - r0
                 j0 = tt * b_size  # the segment's rows before this step
-                vt, qt = v[t_local], qpw[tt]
+                qt = qpw[tt]
                 for b in range(b_size):  # the logits at s_t
                     j = t_local * b_size + b
                     m = cnt[j]
-                    for jj in range(j0):  # x·x_jj for the segment's earlier rows (the bias's 1·1 included)
-                        gr[jj] = 1.0 if has_bias else 0.0
-                    for u in range(m):
-                        fma_into(gr, 0, xd, buf_i[j, u] * seg_rows, float(buf_v[j, u]), j0)
-                    _logits_lanes(z, vt, buf_i[j], buf_v[j], 0, m, n_lin, d, has_bias, lanes)
+                    if j0 > 0:  # x·x_jj for the segment's earlier rows (the bias's 1·1 included)
+                        for jj in range(j0):
+                            gr[jj] = 1.0 if has_bias else 0.0
+                        gather_point_into(gr, xd, buf_i[j], buf_v[j], m, 0, -1, seg_rows, ones, 1, j0)
                     for cl in range(n_lin):
                         zc = z[cl]
-                        if r0 > 0:  # + x·(q Aᵗ⁻ʳ u_r)
-                            gather_point_into(zc, ur, buf_i[j], buf_v[j], m, cl * d, bias_at + cl if has_bias else -1,
-                                              width_n, qt, n, lanes)
+                        for ln in range(lanes):
+                            zc[ln] = 0.0
+                        # x·(q Aᵗ⁻ʳ s_r)
+                        gather_point_into(zc, point, buf_i[j], buf_v[j], m, cl * d, bias_at + cl if has_bias else -1,
+                                          width_n, qt, n, lanes)
                         if j0 > 0:  # + Σ_jj (x·x_jj) (q Aᵗ⁻¹⁻ʲ c) dz_jj, hqx's row (K − t)·B + jj
                             products_into(zc, gr, j0, dzf, cl * lp, n_lin * lp, hqx, (k_steps - tt) * b_size * lp,
                                           lp, lanes)
@@ -1407,12 +1424,14 @@ def _scaled_clients(
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_LANE_FLAGS)
-def _round_shared(server, q, bf, cmf, dmf, pw, qpw, s0, p0, v, e_shared, d_shared):
+def _round_shared(server, q, bf, cmf, dmf, pw, qpw, seg_steps, s0, p0, v, sx, e_shared, d_shared):
     """What every client of a lane shares in a round (all start from s⁰ = B S), for every group g
     and lane: s0[g] = s⁰ [n, P·L], its point p0[g] = q s⁰ [P·L], d_shared[g] = D S and e_shared[g]
     = C Aᴷ s⁰ + D S [n_m, P·L] (Aᴷ = pw[g, K]: :func:`_powers`), the message of a client whose rows
-    touched nothing; and v[g, t] = q Aᵗ s⁰ [P·L] for the t < v.shape[1] (``qpw``: :func:`_powers`;
-    the :data:`PRODUCTS` and :data:`SCALED` paths', else none)."""
+    touched nothing; v[g, t] = q Aᵗ s⁰ [P·L] for the t < v.shape[1] (``qpw``: :func:`_powers`; the
+    :data:`SCALED` path's, else none); and sx[g, i] = Aʳ s⁰ at the start r = i·S of each products
+    segment (S = ``seg_steps``), coordinate-major [P, n, L] (the :data:`PRODUCTS` path's, else
+    none)."""
     n_groups, lanes = server.shape[0], q.shape[2]
     n, size, nm = q.shape[1], server.shape[2], cmf.shape[1]
     k_steps = pw.shape[1] - 1
@@ -1431,6 +1450,12 @@ def _round_shared(server, q, bf, cmf, dmf, pw, qpw, s0, p0, v, e_shared, d_share
             _mix(e_shared[gi, e], cmf[gi, e], end, False, lanes)
             for i in range(size):
                 e_shared[gi, e, i] += d_shared[gi, e, i]
+        for si in range(sx.shape[1]):  # Aʳ s⁰ at each segment start r, coordinate-major [P, n, L]
+            pr = pw[gi, si * seg_steps]
+            for k in range(size // lanes):
+                for i in range(n):
+                    i0 = (k * n + i) * lanes
+                    _lanes_point(start, pr[i], k * lanes, sx[gi, si, i0:i0 + lanes])
         for tv in range(v.shape[1]):
             out = v[gi, tv]
             for k in range(size // lanes):
@@ -1440,7 +1465,7 @@ def _round_shared(server, q, bf, cmf, dmf, pw, qpw, s0, p0, v, e_shared, d_share
 @numba.njit(cache=True, nogil=True, fastmath=_LANE_FLAGS)
 def _round_items(i0, i1, t, indptr, indices, values, max_nnz, y_all, row_table, slot, sizes, thresholds, key_seed,
                  key_id, purpose, item_group, item_lo, item_hi, weight, cc, k_steps, b_size, binary, n_lin, d, has_bias,
-                 mode, e_shared, p0, v, hq, mc, ac, cs, pw, qpw, cpw, part, part_w, item_nnz, item_ok, item_w):
+                 mode, e_shared, p0, v, sx, hq, mc, ac, cs, pw, qpw, cpw, part, part_w, item_nnz, item_ok, item_w):
     """Work items i0..i1−1 of round t (by ``mode``: :data:`ONE_STEP` :func:`_round_item_one_step`,
     :data:`PRODUCTS` :func:`_round_item_products`, :data:`SCALED` :func:`_round_item_scaled`),
     their sums into ``part[it]`` (and ``part_w[it]``), their non-zeros and loss checks per lane,
@@ -1451,7 +1476,7 @@ def _round_items(i0, i1, t, indptr, indices, values, max_nnz, y_all, row_table, 
         item_ok[it, :] = True
         if mode == PRODUCTS:
             item_w[it] = _round_item_products(
-                v[gi], hq[gi], mc[gi], ac[gi], pw[gi], cpw[gi], qpw[gi], e_shared[gi], item_lo[it], item_hi[it], t,
+                sx[gi], hq[gi], mc[gi], ac[gi], pw[gi], cpw[gi], qpw[gi], e_shared[gi], item_lo[it], item_hi[it], t,
                 indptr, indices, values,
                 max(1, max_nnz), y_all, row_table, slot, sizes, thresholds, key_seed, key_id, purpose, weight, k_steps,
                 b_size, binary, n_lin, d, has_bias, part[it], part_w[it], item_nnz[it], item_ok[it])
@@ -1541,17 +1566,17 @@ def _thresholds(sizes):
 
 
 @numba.njit(cache=True)
-def _round_buffers(n_items, server, q, af, c, cmf, cc, sizes, mode, k_steps):
+def _round_buffers(n_items, server, q, af, c, cmf, cc, sizes, mode, k_steps, seg_steps):
     """The scratch arrays of a segment of rounds (:func:`_run_rounds`, and the threaded
     :meth:`LinearSteps._threaded_rounds`): per work item its summed messages ``part`` [items, n_m,
     P·L], its non-zero counts and finiteness per lane, and its weight; the draw thresholds of
     ``sizes``; per group what its clients share (:func:`_round_shared`): ``e_shared``, ``d_shared``
     [G, n_m, P·L], the start ``s0`` [G, n, P·L] and its point ``p0`` [G, P·L]; the powers of A
     ``pw`` [G, K + 1, n, n, L] (:func:`_powers`); per item the weight at each coordinate ``part_w``
-    [items, P] (not :data:`ONE_STEP`; else empty); the points ``v`` [G, K, P·L] (not
-    :data:`ONE_STEP`; else empty); the :data:`PRODUCTS` path's ``hq`` [G, K, L] = q Aʲ c, ``mc`` [G,
-    K, n_m, L] = C Aʲ c and ``ac`` [G, K, n, L] = Aʲ c, and the :data:`SCALED` path's ``cs`` [G, K, L]
-    = c a⁻⁽ʲ⁺¹⁾ (else empty)."""
+    [items, P] (not :data:`ONE_STEP`; else empty); the :data:`PRODUCTS` path's segment starts ``sx``
+    [G, ⌈K / S⌉, P·n·L + 8] (S = ``seg_steps``: :func:`_segment_steps`), ``hq`` [G, K, L] = q Aʲ c,
+    ``mc`` [G, K, n_m, L] = C Aʲ c and ``ac`` [G, K, n, L] = Aʲ c, and the :data:`SCALED` path's points
+    ``v`` [G, K, P·L] and ``cs`` [G, K, L] = c a⁻⁽ʲ⁺¹⁾ (else empty)."""
     n_groups, size, lanes, nm, n = server.shape[0], server.shape[2], cc.shape[2], cmf.shape[1], q.shape[1]
     pw, qpw, cpw = _powers(af, q, cmf, k_steps, lanes)
     k_products = k_steps if mode == PRODUCTS else 0
@@ -1577,7 +1602,9 @@ def _round_buffers(n_items, server, q, af, c, cmf, cc, sizes, mode, k_steps):
     return (np.zeros((n_items, nm, size)), np.zeros((n_items, lanes), dtype=np.int64),
             np.ones((n_items, lanes), dtype=np.bool_), np.zeros(n_items), _thresholds(sizes),
             np.empty((n_groups, nm, size)), np.empty((n_groups, nm, size)), np.empty((n_groups, n, size)),
-            np.empty((n_groups, size)), np.empty((n_groups, k_steps if mode != ONE_STEP else 0, size)), hq, mc, ac,
+            np.empty((n_groups, size)), np.empty((n_groups, k_steps if mode == SCALED else 0, size)),
+            np.zeros((n_groups, -(-k_steps // seg_steps), n * size + 8) if mode == PRODUCTS else (n_groups, 0, 0)),
+            hq, mc, ac,
             cs, pw, qpw, cpw, np.zeros((n_items, size // lanes if mode != ONE_STEP else 1)))
 
 
@@ -1603,15 +1630,16 @@ def _run_rounds(server, indptr, indices, values, max_nnz, y_all, row_table, slot
     :meth:`LinearSteps.rounds` runs the same three parts with the items split over threads (the same
     numbers: an item's sum does not depend on who runs it)."""
     n_items = len(item_group)
-    (part, item_nnz, item_ok, item_w, thresholds, e_shared, d_shared, s0, p0, v, hq, mc, ac, cs, pw, qpw, cpw,
-     part_w) = _round_buffers(n_items, server, q, af, c, cmf, cc, sizes, mode, k_steps)
+    seg_steps = _segment_steps(k_steps, b_size, q.shape[1])
+    (part, item_nnz, item_ok, item_w, thresholds, e_shared, d_shared, s0, p0, v, sx, hq, mc, ac, cs, pw, qpw, cpw,
+     part_w) = _round_buffers(n_items, server, q, af, c, cmf, cc, sizes, mode, k_steps, seg_steps)
     last = t0 - 1
     for t in range(t0, t1 + 1):
-        _round_shared(server, q, bf, cmf, dmf, pw, qpw, s0, p0, v, e_shared, d_shared)
+        _round_shared(server, q, bf, cmf, dmf, pw, qpw, seg_steps, s0, p0, v, sx, e_shared, d_shared)
         _round_items(0, n_items, t, indptr, indices, values, max_nnz, y_all, row_table, slot, sizes, thresholds,
                      key_seed, key_id, purpose, item_group, item_lo, item_hi, weight, cc, k_steps, b_size, binary,
-                     n_lin, d, has_bias, mode, e_shared, p0, v, hq, mc, ac, cs, pw, qpw, cpw, part, part_w, item_nnz,
-                     item_ok, item_w)
+                     n_lin, d, has_bias, mode, e_shared, p0, v, sx, hq, mc, ac, cs, pw, qpw, cpw, part, part_w,
+                     item_nnz, item_ok, item_w)
         last = t
         if _round_reduce(server, item_group, emf, fmf, cc, mode, e_shared, part, part_w, item_nnz, item_ok, item_w,
                          nonzeros, diverged):
@@ -1835,8 +1863,9 @@ class LinearSteps:
          item_group, item_lo, item_hi, weight, q, af, c, bf, cmf, dmf, emf, fmf, cc, k_steps, b_size, binary, n_lin, d,
          has_bias, mode) = args
         n_items = len(item_group)
-        (part, item_nnz, item_ok, item_w, thresholds, e_shared, d_shared, s0, p0, v, hq, mc, ac, cs, pw, qpw, cpw,
-         part_w) = _round_buffers(n_items, server, q, af, c, cmf, cc, sizes, mode, k_steps)
+        seg_steps = _segment_steps(k_steps, b_size, q.shape[1])
+        (part, item_nnz, item_ok, item_w, thresholds, e_shared, d_shared, s0, p0, v, sx, hq, mc, ac, cs, pw, qpw, cpw,
+         part_w) = _round_buffers(n_items, server, q, af, c, cmf, cc, sizes, mode, k_steps, seg_steps)
         done = np.concatenate([[0], np.cumsum(item_hi - item_lo)])
         cuts = np.searchsorted(done, np.linspace(0, done[-1], threads + 1)[1:-1])
         ranges = list(zip([0, *cuts], [*cuts, n_items]))
@@ -1846,12 +1875,12 @@ class LinearSteps:
         def items(i0, i1, t):
             _round_items(i0, i1, t, indptr, indices, values, max_nnz, y_all, row_table, slot, sizes, thresholds,
                          key_seed, key_id, purpose, item_group, item_lo, item_hi, weight, cc, k_steps, b_size, binary,
-                         n_lin, d, has_bias, mode, e_shared, p0, v, hq, mc, ac, cs, pw, qpw, cpw, part, part_w,
+                         n_lin, d, has_bias, mode, e_shared, p0, v, sx, hq, mc, ac, cs, pw, qpw, cpw, part, part_w,
                          item_nnz, item_ok, item_w)
 
         last = t0 - 1
         for t in range(t0, t1 + 1):
-            _round_shared(server, q, bf, cmf, dmf, pw, qpw, s0, p0, v, e_shared, d_shared)
+            _round_shared(server, q, bf, cmf, dmf, pw, qpw, seg_steps, s0, p0, v, sx, e_shared, d_shared)
             futures = [self._pool.submit(items, i0, i1, t) for i0, i1 in ranges[1:]]
             items(*ranges[0], t)
             for f in futures:
