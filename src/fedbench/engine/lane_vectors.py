@@ -14,7 +14,8 @@ Each function here is a numba intrinsic that emits, for lanes 0..n−1, vectors 
 are left, then at most one vector each of 4, 2 and 1 (n's bits): no loop of LLVM's to vectorize,
 so no overlap check and no remainder loop. The two sums over many terms (:func:`products_into`,
 :func:`gather_point_into`) carry up to 4 vectors of 8 lanes in registers across their terms, the
-last vector's lanes past n read from a zeroed copy. Every lane gets the same operations in the same
+last vector's first lanes read by a masked load (zeros past n) and written back one by one (a
+masked store was slower here, 2026-11-27). Every lane gets the same operations in the same
 order whichever width its vector has (an ``fma`` is one rounding at any width), so a lane's bits
 do not depend on how many lanes share the call, and they equal those of the plain loops they
 replace, compiled with the lane kernels' flags (``contract``: a·b + c is one fma):
@@ -80,7 +81,7 @@ def _store(builder, value, ptr):
 
 
 def _splat(builder, value, w):
-    vt = ir.VectorType(_F64, w)
+    vt = ir.VectorType(value.type, w)
     one = builder.insert_element(ir.Constant(vt, ir.Undefined), value, _I32(0))
     return builder.shuffle_vector(one, ir.Constant(vt, ir.Undefined), ir.Constant(ir.VectorType(_I32, w), [0] * w))
 
@@ -290,19 +291,26 @@ def scaled_message_into(typingctx, es, c, h, ae, count, i0, wg, n):
 _BLOCK_VECTORS = 4
 
 
-def _partial(builder, base, offset, rest, slot):
-    """base[offset .. offset + rest − 1] (1 ≤ rest ≤ 8) in the first lanes of the <8 x double> at
-    ``slot`` (an alloca), zeros after; returns the vector."""
-    builder.store(ir.Constant(ir.VectorType(_F64, _WIDTH), [0.0] * _WIDTH), slot)
-    lanes = builder.bitcast(slot, _F64.as_pointer())
-    with cgutils.for_range(builder, rest) as loop:
-        builder.store(builder.load(builder.gep(base, [builder.add(offset, loop.index)])),
-                      builder.gep(lanes, [loop.index]))
-    return builder.load(slot)
+def _mask(builder, rest):
+    """The <8 x i1> of lanes 0..rest−1."""
+    return builder.icmp_signed("<", ir.Constant(ir.VectorType(_I64, _WIDTH), list(range(_WIDTH))),
+                               _splat(builder, rest, _WIDTH))
+
+
+def _partial(builder, base, offset, rest):
+    """base[offset .. offset + rest − 1] (1 ≤ rest ≤ 8) in the first lanes of a <8 x double>, zeros
+    after (a masked load: nothing read past rest)."""
+    ptr = _at(builder, base, offset, _I64(0), _WIDTH)
+    v8 = ir.VectorType(_F64, _WIDTH)
+    mask = _mask(builder, rest)
+    fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(v8, [ptr.type, _I32, mask.type, v8]),
+                                        "llvm.masked.load.v8f64.p0")
+    return builder.call(fn, [ptr, _I32(8), mask, ir.Constant(v8, [0.0] * _WIDTH)])
 
 
 def _store_partial(builder, value, base, offset, rest, slot):
-    """The first ``rest`` lanes of the <8 x double> ``value`` into base[offset ..]."""
+    """The first ``rest`` lanes of the <8 x double> ``value`` into base[offset ..] (element by
+    element: a masked store is slow on this CPU)."""
     builder.store(value, slot)
     lanes = builder.bitcast(slot, _F64.as_pointer())
     with cgutils.for_range(builder, rest) as loop:
@@ -360,7 +368,7 @@ def products_into(typingctx, z, gr, rows, dz, d0, ds, hx, h0, hs, n):
             rest = builder.sub(count, _I64((k - 1) * _WIDTH))  # 1..8 lanes in the last vector
             for c in range(k - 1):
                 builder.store(_read(builder, zp, b, _I64(c * _WIDTH), _WIDTH), accs[c])
-            builder.store(_partial(builder, zp, last, rest, slot), accs[k - 1])
+            builder.store(_partial(builder, zp, last, rest), accs[k - 1])
             with cgutils.for_range(builder, rows_) as loop:
                 j = loop.index
                 g = builder.load(builder.gep(gp, [j]))
@@ -446,8 +454,8 @@ def gather_point_into(typingctx, z, u, cols, vals, m, col_off, bias_k, wn, q, n_
                 _store(builder, _fma(builder, qv, builder.load(accs[c]), _load(builder, pz), _WIDTH), pz)
             last = _I64((k_vectors - 1) * _WIDTH)
             rest = builder.sub(count, last)
-            qv = _partial(builder, qp, builder.add(r_base, last), rest, slot)
-            zv = _partial(builder, zp, builder.add(b, last), rest, slot)
+            qv = _partial(builder, qp, builder.add(r_base, last), rest)
+            zv = _partial(builder, zp, builder.add(b, last), rest)
             new = _fma(builder, qv, builder.load(accs[k_vectors - 1]), zv, _WIDTH)
             _store_partial(builder, new, zp, builder.add(b, last), rest, slot)
 
