@@ -402,8 +402,9 @@ def gather_point_into(typingctx, z, u, cols, vals, m, col_off, bias_k, wn, q, n_
         y_r[l] = Σ_i x_i u[k_i·wn + r·L + l]   (i in order: the m non-zeros, then the bias)
 
     with k_i = col_off + cols[i], x_i = vals[i], and the bias (k = bias_k, x = 1) last where
-    bias_k ≥ 0: a row read against the client's part u_r of a products segment (its n sequences
-    side by side at a coordinate, wn = n·L), times q Aᵗ⁻ʳ (``q`` [n, L], C order)
+    bias_k ≥ 0: a row read against a client's state s_r at the start of its products segment (its
+    n sequences side by side at a coordinate, wn = n·L), times q Aᵗ⁻ʳ (``q`` [n, L], C order), and
+    a row's products with the segment's earlier rows (n_seq = 1, q = 1)
     (:func:`fedbench.engine.linear_steps._round_item_products`). The bits of the loops ``y = 0; for
     i: for l: y[r·L + l] += x_i u[…]``, then ``for r: for l: z[l] += q[…] y[…]``, compiled with
     contraction; a y is kept in registers, up to 4 vectors of 8 lanes side by side.

@@ -1165,7 +1165,7 @@ def _round_item_products(sx, hq, mc, ac, pw, cpw, qpw, e_shared, lo, hi, t, indp
     sr = np.zeros(p_total * n * lanes + 8 if seg_steps < k_steps else 0)
     xd = np.zeros(d * seg_rows + 8)  # feature f of the segment's rows so far: [d, S·B], and 8 zeros
     gr = np.empty(seg_rows)  # a row's products with the segment's earlier rows
-    ones = np.ones(seg_rows + 8)  # the 1s that gather_point_into multiplies gr's sums by
+    ones = np.ones(seg_rows)  # the 1s that gather_point_into multiplies gr's sums by (q is read only to j0)
     lp = -(-lanes // 8) * 8  # lanes padded to whole vectors of 8: what lane_vectors.products_into reads
     hqx = np.zeros(per_client * lp)  # q Aʲ c, j from K − 1 down, each B times: [K·B, lp]
     cf = np.empty(max(nm, n) * lanes)
