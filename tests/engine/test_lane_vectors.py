@@ -10,11 +10,11 @@ from fedbench.engine.lane_vectors import (
     dot2_into,
     fma_into,
     gather_point_into,
-    message_into,
+    messages_into,
     mul_into,
     products_into,
     scaled_dot2_into,
-    scaled_message_into,
+    scaled_messages_into,
 )
 
 _FLAGS = {"contract"}  # linear_steps._LANE_FLAGS
@@ -55,16 +55,18 @@ def _dot2_vec(z, w, i0, x0, i1, x1, n):
 
 
 @numba.njit(fastmath=_FLAGS)
-def _message_loop(es, de, ae, count, i0, wg, n):
-    for i in range(n):
-        x = es[i0 + i] + de[i0 + i]
-        ae[i0 + i] += wg * x
-        count[i] += (1.0 if x != 0.0 else 0.0) - (1.0 if es[i0 + i] != 0.0 else 0.0)
+def _messages_loop(es, de, ae, count, at, m, wg, n):
+    for j in range(m):
+        o = at[j] * n
+        for i in range(n):
+            x = es[o + i] + de[o + i]
+            ae[o + i] += wg * x
+            count[i] += (1.0 if x != 0.0 else 0.0) - (1.0 if es[o + i] != 0.0 else 0.0)
 
 
 @numba.njit(fastmath=_FLAGS)
-def _message_vec(es, de, ae, count, i0, wg, n):
-    message_into(es, de, ae, count, i0, wg, n)
+def _messages_vec(es, de, ae, count, at, m, wg, n):
+    messages_into(es, de, ae, count, at, m, wg, n)
 
 
 @numba.njit(fastmath=_FLAGS)
@@ -79,16 +81,18 @@ def _scaled_dot2_vec(z, v, h, q, i0, x0, i1, x1, n):
 
 
 @numba.njit(fastmath=_FLAGS)
-def _scaled_message_loop(es, c, h, ae, count, i0, wg, n):
-    for i in range(n):
-        x = es[i0 + i] + c[i] * h[i0 + i]
-        ae[i0 + i] += wg * x
-        count[i] += (1.0 if x != 0.0 else 0.0) - (1.0 if es[i0 + i] != 0.0 else 0.0)
+def _scaled_messages_loop(es, c, h, ae, count, at, m, wg, n):
+    for j in range(m):
+        o = at[j] * n
+        for i in range(n):
+            x = es[o + i] + c[i] * h[o + i]
+            ae[o + i] += wg * x
+            count[i] += (1.0 if x != 0.0 else 0.0) - (1.0 if es[o + i] != 0.0 else 0.0)
 
 
 @numba.njit(fastmath=_FLAGS)
-def _scaled_message_vec(es, c, h, ae, count, i0, wg, n):
-    scaled_message_into(es, c, h, ae, count, i0, wg, n)
+def _scaled_messages_vec(es, c, h, ae, count, at, m, wg, n):
+    scaled_messages_into(es, c, h, ae, count, at, m, wg, n)
 
 
 @numba.njit(fastmath=_FLAGS)
@@ -175,19 +179,24 @@ def test_dot2_is_its_loop_bit_for_bit(lanes):
 
 
 @pytest.mark.parametrize("lanes", LANES)
-def test_message_is_its_loop_bit_for_bit(lanes):
+def test_messages_are_their_loop_bit_for_bit(lanes):
+    """A client's messages at its touched coordinates (none, one, some in any order, all), summed
+    and counted; at past m never read, the count past n left alone."""
     rng = np.random.default_rng(200 + lanes)
-    for i0 in (0, lanes, 3 * lanes + 2):
-        es = _values(rng, i0 + lanes + 4)
-        de = _values(rng, i0 + lanes + 4)
-        de[: len(de) // 3] = -es[: len(de) // 3]  # messages that cancel to exactly 0
-        ae, count = _values(rng, i0 + lanes + 4), rng.integers(0, 50, lanes + 3).astype(np.float64)
+    coords = 9
+    es = _values(rng, coords * lanes + 4)
+    de = _values(rng, coords * lanes + 4)
+    de[: len(de) // 3] = -es[: len(de) // 3]  # messages that cancel to exactly 0
+    for at in ([], [3], [8, 0, 5, 2], list(range(coords))[::-1]):
+        at = np.array(at + [7], dtype=np.int64)  # one more entry, past m: never read
+        m = len(at) - 1
+        ae, count = _values(rng, coords * lanes + 4), rng.integers(0, 50, lanes + 3).astype(np.float64)
         for wg in (0.125, 1.0, float(rng.random())):
             want = ae.copy(), count.copy()
             got = ae.copy(), count.copy()
-            _message_loop(es, de, want[0], want[1], i0, wg, lanes)
-            _message_vec(es, de, got[0], got[1], i0, wg, lanes)
-            assert _same(want[0], got[0]) and _same(want[1], got[1]), (lanes, i0, wg)
+            _messages_loop(es, de, want[0], want[1], at, m, wg, lanes)
+            _messages_vec(es, de, got[0], got[1], at, m, wg, lanes)
+            assert _same(want[0], got[0]) and _same(want[1], got[1]), (lanes, at, wg)
             assert _same(got[1][lanes:], count[lanes:])  # count only at 0..n−1
 
 
@@ -208,14 +217,15 @@ def test_the_scaled_paths_loops_are_their_loops_bit_for_bit(lanes):
     _scaled_dot2_loop(want, v, h, q, 0, 0.3712, 2 * lanes, -1.2345, lanes)
     _scaled_dot2_vec(got, v, h, q, 0, 0.3712, 2 * lanes, -1.2345, lanes)
     assert _same(want, got)
-    for i0 in (0, 3 * lanes + 2):
-        es, c, hk = _values(rng, i0 + lanes + 4), _values(rng, lanes), _values(rng, i0 + lanes + 4)
-        es[i0: i0 + lanes // 2] = 0.0
-        ae, count = _values(rng, i0 + lanes + 4), np.zeros(lanes + 2)
+    for at in ([0], [4, 1, 3]):
+        at = np.array(at, dtype=np.int64)
+        es, c, hk = _values(rng, 5 * lanes + 4), _values(rng, lanes), _values(rng, 5 * lanes + 4)
+        es[lanes: lanes + lanes // 2] = 0.0
+        ae, count = _values(rng, 5 * lanes + 4), np.zeros(lanes + 2)
         want, got = (ae.copy(), count.copy()), (ae.copy(), count.copy())
-        _scaled_message_loop(es, c, hk, want[0], want[1], i0, 0.25, lanes)
-        _scaled_message_vec(es, c, hk, got[0], got[1], i0, 0.25, lanes)
-        assert _same(want[0], got[0]) and _same(want[1], got[1]), (lanes, i0)
+        _scaled_messages_loop(es, c, hk, want[0], want[1], at, len(at), 0.25, lanes)
+        _scaled_messages_vec(es, c, hk, got[0], got[1], at, len(at), 0.25, lanes)
+        assert _same(want[0], got[0]) and _same(want[1], got[1]), (lanes, at)
 
 
 @pytest.mark.parametrize("lanes", LANES + [33, 64, 70])
@@ -275,7 +285,7 @@ def test_a_count_moves_by_the_zeros_it_sees():
     es = np.array([1.0, 0.0, 2.0, 0.0, np.nan, 3.0])
     de = np.array([-1.0, 4.0, 1.0, 0.0, 0.0, np.nan])
     ae, count = np.zeros(6), np.zeros(6)
-    _message_vec(es, de, ae, count, 0, 1.0, 6)
+    _messages_vec(es, de, ae, count, np.zeros(1, dtype=np.int64), 1, 1.0, 6)
     assert count.tolist() == [-1.0, 1.0, 0.0, 0.0, 0.0, 0.0]
 
 
@@ -292,9 +302,15 @@ def test_wrong_arguments_fail_to_compile():
     def int_scalar(y):
         mul_into(y, 0, y, 0, 1, 2)
 
+    @numba.njit
+    def float_coordinates(y):
+        messages_into(y, y, y, y, y, 1, 1.0, 2)
+
     with pytest.raises(numba.core.errors.TypingError):
         two_d(np.zeros((2, 2)))
     with pytest.raises(numba.core.errors.TypingError):
         float32(np.zeros(2, dtype=np.float32))
     with pytest.raises(numba.core.errors.TypingError):
         int_scalar(np.zeros(2))
+    with pytest.raises(numba.core.errors.TypingError):
+        float_coordinates(np.zeros(2))

@@ -44,6 +44,10 @@ def _vector_array(t) -> bool:
     return isinstance(t, types.Array) and t.ndim == 1 and t.layout == "C" and t.dtype == types.float64
 
 
+def _int_array(t) -> bool:
+    return isinstance(t, types.Array) and t.ndim == 1 and isinstance(t.dtype, types.Integer)
+
+
 def _chunks(builder, n, body):
     """Emit body(i, w) over lanes i..i+w−1: w = 8 while 8 lanes are left, then w = 4, 2, 1 once each
     where n's bit w is set."""
@@ -176,52 +180,61 @@ def dot2_into(typingctx, z, w, i0, x0, i1, x1, n):
     return types.void(z, w, i0, x0, i1, x1, n), codegen
 
 
-def _sum_and_count(builder, e, x, ap, cp, o, wv, i, w):
-    """ap[o + i ..] = fma(wv, x, ap[o + i ..]) and cp[i ..] += [x ≠ 0] − [e ≠ 0] over w lanes: a
-    client's message x (the shared one e plus its change) summed and its non-zeros counted."""
+def _sum_and_count(builder, e, x, ap, count, o, wv, i, w):
+    """ap[o + i ..] = fma(wv, x, ap[o + i ..]) over w lanes, and count + [x ≠ 0] − [e ≠ 0] returned:
+    a client's message x (the shared one e plus its change) summed and its non-zeros counted."""
     vt = ir.VectorType(_F64, w)
     nil, one = ir.Constant(vt, [0.0] * w), ir.Constant(vt, [1.0] * w)
     pa = _at(builder, ap, o, i, w)
     _store(builder, _fma(builder, _splat(builder, wv, w), x, _load(builder, pa), w), pa)
     nx = builder.select(builder.fcmp_unordered("!=", x, nil), one, nil)
     ne = builder.select(builder.fcmp_unordered("!=", e, nil), one, nil)
-    pc = _at(builder, cp, _I64(0), i, w)
-    _store(builder, builder.fadd(_load(builder, pc), builder.fsub(nx, ne)), pc)
+    return builder.fadd(count, builder.fsub(nx, ne))
 
 
 @intrinsic
-def message_into(typingctx, es, de, ae, count, i0, wg, n):
-    """A client's message at one coordinate, summed and its non-zeros counted, for i < n (flat
-    i0 + i: the coordinate's messages and lanes side by side):
+def messages_into(typingctx, es, de, ae, count, at, m, wg, n):
+    """A client's message at each of its m touched coordinates at[0..m−1], summed and its non-zeros
+    counted, for i < n (flat o + i with o = at[j]·n: the coordinate's messages and lanes side by
+    side), coordinates in at's order:
 
-        x = es[i0 + i] + de[i0 + i]          (the shared message plus the client's own change)
-        ae[i0 + i] = fma(wg, x, ae[i0 + i])  (the weighted sum of the clients' messages)
-        count[i] += [x ≠ 0] − [es[i0 + i] ≠ 0]
+        x = es[o + i] + de[o + i]          (the shared message plus the client's own change)
+        ae[o + i] = fma(wg, x, ae[o + i])  (the weighted sum of the clients' messages)
+        count[i] += [x ≠ 0] − [es[o + i] ≠ 0]
 
-    (``count`` from index 0: the change in the messages' non-zeros against a client whose rows
-    touched nothing; exact in float64 while under 2^53).
+    (``count`` [n] from index 0: the change in the messages' non-zeros against a client whose rows
+    touched nothing; exact in float64 while under 2^53). The count is carried in registers across
+    the coordinates, read and written once (as a sum through memory, it was a chain of stores and
+    reloads, one a coordinate).
 
     Raises:
-        numba.core.errors.TypingError: at compile time, when an array is not 1-d C-contiguous
-            float64, i0 or n not an integer, or wg not a float64.
+        numba.core.errors.TypingError: at compile time, when es, de, ae or count is not 1-d
+            C-contiguous float64, at not a 1-d integer array, m or n not an integer, or wg not a
+            float64.
     """
-    if not (all(_vector_array(t) for t in (es, de, ae, count)) and isinstance(i0, types.Integer)
+    if not (all(_vector_array(t) for t in (es, de, ae, count)) and _int_array(at) and isinstance(m, types.Integer)
             and wg == types.float64 and isinstance(n, types.Integer)):
         return None
 
     def codegen(context, builder, sig, args):
-        ep, dp, ap, cp = (_data(context, builder, sig, args, k) for k in range(4))
-        o, wv = _offset(builder, args[4]), args[5]
+        ep, dp, ap, cp, tp = (_data(context, builder, sig, args, k) for k in range(5))
+        m_, wv, n_ = _offset(builder, args[5]), args[6], _offset(builder, args[7])
+        sums = {w: cgutils.alloca_once(builder, ir.VectorType(_F64, w)) for w in (8, 4, 2, 1)}
 
         def body(i, w):
-            e = _read(builder, ep, o, i, w)
-            x = builder.fadd(e, _read(builder, dp, o, i, w))
-            _sum_and_count(builder, e, x, ap, cp, o, wv, i, w)
+            pc = _at(builder, cp, _I64(0), i, w)
+            builder.store(_load(builder, pc), sums[w])
+            with cgutils.for_range(builder, m_) as loop:
+                o = builder.mul(_offset(builder, builder.load(builder.gep(tp, [loop.index]))), n_)
+                e = _read(builder, ep, o, i, w)
+                x = builder.fadd(e, _read(builder, dp, o, i, w))
+                builder.store(_sum_and_count(builder, e, x, ap, builder.load(sums[w]), o, wv, i, w), sums[w])
+            _store(builder, builder.load(sums[w]), pc)
 
-        _chunks(builder, args[6], body)
+        _chunks(builder, n_, body)
         return context.get_dummy_value()
 
-    return types.void(es, de, ae, count, i0, wg, n), codegen
+    return types.void(es, de, ae, count, at, m, wg, n), codegen
 
 
 @intrinsic
@@ -260,30 +273,36 @@ def scaled_dot2_into(typingctx, z, v, h, q, i0, x0, i1, x1, n):
 
 
 @intrinsic
-def scaled_message_into(typingctx, es, c, h, ae, count, i0, wg, n):
-    """As :func:`message_into`, the client's change being c[i] h[i0 + i] (``c`` [n] from index 0,
+def scaled_messages_into(typingctx, es, c, h, ae, count, at, m, wg, n):
+    """As :func:`messages_into`, the client's change being c[i] h[o + i] (``c`` [n] from index 0,
     C aᴷ per lane; ``h`` the client's scaled part û): x = fma(c, h, es), then the sum and the count.
 
     Raises:
-        numba.core.errors.TypingError: as :func:`message_into`.
+        numba.core.errors.TypingError: as :func:`messages_into`.
     """
-    if not (all(_vector_array(t) for t in (es, c, h, ae, count)) and isinstance(i0, types.Integer)
+    if not (all(_vector_array(t) for t in (es, c, h, ae, count)) and _int_array(at) and isinstance(m, types.Integer)
             and wg == types.float64 and isinstance(n, types.Integer)):
         return None
 
     def codegen(context, builder, sig, args):
-        ep, cp, hp, ap, kp = (_data(context, builder, sig, args, k) for k in range(5))
-        o, zero, wv = _offset(builder, args[5]), _I64(0), args[6]
+        ep, cp, hp, ap, kp, tp = (_data(context, builder, sig, args, k) for k in range(6))
+        m_, wv, n_, zero = _offset(builder, args[6]), args[7], _offset(builder, args[8]), _I64(0)
+        sums = {w: cgutils.alloca_once(builder, ir.VectorType(_F64, w)) for w in (8, 4, 2, 1)}
 
         def body(i, w):
-            e = _read(builder, ep, o, i, w)
-            x = _fma(builder, _read(builder, cp, zero, i, w), _read(builder, hp, o, i, w), e, w)
-            _sum_and_count(builder, e, x, ap, kp, o, wv, i, w)
+            pk, cv = _at(builder, kp, zero, i, w), _read(builder, cp, zero, i, w)
+            builder.store(_load(builder, pk), sums[w])
+            with cgutils.for_range(builder, m_) as loop:
+                o = builder.mul(_offset(builder, builder.load(builder.gep(tp, [loop.index]))), n_)
+                e = _read(builder, ep, o, i, w)
+                x = _fma(builder, cv, _read(builder, hp, o, i, w), e, w)
+                builder.store(_sum_and_count(builder, e, x, ap, builder.load(sums[w]), o, wv, i, w), sums[w])
+            _store(builder, builder.load(sums[w]), pk)
 
-        _chunks(builder, args[7], body)
+        _chunks(builder, n_, body)
         return context.get_dummy_value()
 
-    return types.void(es, c, h, ae, count, i0, wg, n), codegen
+    return types.void(es, c, h, ae, count, at, m, wg, n), codegen
 
 
 #: At most this many vectors of 8 lanes are summed side by side (:func:`products_into`); more
@@ -389,10 +408,6 @@ def products_into(typingctx, z, gr, rows, dz, d0, ds, hx, h0, hs, n):
         return context.get_dummy_value()
 
     return types.void(z, gr, rows, dz, d0, ds, hx, h0, hs, n), codegen
-
-
-def _int_array(t) -> bool:
-    return isinstance(t, types.Array) and t.ndim == 1 and isinstance(t.dtype, types.Integer)
 
 
 @intrinsic

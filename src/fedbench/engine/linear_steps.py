@@ -81,11 +81,11 @@ from fedbench.engine.lane_vectors import (
     dot2_into,
     fma_into,
     gather_point_into,
-    message_into,
+    messages_into,
     mul_into,
     products_into,
     scaled_dot2_into,
-    scaled_message_into,
+    scaled_messages_into,
 )
 from fedbench.engine.prefetch import prefetch
 from fedbench.models import binary_logreg, logreg
@@ -1286,11 +1286,11 @@ def _products_clients(
                     xd[buf_i[j, u] * seg_rows + j - r0 * b_size] = 0.0
         wg = weight[g]
         w_sum += wg
-        for jt in range(n_touched):  # the message at the touched coordinates, counted and summed
+        messages_into(es_i, delta, acc_i, count, touched, n_touched, wg, width_m)  # summed and counted
+        for jt in range(n_touched):
             k = touched[jt]
             acc_w[k] += wg
             pos[k] = -1
-            message_into(es_i, delta, acc_i, count, k * width_m, wg, width_m)
         if seg_steps < k_steps:  # u back to zero
             for jt in range(n_touched):
                 i0 = touched[jt] * width_n
@@ -1408,14 +1408,13 @@ def _scaled_clients(
                                              touched, n_touched)
         wg = weight[g]
         w_sum += wg
-        for jt in range(n_touched):  # the message e_shared + C aᴷ û at the touched coordinates, counted and summed
+        for e in range(nm):  # the message e_shared + C aᴷ û at the touched coordinates, summed and counted
+            scaled_messages_into(e_shared[e], ck[e, 0], uh, acc[e], count, touched, n_touched, wg, lanes)
+        for jt in range(n_touched):
             k = touched[jt]
             acc_w[k] += wg
             pos[k] = -1
-            i0 = k * lanes
-            hk = uh[i0:i0 + lanes]
-            for e in range(nm):
-                scaled_message_into(e_shared[e], ck[e, 0], uh, acc[e], count, i0, wg, lanes)
+            hk = uh[k * lanes:(k + 1) * lanes]
             for ln in range(lanes):
                 hk[ln] = 0.0
     for ln in range(lanes):
