@@ -1113,7 +1113,7 @@ def _scatter_row(tgt, wt, cf, row_i, row_v, m, off, has_bias, bias_k, pos, touch
 
 
 @numba.njit(cache=True, fastmath=_LANE_FLAGS)
-def _round_item_products(sx, hq, mc, ac, pw, cpw, qpw, e_shared, lo, hi, t, indptr, indices, values, width, y_all,
+def _round_item_products(sx, hqx, mc, ac, pw, cpw, qpw, e_shared, lo, hi, t, indptr, indices, values, width, y_all,
                          row_table, slot, sizes, thresholds, key_seed, key_id, purpose, weight, k_steps, b_size,
                          binary, n_lin, d, has_bias, acc, acc_w, nnz, ok):
     """One round of clients lo..hi−1 of one group of L lanes, each client's K·B gradients from its
@@ -1133,20 +1133,20 @@ def _round_item_products(sx, hq, mc, ac, pw, cpw, qpw, e_shared, lo, hi, t, indp
     (s_r formed at every coordinate when the segment starts, from ``sx[r / S]`` = Aʳ s⁰, shared by
     the lane's clients: :func:`_round_shared`; s⁰ itself in the first segment), and its products
     with the segment's earlier rows (computed once for all lanes) times their logit gradients and
-    ``hq[t − 1 − j]`` = q Aᵗ⁻¹⁻ʲ c. A segment ending at r' < K
+    q Aᵗ⁻¹⁻ʲ c (``hqx``: for j from K − 1 down). A segment ending at r' < K
     scatters each row's gradient into u_r' with ``ac[r' − 1 − j]`` = A^(r'−1−j) c, u_r' starting
     at A^(r'−r) u_r (``pw``); the last one scatters into the message e = C s_K + D S = ``e_shared``
     + C u_K with ``mc[K − 1 − j]`` = C Aᴷ⁻¹⁻ʲ c, starting at C Aᴷ⁻ʳ u_r (``cpw``), a coordinate's
     n_m messages side by side ([P, n_m, L]). A row costs its non-zeros once per lane for each
     sequence of the point and of the scatter, and its products with the segment's rows (≤ S·B); a
     segment start costs a product with a power of A at each touched coordinate and a pass over
-    s_r. S = :func:`_segment_steps`. ``sx`` [⌈K / S⌉, P·n·L + 8] (coordinate-major, then 8 zeros), ``hq``
-    [K, L], ``mc`` [K, n_m, L], ``ac`` [K, n, L], ``pw`` [K + 1, n, n, L], ``cpw`` [K + 1, n_m, n,
-    L], ``qpw`` [K + 1, n, L] (:func:`_powers`). ``acc`` [n_m, P·L] gets Σ weight[g] e at the touched
-    coordinates, ``acc_w`` [P] the weight of the clients that touched each coordinate (the rest take
-    e_shared: :func:`_round_reduce`); nnz[l] counts the messages' non-zeros, ok[l] is cleared where
-    a lane's loss is not finite. Returns Σ weight[g]."""
-    lanes, n = hq.shape[1], ac.shape[1]
+    s_r. S = :func:`_segment_steps`. ``sx`` [⌈K / S⌉, P·n·L + 8] (coordinate-major, then 8 zeros),
+    ``hqx`` [K·B·L₈] (:func:`_round_buffers`), ``mc`` [K, n_m, L], ``ac`` [K, n, L], ``pw`` [K + 1, n,
+    n, L], ``cpw`` [K + 1, n_m, n, L], ``qpw`` [K + 1, n, L] (:func:`_powers`). ``acc`` [n_m, P·L]
+    gets Σ weight[g] e at the touched coordinates, ``acc_w`` [P] the weight of the clients that
+    touched each coordinate (the rest take e_shared: :func:`_round_reduce`); nnz[l] counts the
+    messages' non-zeros, ok[l] is cleared where a lane's loss is not finite. Returns Σ weight[g]."""
+    lanes, n = qpw.shape[2], ac.shape[1]
     p_total = (sx.shape[1] - 8) // (n * lanes)
     nm = mc.shape[1]
     per_client = k_steps * b_size
@@ -1167,7 +1167,6 @@ def _round_item_products(sx, hq, mc, ac, pw, cpw, qpw, e_shared, lo, hi, t, indp
     gr = np.empty(seg_rows)  # a row's products with the segment's earlier rows
     ones = np.ones(seg_rows)  # the 1s that gather_point_into multiplies gr's sums by (q is read only to j0)
     lp = -(-lanes // 8) * 8  # lanes padded to whole vectors of 8: what lane_vectors.products_into reads
-    hqx = np.zeros(per_client * lp)  # q Aʲ c, j from K − 1 down, each B times: [K·B, lp]
     cf = np.empty(max(nm, n) * lanes)
     pos = np.full(p_total, -1, dtype=np.int64)
     touched = np.empty(p_total, dtype=np.int64)
@@ -1181,17 +1180,17 @@ def _round_item_products(sx, hq, mc, ac, pw, cpw, qpw, e_shared, lo, hi, t, indp
     dzl = np.empty(n_lin)
     loc, cur, labs, buf_i, buf_v, cnt, ent, pool, words = _row_scratch(hi - lo, per_client, width, indices, values)
     return _products_clients(
-        sx, hq, mc, ac, pw, cpw, qpw, e_shared, lo, hi, t, indptr, indices, values, y_all, row_table, slot, sizes,
+        sx, hqx, mc, ac, pw, cpw, qpw, e_shared, lo, hi, t, indptr, indices, values, y_all, row_table, slot, sizes,
         thresholds, key_seed, key_id, purpose, weight, k_steps, b_size, binary, n_lin, d, has_bias, acc, acc_w, nnz,
-        ok, lanes, p_total, nm, n, per_client, seg_steps, delta, es_i, acc_i, u2, sr, xd, gr, ones, dzf, hqx, cf, pos,
+        ok, lanes, p_total, nm, n, per_client, seg_steps, delta, es_i, acc_i, u2, sr, xd, gr, ones, dzf, cf, pos,
         touched, z, dz, fin, count, base, zl, dzl, loc, cur, labs, buf_i, buf_v, cnt, ent, pool, words)
 
 
 @numba.njit(cache=True, fastmath=_LANE_FLAGS, _nrt=False)
 def _products_clients(
-        sx, hq, mc, ac, pw, cpw, qpw, e_shared, lo, hi, t, indptr, indices, values, y_all, row_table, slot, sizes,
+        sx, hqx, mc, ac, pw, cpw, qpw, e_shared, lo, hi, t, indptr, indices, values, y_all, row_table, slot, sizes,
         thresholds, key_seed, key_id, purpose, weight, k_steps, b_size, binary, n_lin, d, has_bias, acc, acc_w, nnz,
-        ok, lanes, p_total, nm, n, per_client, seg_steps, delta, es_i, acc_i, u2, sr, xd, gr, ones, dzf, hqx, cf, pos,
+        ok, lanes, p_total, nm, n, per_client, seg_steps, delta, es_i, acc_i, u2, sr, xd, gr, ones, dzf, cf, pos,
         touched, z, dz, fin, count, base, zl, dzl, loc, cur, labs, buf_i, buf_v, cnt, ent, pool, words):
     """The loops of :func:`_round_item_products` over its scratch arrays, compiled without
     reference counting, as :func:`_one_step_clients`."""
@@ -1211,12 +1210,6 @@ def _products_clients(
                 src, dst = e_shared[e, k * lanes:(k + 1) * lanes], es_i[k * width_m + e * lanes:]
                 for ln in range(lanes):
                     dst[ln] = src[ln]
-    for i in range(k_steps):  # hqx[i·B + b, l] = hq[K − 1 − i, l]
-        src = hq[k_steps - 1 - i]
-        for b in range(b_size):
-            dst = hqx[(i * b_size + b) * lp:]
-            for ln in range(lanes):
-                dst[ln] = src[ln]
     _item_rows(lo, hi, t, per_client, key_seed, key_id, purpose, sizes, thresholds, row_table, slot, ent, pool, words,
                loc)
     for g in range(lo, hi):
@@ -1464,7 +1457,7 @@ def _round_shared(server, q, bf, cmf, dmf, pw, qpw, seg_steps, s0, p0, v, sx, e_
 @numba.njit(cache=True, nogil=True, fastmath=_LANE_FLAGS)
 def _round_items(i0, i1, t, indptr, indices, values, max_nnz, y_all, row_table, slot, sizes, thresholds, key_seed,
                  key_id, purpose, item_group, item_lo, item_hi, weight, cc, k_steps, b_size, binary, n_lin, d, has_bias,
-                 mode, e_shared, p0, v, sx, hq, mc, ac, cs, pw, qpw, cpw, part, part_w, item_nnz, item_ok, item_w):
+                 mode, e_shared, p0, v, sx, hqx, mc, ac, cs, pw, qpw, cpw, part, part_w, item_nnz, item_ok, item_w):
     """Work items i0..i1−1 of round t (by ``mode``: :data:`ONE_STEP` :func:`_round_item_one_step`,
     :data:`PRODUCTS` :func:`_round_item_products`, :data:`SCALED` :func:`_round_item_scaled`),
     their sums into ``part[it]`` (and ``part_w[it]``), their non-zeros and loss checks per lane,
@@ -1475,7 +1468,7 @@ def _round_items(i0, i1, t, indptr, indices, values, max_nnz, y_all, row_table, 
         item_ok[it, :] = True
         if mode == PRODUCTS:
             item_w[it] = _round_item_products(
-                sx[gi], hq[gi], mc[gi], ac[gi], pw[gi], cpw[gi], qpw[gi], e_shared[gi], item_lo[it], item_hi[it], t,
+                sx[gi], hqx[gi], mc[gi], ac[gi], pw[gi], cpw[gi], qpw[gi], e_shared[gi], item_lo[it], item_hi[it], t,
                 indptr, indices, values,
                 max(1, max_nnz), y_all, row_table, slot, sizes, thresholds, key_seed, key_id, purpose, weight, k_steps,
                 b_size, binary, n_lin, d, has_bias, part[it], part_w[it], item_nnz[it], item_ok[it])
@@ -1565,7 +1558,7 @@ def _thresholds(sizes):
 
 
 @numba.njit(cache=True)
-def _round_buffers(n_items, server, q, af, c, cmf, cc, sizes, mode, k_steps, seg_steps):
+def _round_buffers(n_items, server, q, af, c, cmf, cc, sizes, mode, k_steps, b_size, seg_steps):
     """The scratch arrays of a segment of rounds (:func:`_run_rounds`, and the threaded
     :meth:`LinearSteps._threaded_rounds`): per work item its summed messages ``part`` [items, n_m,
     P·L], its non-zero counts and finiteness per lane, and its weight; the draw thresholds of
@@ -1573,7 +1566,9 @@ def _round_buffers(n_items, server, q, af, c, cmf, cc, sizes, mode, k_steps, seg
     [G, n_m, P·L], the start ``s0`` [G, n, P·L] and its point ``p0`` [G, P·L]; the powers of A
     ``pw`` [G, K + 1, n, n, L] (:func:`_powers`); per item the weight at each coordinate ``part_w``
     [items, P] (not :data:`ONE_STEP`; else empty); the :data:`PRODUCTS` path's segment starts ``sx``
-    [G, ⌈K / S⌉, P·n·L + 8] (S = ``seg_steps``: :func:`_segment_steps`), ``hq`` [G, K, L] = q Aʲ c,
+    [G, ⌈K / S⌉, P·n·L + 8] (S = ``seg_steps``: :func:`_segment_steps`), ``hqx`` [G, K·B·L₈] = q Aʲ c
+    with j from K − 1 down, each B times (L₈: L padded to whole vectors of 8, zeros past L; the
+    layout :func:`fedbench.engine.lane_vectors.products_into` reads),
     ``mc`` [G, K, n_m, L] = C Aʲ c and ``ac`` [G, K, n, L] = Aʲ c, and the :data:`SCALED` path's points
     ``v`` [G, K, P·L] and ``cs`` [G, K, L] = c a⁻⁽ʲ⁺¹⁾ (else empty)."""
     n_groups, size, lanes, nm, n = server.shape[0], server.shape[2], cc.shape[2], cmf.shape[1], q.shape[1]
@@ -1586,14 +1581,16 @@ def _round_buffers(n_items, server, q, af, c, cmf, cc, sizes, mode, k_steps, seg
             for j in range(cs.shape[1]):  # c a⁻⁽ʲ⁺¹⁾
                 inv /= af[gi, 0, 0, ln]
                 cs[gi, j, ln] = c[gi, 0, ln] * inv
-    hq = np.zeros((n_groups, k_products, lanes))
+    lp = -(-lanes // 8) * 8
+    hqx = np.zeros((n_groups, k_products * b_size * lp))
     mc = np.zeros((n_groups, k_products, nm, lanes))
     ac = np.zeros((n_groups, k_products, n, lanes))
     for gi in range(n_groups):
         for j in range(k_products):
             for r in range(n):
                 for ln in range(lanes):
-                    hq[gi, j, ln] += qpw[gi, j, r, ln] * c[gi, r, ln]
+                    for b in range(b_size):
+                        hqx[gi, ((k_products - 1 - j) * b_size + b) * lp + ln] += qpw[gi, j, r, ln] * c[gi, r, ln]
                     for e in range(nm):
                         mc[gi, j, e, ln] += cpw[gi, j, e, r, ln] * c[gi, r, ln]
                     for cl in range(n):
@@ -1603,7 +1600,7 @@ def _round_buffers(n_items, server, q, af, c, cmf, cc, sizes, mode, k_steps, seg
             np.empty((n_groups, nm, size)), np.empty((n_groups, nm, size)), np.empty((n_groups, n, size)),
             np.empty((n_groups, size)), np.empty((n_groups, k_steps if mode == SCALED else 0, size)),
             np.zeros((n_groups, -(-k_steps // seg_steps), n * size + 8) if mode == PRODUCTS else (n_groups, 0, 0)),
-            hq, mc, ac,
+            hqx, mc, ac,
             cs, pw, qpw, cpw, np.zeros((n_items, size // lanes if mode != ONE_STEP else 1)))
 
 
@@ -1630,14 +1627,14 @@ def _run_rounds(server, indptr, indices, values, max_nnz, y_all, row_table, slot
     numbers: an item's sum does not depend on who runs it)."""
     n_items = len(item_group)
     seg_steps = _segment_steps(k_steps, b_size, q.shape[1])
-    (part, item_nnz, item_ok, item_w, thresholds, e_shared, d_shared, s0, p0, v, sx, hq, mc, ac, cs, pw, qpw, cpw,
-     part_w) = _round_buffers(n_items, server, q, af, c, cmf, cc, sizes, mode, k_steps, seg_steps)
+    (part, item_nnz, item_ok, item_w, thresholds, e_shared, d_shared, s0, p0, v, sx, hqx, mc, ac, cs, pw, qpw, cpw,
+     part_w) = _round_buffers(n_items, server, q, af, c, cmf, cc, sizes, mode, k_steps, b_size, seg_steps)
     last = t0 - 1
     for t in range(t0, t1 + 1):
         _round_shared(server, q, bf, cmf, dmf, pw, qpw, seg_steps, s0, p0, v, sx, e_shared, d_shared)
         _round_items(0, n_items, t, indptr, indices, values, max_nnz, y_all, row_table, slot, sizes, thresholds,
                      key_seed, key_id, purpose, item_group, item_lo, item_hi, weight, cc, k_steps, b_size, binary,
-                     n_lin, d, has_bias, mode, e_shared, p0, v, sx, hq, mc, ac, cs, pw, qpw, cpw, part, part_w,
+                     n_lin, d, has_bias, mode, e_shared, p0, v, sx, hqx, mc, ac, cs, pw, qpw, cpw, part, part_w,
                      item_nnz, item_ok, item_w)
         last = t
         if _round_reduce(server, item_group, emf, fmf, cc, mode, e_shared, part, part_w, item_nnz, item_ok, item_w,
@@ -1863,8 +1860,8 @@ class LinearSteps:
          has_bias, mode) = args
         n_items = len(item_group)
         seg_steps = _segment_steps(k_steps, b_size, q.shape[1])
-        (part, item_nnz, item_ok, item_w, thresholds, e_shared, d_shared, s0, p0, v, sx, hq, mc, ac, cs, pw, qpw, cpw,
-         part_w) = _round_buffers(n_items, server, q, af, c, cmf, cc, sizes, mode, k_steps, seg_steps)
+        (part, item_nnz, item_ok, item_w, thresholds, e_shared, d_shared, s0, p0, v, sx, hqx, mc, ac, cs, pw, qpw, cpw,
+         part_w) = _round_buffers(n_items, server, q, af, c, cmf, cc, sizes, mode, k_steps, b_size, seg_steps)
         done = np.concatenate([[0], np.cumsum(item_hi - item_lo)])
         cuts = np.searchsorted(done, np.linspace(0, done[-1], threads + 1)[1:-1])
         ranges = list(zip([0, *cuts], [*cuts, n_items]))
@@ -1874,7 +1871,7 @@ class LinearSteps:
         def items(i0, i1, t):
             _round_items(i0, i1, t, indptr, indices, values, max_nnz, y_all, row_table, slot, sizes, thresholds,
                          key_seed, key_id, purpose, item_group, item_lo, item_hi, weight, cc, k_steps, b_size, binary,
-                         n_lin, d, has_bias, mode, e_shared, p0, v, sx, hq, mc, ac, cs, pw, qpw, cpw, part, part_w,
+                         n_lin, d, has_bias, mode, e_shared, p0, v, sx, hqx, mc, ac, cs, pw, qpw, cpw, part, part_w,
                          item_nnz, item_ok, item_w)
 
         last = t0 - 1
