@@ -1265,8 +1265,9 @@ def _products_clients(
                 for b in range(b_size):  # the rows into the products and their gradients into u_r1 or e
                     j, js = t_local * b_size + b, j0 + b
                     m = cnt[j]
-                    for u in range(m):
-                        xd[buf_i[j, u] * seg_rows + js] = buf_v[j, u]
+                    if t_local < r1 - 1:  # (the segment's last step: no later row reads its products)
+                        for u in range(m):
+                            xd[buf_i[j, u] * seg_rows + js] = buf_v[j, u]
                     for cl in range(n_lin):
                         off, dj = cl * d, dz[js, cl]
                         for e in range(ct.shape[0]):
@@ -1274,7 +1275,7 @@ def _products_clients(
                                 cf[e * lanes + ln] = ct[e, ln] * dj[ln]
                         n_touched = _scatter_row(tgt, wt, cf, buf_i[j], buf_v[j], m, off, has_bias, bias_at + cl,
                                                  pos, touched, n_touched)
-            for j in range(r0 * b_size, r1 * b_size):
+            for j in range(r0 * b_size, (r1 - 1) * b_size):
                 for u in range(cnt[j]):
                     xd[buf_i[j, u] * seg_rows + j - r0 * b_size] = 0.0
         wg = weight[g]
