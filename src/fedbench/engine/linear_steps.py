@@ -1033,7 +1033,7 @@ def _one_step_clients(
                 fin[ln] = 0.0
             _grads_lanes(z, y_all[r], binary, n_lin, inv_b, dz, fin, False, zl, dzl)  # finite where the loss is
             for ln in range(lanes):
-                ok[ln] = ok[ln] and math.isfinite(fin[ln])
+                ok[ln] = ok[ln] & math.isfinite(fin[ln])
             if per_client == 1:  # the client's one row: its gradient is complete at each coordinate
                 _scatter_and_count(acc, e_shared, ccg, dz, wg, indices, values, start, m, n_lin, d, has_bias,
                                    lanes, change)
@@ -1260,7 +1260,7 @@ def _products_clients(
                         fin[ln] = 0.0
                     _grads_lanes(z, labs[j], binary, n_lin, inv_b, dz[j0 + b], fin, False, zl, dzl)
                     for ln in range(lanes):  # finite where the loss is
-                        ok[ln] = ok[ln] and math.isfinite(fin[ln])
+                        ok[ln] = ok[ln] & math.isfinite(fin[ln])
                 ct = co[r1 - 1 - t_local]
                 for b in range(b_size):  # the rows into the products and their gradients into u_r1 or e
                     j, js = t_local * b_size + b, j0 + b
@@ -1389,7 +1389,7 @@ def _scaled_clients(
                     fin[ln] = 0.0
                 _grads_lanes(z, labs[j], binary, n_lin, inv_b, dz[b], fin, False, zl, dzl)
                 for ln in range(lanes):  # finite where the loss is
-                    ok[ln] = ok[ln] and math.isfinite(fin[ln])
+                    ok[ln] = ok[ln] & math.isfinite(fin[ln])
             ct = cs[t_local]
             for b in range(b_size):  # û += c a⁻⁽ᵗ⁺¹⁾ ∇f at the rows' coordinates
                 j = t_local * b_size + b
