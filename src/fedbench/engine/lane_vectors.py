@@ -180,16 +180,31 @@ def dot2_into(typingctx, z, w, i0, x0, i1, x1, n):
     return types.void(z, w, i0, x0, i1, x1, n), codegen
 
 
-def _sum_and_count(builder, e, x, ap, count, o, wv, i, w):
-    """ap[o + i ..] = fma(wv, x, ap[o + i ..]) over w lanes, and count + [x ≠ 0] − [e ≠ 0] returned:
-    a client's message x (the shared one e plus its change) summed and its non-zeros counted."""
-    vt = ir.VectorType(_F64, w)
-    nil, one = ir.Constant(vt, [0.0] * w), ir.Constant(vt, [1.0] * w)
-    pa = _at(builder, ap, o, i, w)
-    _store(builder, _fma(builder, _splat(builder, wv, w), x, _load(builder, pa), w), pa)
-    nx = builder.select(builder.fcmp_unordered("!=", x, nil), one, nil)
-    ne = builder.select(builder.fcmp_unordered("!=", e, nil), one, nil)
-    return builder.fadd(count, builder.fsub(nx, ne))
+def _messages(builder, ep, ap, cp, tp, m, wv, n, change):
+    """Emit, for each vector of lanes i..i+w−1 (:func:`_chunks`), a loop over the m coordinates
+    at ``tp``[0..m−1] (flat offset o = at[j]·n): the message x = change(i, w)(o, e) from the shared
+    one e = ep[o + i ..], ap[o + i ..] = fma(wv, x, ap[o + i ..]), and the count cp[i ..] +=
+    [x ≠ 0] − [e ≠ 0], held in a register across the coordinates (read and written once).
+    ``change(i, w)`` runs once per vector, before the loop (what it loads there is loaded once)."""
+    sums = {w: cgutils.alloca_once(builder, ir.VectorType(_F64, w)) for w in (8, 4, 2, 1)}
+
+    def body(i, w):
+        vt = ir.VectorType(_F64, w)
+        nil, one = ir.Constant(vt, [0.0] * w), ir.Constant(vt, [1.0] * w)
+        pc, x_of = _at(builder, cp, _I64(0), i, w), change(i, w)
+        builder.store(_load(builder, pc), sums[w])
+        with cgutils.for_range(builder, m) as loop:
+            o = builder.mul(_offset(builder, builder.load(builder.gep(tp, [loop.index]))), n)
+            e = _read(builder, ep, o, i, w)
+            x = x_of(o, e)
+            pa = _at(builder, ap, o, i, w)
+            _store(builder, _fma(builder, _splat(builder, wv, w), x, _load(builder, pa), w), pa)
+            nx = builder.select(builder.fcmp_unordered("!=", x, nil), one, nil)
+            ne = builder.select(builder.fcmp_unordered("!=", e, nil), one, nil)
+            builder.store(builder.fadd(builder.load(sums[w]), builder.fsub(nx, ne)), sums[w])
+        _store(builder, builder.load(sums[w]), pc)
+
+    _chunks(builder, n, body)
 
 
 @intrinsic
@@ -218,20 +233,11 @@ def messages_into(typingctx, es, de, ae, count, at, m, wg, n):
 
     def codegen(context, builder, sig, args):
         ep, dp, ap, cp, tp = (_data(context, builder, sig, args, k) for k in range(5))
-        m_, wv, n_ = _offset(builder, args[5]), args[6], _offset(builder, args[7])
-        sums = {w: cgutils.alloca_once(builder, ir.VectorType(_F64, w)) for w in (8, 4, 2, 1)}
 
-        def body(i, w):
-            pc = _at(builder, cp, _I64(0), i, w)
-            builder.store(_load(builder, pc), sums[w])
-            with cgutils.for_range(builder, m_) as loop:
-                o = builder.mul(_offset(builder, builder.load(builder.gep(tp, [loop.index]))), n_)
-                e = _read(builder, ep, o, i, w)
-                x = builder.fadd(e, _read(builder, dp, o, i, w))
-                builder.store(_sum_and_count(builder, e, x, ap, builder.load(sums[w]), o, wv, i, w), sums[w])
-            _store(builder, builder.load(sums[w]), pc)
+        def change(i, w):  # x = es + de
+            return lambda o, e: builder.fadd(e, _read(builder, dp, o, i, w))
 
-        _chunks(builder, n_, body)
+        _messages(builder, ep, ap, cp, tp, _offset(builder, args[5]), args[6], _offset(builder, args[7]), change)
         return context.get_dummy_value()
 
     return types.void(es, de, ae, count, at, m, wg, n), codegen
@@ -286,20 +292,12 @@ def scaled_messages_into(typingctx, es, c, h, ae, count, at, m, wg, n):
 
     def codegen(context, builder, sig, args):
         ep, cp, hp, ap, kp, tp = (_data(context, builder, sig, args, k) for k in range(6))
-        m_, wv, n_, zero = _offset(builder, args[6]), args[7], _offset(builder, args[8]), _I64(0)
-        sums = {w: cgutils.alloca_once(builder, ir.VectorType(_F64, w)) for w in (8, 4, 2, 1)}
 
-        def body(i, w):
-            pk, cv = _at(builder, kp, zero, i, w), _read(builder, cp, zero, i, w)
-            builder.store(_load(builder, pk), sums[w])
-            with cgutils.for_range(builder, m_) as loop:
-                o = builder.mul(_offset(builder, builder.load(builder.gep(tp, [loop.index]))), n_)
-                e = _read(builder, ep, o, i, w)
-                x = _fma(builder, cv, _read(builder, hp, o, i, w), e, w)
-                builder.store(_sum_and_count(builder, e, x, ap, builder.load(sums[w]), o, wv, i, w), sums[w])
-            _store(builder, builder.load(sums[w]), pk)
+        def change(i, w):  # x = fma(c, h, es), c loaded once per vector
+            cv = _read(builder, cp, _I64(0), i, w)
+            return lambda o, e: _fma(builder, cv, _read(builder, hp, o, i, w), e, w)
 
-        _chunks(builder, n_, body)
+        _messages(builder, ep, ap, kp, tp, _offset(builder, args[6]), args[7], _offset(builder, args[8]), change)
         return context.get_dummy_value()
 
     return types.void(es, c, h, ae, count, at, m, wg, n), codegen
