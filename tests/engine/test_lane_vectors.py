@@ -10,6 +10,7 @@ from fedbench.engine.lane_vectors import (
     dot2_into,
     fma_into,
     gather_point_into,
+    gradient_messages_into,
     messages_into,
     mul_into,
     products_into,
@@ -93,6 +94,21 @@ def _scaled_messages_loop(es, c, h, ae, count, at, m, wg, n):
 @numba.njit(fastmath=_FLAGS)
 def _scaled_messages_vec(es, c, h, ae, count, at, m, wg, n):
     scaled_messages_into(es, c, h, ae, count, at, m, wg, n)
+
+
+@numba.njit(fastmath=_FLAGS)
+def _gradient_messages_loop(es, c, g, ag, count, at, m, wg, n):
+    for j in range(m):
+        o = at[j] * n
+        for i in range(n):
+            x = es[o + i] + c[i] * g[o + i]
+            ag[o + i] += wg * g[o + i]
+            count[i] += (1.0 if x != 0.0 else 0.0) - (1.0 if es[o + i] != 0.0 else 0.0)
+
+
+@numba.njit(fastmath=_FLAGS)
+def _gradient_messages_vec(es, c, g, ag, count, at, m, wg, n):
+    gradient_messages_into(es, c, g, ag, count, at, m, wg, n)
 
 
 @numba.njit(fastmath=_FLAGS)
@@ -226,6 +242,30 @@ def test_the_scaled_paths_loops_are_their_loops_bit_for_bit(lanes):
         _scaled_messages_loop(es, c, hk, want[0], want[1], at, len(at), 0.25, lanes)
         _scaled_messages_vec(es, c, hk, got[0], got[1], at, len(at), 0.25, lanes)
         assert _same(want[0], got[0]) and _same(want[1], got[1]), (lanes, at)
+
+
+@pytest.mark.parametrize("lanes", LANES)
+def test_gradient_messages_are_their_loop_bit_for_bit(lanes):
+    """The minibatch baselines' client end: its gradient sum weighted into ag and its message
+    (es + c g) counted at its touched coordinates (none, one, some in any order, all), messages that
+    cancel to exactly 0 and a zero shared message among them; at past m never read, the count past
+    n left alone."""
+    rng = np.random.default_rng(400 + lanes)
+    coords = 9
+    es, c, g = _values(rng, coords * lanes + 4), _values(rng, lanes), _values(rng, coords * lanes + 4)
+    c[0] = 1.0
+    es[lanes: 2 * lanes] = 0.0
+    g[: coords * lanes: lanes] = -es[: coords * lanes: lanes]  # lane 0: es + 1·g = 0 exactly
+    for at in ([], [3], [8, 0, 5, 2, 1], list(range(coords))[::-1]):
+        at = np.array(at + [7], dtype=np.int64)
+        m = len(at) - 1
+        ag, count = _values(rng, coords * lanes + 4), rng.integers(0, 50, lanes + 3).astype(np.float64)
+        for wg in (0.125, float(rng.random())):
+            want, got = (ag.copy(), count.copy()), (ag.copy(), count.copy())
+            _gradient_messages_loop(es, c, g, want[0], want[1], at, m, wg, lanes)
+            _gradient_messages_vec(es, c, g, got[0], got[1], at, m, wg, lanes)
+            assert _same(want[0], got[0]) and _same(want[1], got[1]), (lanes, at, wg)
+            assert _same(got[1][lanes:], count[lanes:])
 
 
 @pytest.mark.parametrize("lanes", LANES + [33, 64, 70])

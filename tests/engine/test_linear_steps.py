@@ -289,8 +289,11 @@ def test_whole_rounds_equal_the_generic_path(algorithm, variant, steps, sparse, 
 
 
 @pytest.mark.parametrize("algorithm", FAST_ALGORITHMS)
-@pytest.mark.parametrize("steps,batch_size", [(1, 1), (2, 3)])
+@pytest.mark.parametrize("steps,batch_size", [(1, 1), (1, 3), (2, 3)])
 def test_whole_rounds_softmax_logreg(algorithm, steps, batch_size, monkeypatch):
+    """Softmax regression (3 classes) through the whole rounds equals the generic path (1e-10); K = 1
+    with B = 3 is the one-step path with a client's gradient summed over its rows, for FedAc its
+    two messages counted apart."""
     ds = _dataset(True, classes=3)
     specs = _round_specs(algorithm, "logreg", steps=steps, batch_size=batch_size, rounds=4, eval_every=2)
     fused, calls = _run_rounds_spy(specs, ds, True, monkeypatch)
@@ -454,6 +457,33 @@ def test_products_scaled_and_shared_point_paths_equal_the_round_by_round_steps_a
     monkeypatch.setattr(linear_steps, "round_mode", real_mode)
     _run_rounds_spy(specs, ds, True, monkeypatch)
     assert (set(modes) == {linear_steps.ONE_STEP}) == one_point
+
+
+@pytest.mark.parametrize("algorithm,variant,steps,batch_size", [("fedac", "I", 1, 3), ("mb_sgd", None, 4, 1),
+                                                              ("mb_ac_sgd", None, 4, 1), ("mb_ac_sgd", None, 1, 3)])
+def test_the_shared_point_path_counts_each_messages_nonzeros(algorithm, variant, steps, batch_size, monkeypatch):
+    """From w⁰ = 0 on rows of 3 non-zeros in 64 features, a client's messages stay zero where no row
+    of any round so far touched, so their non-zeros are fewer than the floats sent: the shared-point
+    path's count, summed over a client's K·B rows (FedAc's two messages each at K = 1, B = 3; the
+    minibatch baselines' gradient sum), equals the generic path's count of the messages themselves.
+    The non-zeros are normal draws: with binary features (``_dataset``) the logit gradients at w = 0
+    are ±1/2, two rows' gradients can cancel to exactly 0, and whether they do depends on the
+    summation order, which differs between the paths."""
+    rng = np.random.default_rng(3)
+    x = np.zeros((150, 64), dtype=np.float32)
+    for row in x:
+        row[rng.choice(64, 3, replace=False)] = rng.normal(size=3)
+    y = (x @ rng.normal(size=64) + rng.logistic(size=150) > 0).astype(np.int64)
+    ds = Dataset("toy", x[:120], y[:120], x[120:], y[120:], num_classes=2)
+    specs = _round_specs(algorithm, steps=steps, batch_size=batch_size, variant=variant, rounds=4, eval_every=2)
+    for s in specs:
+        s["model"] = {"name": "binary_logreg", "init": "zeros"}
+    fused, calls = _run_rounds_spy(specs, ds, True, monkeypatch)
+    assert calls and all(ran for *_, ran in calls)
+    generic, _ = _run_rounds_spy(specs, ds, False, monkeypatch)
+    _assert_rows_equal(fused, generic)
+    for rows, _ in fused:
+        assert 0 < rows[-1]["uplink_nonzeros"] < rows[-1]["uplink_floats"]
 
 
 @pytest.mark.parametrize("steps", [4, 12])  # the products path, the scaled path

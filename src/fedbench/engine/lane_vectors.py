@@ -182,10 +182,11 @@ def dot2_into(typingctx, z, w, i0, x0, i1, x1, n):
 
 def _messages(builder, ep, ap, cp, tp, m, wv, n, change):
     """Emit, for each vector of lanes i..i+w−1 (:func:`_chunks`), a loop over the m coordinates
-    at ``tp``[0..m−1] (flat offset o = at[j]·n): the message x = change(i, w)(o, e) from the shared
-    one e = ep[o + i ..], ap[o + i ..] = fma(wv, x, ap[o + i ..]), and the count cp[i ..] +=
-    [x ≠ 0] − [e ≠ 0], held in a register across the coordinates (read and written once).
-    ``change(i, w)`` runs once per vector, before the loop (what it loads there is loaded once)."""
+    at ``tp``[0..m−1] (flat offset o = at[j]·n): (x, s) = change(i, w)(o, e), x the message from the
+    shared one e = ep[o + i ..] and s what is summed (x itself, or the client's gradient),
+    ap[o + i ..] = fma(wv, s, ap[o + i ..]), and the count cp[i ..] += [x ≠ 0] − [e ≠ 0], held in a
+    register across the coordinates (read and written once). ``change(i, w)`` runs once per
+    vector, before the loop (what it loads there is loaded once)."""
     sums = {w: cgutils.alloca_once(builder, ir.VectorType(_F64, w)) for w in (8, 4, 2, 1)}
 
     def body(i, w):
@@ -196,9 +197,9 @@ def _messages(builder, ep, ap, cp, tp, m, wv, n, change):
         with cgutils.for_range(builder, m) as loop:
             o = builder.mul(_offset(builder, builder.load(builder.gep(tp, [loop.index]))), n)
             e = _read(builder, ep, o, i, w)
-            x = x_of(o, e)
+            x, summed = x_of(o, e)
             pa = _at(builder, ap, o, i, w)
-            _store(builder, _fma(builder, _splat(builder, wv, w), x, _load(builder, pa), w), pa)
+            _store(builder, _fma(builder, _splat(builder, wv, w), summed, _load(builder, pa), w), pa)
             nx = builder.select(builder.fcmp_unordered("!=", x, nil), one, nil)
             ne = builder.select(builder.fcmp_unordered("!=", e, nil), one, nil)
             builder.store(builder.fadd(builder.load(sums[w]), builder.fsub(nx, ne)), sums[w])
@@ -235,7 +236,11 @@ def messages_into(typingctx, es, de, ae, count, at, m, wg, n):
         ep, dp, ap, cp, tp = (_data(context, builder, sig, args, k) for k in range(5))
 
         def change(i, w):  # x = es + de
-            return lambda o, e: builder.fadd(e, _read(builder, dp, o, i, w))
+            def x_of(o, e):
+                x = builder.fadd(e, _read(builder, dp, o, i, w))
+                return x, x
+
+            return x_of
 
         _messages(builder, ep, ap, cp, tp, _offset(builder, args[5]), args[6], _offset(builder, args[7]), change)
         return context.get_dummy_value()
@@ -295,12 +300,55 @@ def scaled_messages_into(typingctx, es, c, h, ae, count, at, m, wg, n):
 
         def change(i, w):  # x = fma(c, h, es), c loaded once per vector
             cv = _read(builder, cp, _I64(0), i, w)
-            return lambda o, e: _fma(builder, cv, _read(builder, hp, o, i, w), e, w)
+
+            def x_of(o, e):
+                x = _fma(builder, cv, _read(builder, hp, o, i, w), e, w)
+                return x, x
+
+            return x_of
 
         _messages(builder, ep, ap, kp, tp, _offset(builder, args[6]), args[7], _offset(builder, args[8]), change)
         return context.get_dummy_value()
 
     return types.void(es, c, h, ae, count, at, m, wg, n), codegen
+
+
+@intrinsic
+def gradient_messages_into(typingctx, es, c, g, ag, count, at, m, wg, n):
+    """A client whose gradients were all taken at one point (the minibatch baselines' round, K·B
+    rows): at each of its m touched coordinates at[0..m−1], its gradient sum ``g`` weighted into
+    ``ag`` and its message's non-zeros counted, for i < n (flat o + i, o = at[j]·n):
+
+        x = fma(c[i], g[o + i], es[o + i])  (the message: the shared one plus (C c) Σ ∇f)
+        ag[o + i] = fma(wg, g[o + i], ag[o + i])
+        count[i] += [x ≠ 0] − [es[o + i] ≠ 0]
+
+    (``c`` [n] and ``count`` [n] from index 0), as :func:`messages_into`: the count in registers
+    across the coordinates, coordinates in at's order.
+
+    Raises:
+        numba.core.errors.TypingError: as :func:`messages_into`.
+    """
+    if not (all(_vector_array(t) for t in (es, c, g, ag, count)) and _int_array(at) and isinstance(m, types.Integer)
+            and wg == types.float64 and isinstance(n, types.Integer)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        ep, cp, gp, ap, kp, tp = (_data(context, builder, sig, args, k) for k in range(6))
+
+        def change(i, w):  # x = fma(c, g, es), c loaded once per vector; g is what is summed
+            cv = _read(builder, cp, _I64(0), i, w)
+
+            def x_of(o, e):
+                gv = _read(builder, gp, o, i, w)
+                return _fma(builder, cv, gv, e, w), gv
+
+            return x_of
+
+        _messages(builder, ep, ap, kp, tp, _offset(builder, args[6]), args[7], _offset(builder, args[8]), change)
+        return context.get_dummy_value()
+
+    return types.void(es, c, g, ag, count, at, m, wg, n), codegen
 
 
 #: At most this many vectors of 8 lanes are summed side by side (:func:`products_into`); more

@@ -81,6 +81,7 @@ from fedbench.engine.lane_vectors import (
     dot2_into,
     fma_into,
     gather_point_into,
+    gradient_messages_into,
     messages_into,
     mul_into,
     products_into,
@@ -995,6 +996,7 @@ def _round_item_one_step(p, e_shared, lo, hi, t, indptr, indices, values, y_all,
     pool = np.empty(4, dtype=np.uint64)
     words = np.empty(8, dtype=np.uint64)
     grad = np.empty(size)  # the client's gradient sum at its touched coordinates
+    sink = np.empty(size if nm > 1 else 0)  # where messages past the first sum their gradients (unread)
     pos = np.full(p_total, -1, dtype=np.int64)
     touched = np.empty(p_total, dtype=np.int64)
     change = np.zeros(lanes)  # Σ over the clients of the change in their messages' non-zeros (exact in float64)
@@ -1002,14 +1004,16 @@ def _round_item_one_step(p, e_shared, lo, hi, t, indptr, indices, values, y_all,
     return _one_step_clients(
         p, e_shared, lo, hi, t, indptr, indices, values, y_all, row_table, slot, sizes, thresholds, key_seed, key_id,
         purpose, weight, ccg, k_steps, b_size, binary, n_lin, d, has_bias, acc, nnz, ok, nm, size, lanes, p_total,
-        per_client, inv_b, bias_at, z, dz, fin, zl, dzl, loc, cur, ent, pool, words, grad, pos, touched, change, base)
+        per_client, inv_b, bias_at, z, dz, fin, zl, dzl, loc, cur, ent, pool, words, grad, sink, pos, touched, change,
+        base)
 
 
 @numba.njit(cache=True, fastmath=_LANE_FLAGS, _nrt=False)
 def _one_step_clients(
         p, e_shared, lo, hi, t, indptr, indices, values, y_all, row_table, slot, sizes, thresholds, key_seed, key_id,
         purpose, weight, ccg, k_steps, b_size, binary, n_lin, d, has_bias, acc, nnz, ok, nm, size, lanes, p_total,
-        per_client, inv_b, bias_at, z, dz, fin, zl, dzl, loc, cur, ent, pool, words, grad, pos, touched, change, base):
+        per_client, inv_b, bias_at, z, dz, fin, zl, dzl, loc, cur, ent, pool, words, grad, sink, pos, touched, change,
+        base):
     """The loops of :func:`_round_item_one_step` over its scratch arrays, compiled without
     reference counting: there every view and every array handed to an inlined helper cost an atomic
     increment and decrement, a quarter of the time."""
@@ -1038,34 +1042,15 @@ def _one_step_clients(
                 _scatter_and_count(acc, e_shared, ccg, dz, wg, indices, values, start, m, n_lin, d, has_bias,
                                    lanes, change)
                 continue
-            for cl in range(n_lin):
-                off = cl * d
-                dzc = dz[cl]
-                for u in range(m + (1 if has_bias else 0)):
-                    k, v = (off + indices[start + u], values[start + u]) if u < m else (bias_at + cl, 1.0)
-                    i0 = k * lanes
-                    if pos[k] < 0:
-                        pos[k] = n_touched
-                        touched[n_touched] = k
-                        n_touched += 1
-                        gk = grad[i0:i0 + lanes]
-                        for ln in range(lanes):  # (a loop: a slice fill is a call to memset)
-                            gk[ln] = 0.0
-                    ak, gk = acc[i0:i0 + lanes], grad[i0:i0 + lanes]
-                    for ln in range(lanes):
-                        gv = dzc[ln] * v
-                        ak[ln] += wg * gv
-                        gk[ln] += gv
-        for jt in range(n_touched):  # the change in the message's non-zeros where its gradient is
-            k = touched[jt]
-            i0 = k * lanes
-            gk = grad[i0:i0 + lanes]
-            for e in range(nm):
-                ek, ce = e_shared[e, i0:i0 + lanes], ccg[e]
-                for ln in range(lanes):
-                    old = ek[ln]
-                    change[ln] += (1.0 if old + ce[ln] * gk[ln] != 0.0 else 0.0) - (1.0 if old != 0.0 else 0.0)
-            pos[k] = -1
+            row_i, row_v = indices[start:start + m], values[start:start + m]
+            for cl in range(n_lin):  # the client's gradient sum at its touched coordinates
+                n_touched = _scatter_row(grad, lanes, dz[cl], row_i, row_v, m, cl * d, has_bias, bias_at + cl, pos,
+                                         touched, n_touched)
+        for e in range(nm):  # acc += w Σ ∇f and the change in the messages' non-zeros, where the client touched
+            gradient_messages_into(e_shared[e], ccg[e], grad, acc if e == 0 else sink, change, touched, n_touched,
+                                   wg, lanes)
+        for jt in range(n_touched):
+            pos[touched[jt]] = -1
     for ln in range(lanes):
         nnz[ln] += int(base[ln]) * (hi - lo) + int(change[ln])
     return w_sum
