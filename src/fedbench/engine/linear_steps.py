@@ -924,49 +924,6 @@ def _gather_rows(loc, c0, per_client, cur, y_all, indptr, indices, values, labs,
         _copy_row(r, indptr, indices, values, buf_i, buf_v, cnt, j)
 
 
-@numba.njit(cache=True, inline="always", fastmath=_LANE_FLAGS)
-def _scatter_and_count(acc, e_shared, ccg, dz, wg, indices, values, start, m, n_lin, d, has_bias, lanes, change):
-    """A client whose round is one row (K·B = 1): at each coordinate k the row touches (its
-    non-zeros, per class, and the bias), its gradient g = dz[c, l] x_k is complete, so
-    acc[k·L + l] += w g and, for each message e, change[l] += [e_shared + (C c)_e g ≠ 0] −
-    [e_shared ≠ 0] in the same pass over the lanes (a CSR row holds each column once). The same
-    numbers as the general loop of :func:`_one_step_clients`, without its per-client gradient
-    buffer and second pass. One and two messages (e.g. FedAvg's one, FedAc's w and w^ag) have loops
-    of their own, which vectorize: the general loop alone, with its inner loop over the messages,
-    took 2.18 against 1.47 s for the rounds of an M = 256, K = 1 FedAc-I job (stop 30)."""
-    nm = e_shared.shape[0]
-    bias_at = n_lin * d
-    for cl in range(n_lin):
-        off = cl * d
-        dzc = dz[cl]
-        for u in range(m + (1 if has_bias else 0)):
-            k, v = (off + indices[start + u], values[start + u]) if u < m else (bias_at + cl, 1.0)
-            i0 = k * lanes
-            ak = acc[i0:i0 + lanes]
-            if nm == 1:
-                e0, c0 = e_shared[0, i0:i0 + lanes], ccg[0]
-                for ln in range(lanes):
-                    gv = dzc[ln] * v
-                    ak[ln] += wg * gv
-                    old = e0[ln]
-                    change[ln] += (1.0 if old + c0[ln] * gv != 0.0 else 0.0) - (1.0 if old != 0.0 else 0.0)
-            elif nm == 2:
-                e0, e1, c0, c1 = e_shared[0, i0:i0 + lanes], e_shared[1, i0:i0 + lanes], ccg[0], ccg[1]
-                for ln in range(lanes):
-                    gv = dzc[ln] * v
-                    ak[ln] += wg * gv
-                    o0, o1 = e0[ln], e1[ln]
-                    change[ln] += ((1.0 if o0 + c0[ln] * gv != 0.0 else 0.0) - (1.0 if o0 != 0.0 else 0.0)
-                                   + (1.0 if o1 + c1[ln] * gv != 0.0 else 0.0) - (1.0 if o1 != 0.0 else 0.0))
-            else:
-                for ln in range(lanes):
-                    gv = dzc[ln] * v
-                    ak[ln] += wg * gv
-                    for e in range(nm):
-                        old = e_shared[e, i0 + ln]
-                        change[ln] += (1.0 if old + ccg[e, ln] * gv != 0.0 else 0.0) - (1.0 if old != 0.0 else 0.0)
-
-
 @numba.njit(cache=True, fastmath=_LANE_FLAGS)
 def _round_item_one_step(p, e_shared, lo, hi, t, indptr, indices, values, y_all, row_table, slot, sizes, thresholds,
                          key_seed, key_id, purpose, weight, ccg, k_steps, b_size, binary, n_lin, d, has_bias, acc, nnz,
@@ -978,8 +935,11 @@ def _round_item_one_step(p, e_shared, lo, hi, t, indptr, indices, values, y_all,
     (q A = q and A c = c: Mb-SGD's and Mb-Ac-SGD's accumulation; :func:`round_mode`). Its message is
     e_k = e_shared + (C c) Σ_steps ∇f(p; rows) with e_shared = C Aᴷ s⁰ + D S and p = q s⁰ computed
     once per lane (:func:`_round_shared`), so a client costs its rows' non-zeros, not passes over
-    the parameters. ``p`` [P·L], ``e_shared`` [n_m, P·L] (flat index k·L + l), ``ccg`` [n_m, L];
-    ``acc`` [P·L] (zeroed first) gets Σ_k weight[g] Σ_steps ∇f(p; rows). Returns Σ_k weight[g]."""
+    the parameters: its gradient summed over its K·B rows at the coordinates they touch, then
+    weighted into ``acc`` and its messages' non-zeros counted there
+    (:func:`fedbench.engine.lane_vectors.gradient_messages_into`). ``p`` [P·L], ``e_shared`` [n_m,
+    P·L] (flat index k·L + l), ``ccg`` [n_m, L]; ``acc`` [P·L] (zeroed first) gets Σ_k weight[g]
+    Σ_steps ∇f(p; rows). Returns Σ_k weight[g]."""
     nm, size, lanes = e_shared.shape[0], e_shared.shape[1], ccg.shape[1]
     p_total = size // lanes
     per_client = k_steps * b_size
@@ -1038,10 +998,6 @@ def _one_step_clients(
             _grads_lanes(z, y_all[r], binary, n_lin, inv_b, dz, fin, False, zl, dzl)  # finite where the loss is
             for ln in range(lanes):
                 ok[ln] = ok[ln] & math.isfinite(fin[ln])
-            if per_client == 1:  # the client's one row: its gradient is complete at each coordinate
-                _scatter_and_count(acc, e_shared, ccg, dz, wg, indices, values, start, m, n_lin, d, has_bias,
-                                   lanes, change)
-                continue
             row_i, row_v = indices[start:start + m], values[start:start + m]
             for cl in range(n_lin):  # the client's gradient sum at its touched coordinates
                 n_touched = _scatter_row(grad, lanes, dz[cl], row_i, row_v, m, cl * d, has_bias, bias_at + cl, pos,
