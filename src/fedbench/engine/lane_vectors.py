@@ -283,6 +283,33 @@ def scaled_dot2_into(typingctx, z, v, h, q, i0, x0, i1, x1, n):
     return types.void(z, v, h, q, i0, x0, i1, x1, n), codegen
 
 
+def _scaled_messages(es, c, h, ae, count, at, m, wg, n, sums_h):
+    """The signature and code of the loop of :func:`_messages` with the message x = fma(c, h, es)
+    (``c`` [n] from index 0, loaded once per vector), summing x itself or, with ``sums_h``, h; None
+    where the arguments are not those of :func:`messages_into`."""
+    if not (all(_vector_array(t) for t in (es, c, h, ae, count)) and _int_array(at) and isinstance(m, types.Integer)
+            and wg == types.float64 and isinstance(n, types.Integer)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        ep, cp, hp, ap, kp, tp = (_data(context, builder, sig, args, k) for k in range(6))
+
+        def change(i, w):
+            cv = _read(builder, cp, _I64(0), i, w)
+
+            def x_of(o, e):
+                hv = _read(builder, hp, o, i, w)
+                x = _fma(builder, cv, hv, e, w)
+                return x, (hv if sums_h else x)
+
+            return x_of
+
+        _messages(builder, ep, ap, kp, tp, _offset(builder, args[6]), args[7], _offset(builder, args[8]), change)
+        return context.get_dummy_value()
+
+    return types.void(es, c, h, ae, count, at, m, wg, n), codegen
+
+
 @intrinsic
 def scaled_messages_into(typingctx, es, c, h, ae, count, at, m, wg, n):
     """As :func:`messages_into`, the client's change being c[i] h[o + i] (``c`` [n] from index 0,
@@ -291,26 +318,7 @@ def scaled_messages_into(typingctx, es, c, h, ae, count, at, m, wg, n):
     Raises:
         numba.core.errors.TypingError: as :func:`messages_into`.
     """
-    if not (all(_vector_array(t) for t in (es, c, h, ae, count)) and _int_array(at) and isinstance(m, types.Integer)
-            and wg == types.float64 and isinstance(n, types.Integer)):
-        return None
-
-    def codegen(context, builder, sig, args):
-        ep, cp, hp, ap, kp, tp = (_data(context, builder, sig, args, k) for k in range(6))
-
-        def change(i, w):  # x = fma(c, h, es), c loaded once per vector
-            cv = _read(builder, cp, _I64(0), i, w)
-
-            def x_of(o, e):
-                x = _fma(builder, cv, _read(builder, hp, o, i, w), e, w)
-                return x, x
-
-            return x_of
-
-        _messages(builder, ep, ap, kp, tp, _offset(builder, args[6]), args[7], _offset(builder, args[8]), change)
-        return context.get_dummy_value()
-
-    return types.void(es, c, h, ae, count, at, m, wg, n), codegen
+    return _scaled_messages(es, c, h, ae, count, at, m, wg, n, False)
 
 
 @intrinsic
@@ -329,26 +337,7 @@ def gradient_messages_into(typingctx, es, c, g, ag, count, at, m, wg, n):
     Raises:
         numba.core.errors.TypingError: as :func:`messages_into`.
     """
-    if not (all(_vector_array(t) for t in (es, c, g, ag, count)) and _int_array(at) and isinstance(m, types.Integer)
-            and wg == types.float64 and isinstance(n, types.Integer)):
-        return None
-
-    def codegen(context, builder, sig, args):
-        ep, cp, gp, ap, kp, tp = (_data(context, builder, sig, args, k) for k in range(6))
-
-        def change(i, w):  # x = fma(c, g, es), c loaded once per vector; g is what is summed
-            cv = _read(builder, cp, _I64(0), i, w)
-
-            def x_of(o, e):
-                gv = _read(builder, gp, o, i, w)
-                return _fma(builder, cv, gv, e, w), gv
-
-            return x_of
-
-        _messages(builder, ep, ap, kp, tp, _offset(builder, args[6]), args[7], _offset(builder, args[8]), change)
-        return context.get_dummy_value()
-
-    return types.void(es, c, g, ag, count, at, m, wg, n), codegen
+    return _scaled_messages(es, c, g, ag, count, at, m, wg, n, True)
 
 
 #: At most this many vectors of 8 lanes are summed side by side (:func:`products_into`); more
