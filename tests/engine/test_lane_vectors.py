@@ -82,28 +82,20 @@ def _scaled_dot2_vec(z, v, h, q, i0, x0, i1, x1, n):
 
 
 @numba.njit(fastmath=_FLAGS)
-def _scaled_messages_loop(es, c, h, ae, count, at, m, wg, n):
+def _scaled_messages_loop(es, c, h, ae, count, at, m, wg, n, sums_h):
+    """The loop of scaled_messages_into (the message x summed) and, with ``sums_h``, of
+    gradient_messages_into (h summed)."""
     for j in range(m):
         o = at[j] * n
         for i in range(n):
             x = es[o + i] + c[i] * h[o + i]
-            ae[o + i] += wg * x
+            ae[o + i] += wg * (h[o + i] if sums_h else x)
             count[i] += (1.0 if x != 0.0 else 0.0) - (1.0 if es[o + i] != 0.0 else 0.0)
 
 
 @numba.njit(fastmath=_FLAGS)
 def _scaled_messages_vec(es, c, h, ae, count, at, m, wg, n):
     scaled_messages_into(es, c, h, ae, count, at, m, wg, n)
-
-
-@numba.njit(fastmath=_FLAGS)
-def _gradient_messages_loop(es, c, g, ag, count, at, m, wg, n):
-    for j in range(m):
-        o = at[j] * n
-        for i in range(n):
-            x = es[o + i] + c[i] * g[o + i]
-            ag[o + i] += wg * g[o + i]
-            count[i] += (1.0 if x != 0.0 else 0.0) - (1.0 if es[o + i] != 0.0 else 0.0)
 
 
 @numba.njit(fastmath=_FLAGS)
@@ -239,7 +231,7 @@ def test_the_scaled_paths_loops_are_their_loops_bit_for_bit(lanes):
         es[lanes: lanes + lanes // 2] = 0.0
         ae, count = _values(rng, 5 * lanes + 4), np.zeros(lanes + 2)
         want, got = (ae.copy(), count.copy()), (ae.copy(), count.copy())
-        _scaled_messages_loop(es, c, hk, want[0], want[1], at, len(at), 0.25, lanes)
+        _scaled_messages_loop(es, c, hk, want[0], want[1], at, len(at), 0.25, lanes, False)
         _scaled_messages_vec(es, c, hk, got[0], got[1], at, len(at), 0.25, lanes)
         assert _same(want[0], got[0]) and _same(want[1], got[1]), (lanes, at)
 
@@ -262,7 +254,7 @@ def test_gradient_messages_are_their_loop_bit_for_bit(lanes):
         ag, count = _values(rng, coords * lanes + 4), rng.integers(0, 50, lanes + 3).astype(np.float64)
         for wg in (0.125, float(rng.random())):
             want, got = (ag.copy(), count.copy()), (ag.copy(), count.copy())
-            _gradient_messages_loop(es, c, g, want[0], want[1], at, m, wg, lanes)
+            _scaled_messages_loop(es, c, g, want[0], want[1], at, m, wg, lanes, True)
             _gradient_messages_vec(es, c, g, got[0], got[1], at, m, wg, lanes)
             assert _same(want[0], got[0]) and _same(want[1], got[1]), (lanes, at, wg)
             assert _same(got[1][lanes:], count[lanes:])
