@@ -250,10 +250,10 @@ def train_seeds(
     held_fraction = holdout_fraction(algo, dict(spec["hparams"]))  # its hyperparameters are structural
     # Integer inputs (Shakespeare's character ids) stay integer ids; real inputs take the cell's dtype.
     x_dtype = dtype if np.issubdtype(dataset.x_train.dtype, np.floating) else torch.int64
-    x_train = torch.as_tensor(np.array(dataset.x_train), dtype=x_dtype, device=dev)
-    y_train = torch.as_tensor(np.array(dataset.y_train), dtype=torch.int64, device=dev)
-    test = (torch.as_tensor(np.array(dataset.x_test), dtype=x_dtype, device=dev),
-            torch.as_tensor(np.array(dataset.y_test), dtype=torch.int64, device=dev))
+    x_train = torch.tensor(dataset.x_train, dtype=x_dtype, device=dev)  # one copy, converted as it is made
+    y_train = torch.tensor(dataset.y_train, dtype=torch.int64, device=dev)
+    test = (torch.tensor(dataset.x_test, dtype=x_dtype, device=dev),
+            torch.tensor(dataset.y_test, dtype=torch.int64, device=dev))
     model = build_model(spec["model"], dataset.feature_shape, dataset.num_classes)
     grad_fn = make_grad_fn(model)
     aug = check_record(augmentation_of(spec, dataset), dataset.feature_shape)
