@@ -561,8 +561,8 @@ def main(argv=None) -> None:
                 timed = "" if scale == 1 else f" ({steps // k} timed)"
                 gpu = f" (GPU {job['peak_gpu_mb']:.0f})" if args.device == "cuda" else ""
                 print(f"| {algorithm} | {m} | {k} | {T_TOTAL // k} | {job_s:.2f} s{timed} | {per_run:.4f} s | "
-                      f"{authors_cell} | {ratio} | {ns:.0f} | {job['warm_seconds']:.2f} s | {job['peak_rss_mb']:.0f}{gpu} |",
-                      flush=True)
+                      f"{authors_cell} | {ratio} | {ns:.0f} | {job['warm_seconds']:.2f} s | "
+                      f"{job['peak_rss_mb']:.0f}{gpu} |", flush=True)
                 if args.json:  # after every job: a run cut short keeps what it measured
                     Path(args.json).write_text(json.dumps(rows, indent=1))
     if args.estimate and len(rows) >= 3:
