@@ -104,6 +104,11 @@ def _gradient_messages_vec(es, c, g, ag, count, at, m, wg, n):
 
 
 @numba.njit(fastmath=_FLAGS)
+def _gradient_counts_vec(es, c, g, count, at, m, wg, n):
+    gradient_messages_into(es, c, g, None, count, at, m, wg, n)
+
+
+@numba.njit(fastmath=_FLAGS)
 def _products_loop(z, gr, rows, dz, d0, ds, hx, h0, hs, n):
     for j in range(rows):
         g = gr[j]
@@ -241,7 +246,7 @@ def test_gradient_messages_are_their_loop_bit_for_bit(lanes):
     """The minibatch baselines' client end: its gradient sum weighted into ag and its message
     (es + c g) counted at its touched coordinates (none, one, some in any order, all), messages that
     cancel to exactly 0 and a zero shared message among them; at past m never read, the count past
-    n left alone."""
+    n left alone; with ag None, the same count and nothing summed."""
     rng = np.random.default_rng(400 + lanes)
     coords = 9
     es, c, g = _values(rng, coords * lanes + 4), _values(rng, lanes), _values(rng, coords * lanes + 4)
@@ -258,6 +263,9 @@ def test_gradient_messages_are_their_loop_bit_for_bit(lanes):
             _gradient_messages_vec(es, c, g, got[0], got[1], at, m, wg, lanes)
             assert _same(want[0], got[0]) and _same(want[1], got[1]), (lanes, at, wg)
             assert _same(got[1][lanes:], count[lanes:])
+            alone = count.copy()
+            _gradient_counts_vec(es, c, g, alone, at, m, wg, lanes)
+            assert _same(alone, want[1]), (lanes, at, wg)
 
 
 @pytest.mark.parametrize("lanes", LANES + [33, 64, 70])

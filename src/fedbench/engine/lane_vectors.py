@@ -184,9 +184,10 @@ def _messages(builder, ep, ap, cp, tp, m, wv, n, change):
     """Emit, for each vector of lanes i..i+w−1 (:func:`_chunks`), a loop over the m coordinates
     at ``tp``[0..m−1] (flat offset o = at[j]·n): (x, s) = change(i, w)(o, e), x the message from the
     shared one e = ep[o + i ..] and s what is summed (x itself, or the client's gradient),
-    ap[o + i ..] = fma(wv, s, ap[o + i ..]), and the count cp[i ..] += [x ≠ 0] − [e ≠ 0], held in a
-    register across the coordinates (read and written once). ``change(i, w)`` runs once per
-    vector, before the loop (what it loads there is loaded once)."""
+    ap[o + i ..] = fma(wv, s, ap[o + i ..]) (not with ``ap`` None: the count alone), and the count
+    cp[i ..] += [x ≠ 0] − [e ≠ 0], held in a register across the coordinates (read and written
+    once). ``change(i, w)`` runs once per vector, before the loop (what it loads there is loaded
+    once)."""
     sums = {w: cgutils.alloca_once(builder, ir.VectorType(_F64, w)) for w in (8, 4, 2, 1)}
 
     def body(i, w):
@@ -198,8 +199,9 @@ def _messages(builder, ep, ap, cp, tp, m, wv, n, change):
             o = builder.mul(_offset(builder, builder.load(builder.gep(tp, [loop.index]))), n)
             e = _read(builder, ep, o, i, w)
             x, summed = x_of(o, e)
-            pa = _at(builder, ap, o, i, w)
-            _store(builder, _fma(builder, _splat(builder, wv, w), summed, _load(builder, pa), w), pa)
+            if ap is not None:
+                pa = _at(builder, ap, o, i, w)
+                _store(builder, _fma(builder, _splat(builder, wv, w), summed, _load(builder, pa), w), pa)
             nx = builder.select(builder.fcmp_unordered("!=", x, nil), one, nil)
             ne = builder.select(builder.fcmp_unordered("!=", e, nil), one, nil)
             builder.store(builder.fadd(builder.load(sums[w]), builder.fsub(nx, ne)), sums[w])
@@ -286,13 +288,15 @@ def scaled_dot2_into(typingctx, z, v, h, q, i0, x0, i1, x1, n):
 def _scaled_messages(es, c, h, ae, count, at, m, wg, n, sums_h):
     """The signature and code of the loop of :func:`_messages` with the message x = fma(c, h, es)
     (``c`` [n] from index 0, loaded once per vector), summing x itself or, with ``sums_h``, h; None
-    where the arguments are not those of :func:`messages_into`."""
-    if not (all(_vector_array(t) for t in (es, c, h, ae, count)) and _int_array(at) and isinstance(m, types.Integer)
-            and wg == types.float64 and isinstance(n, types.Integer)):
+    where the arguments are not those of :func:`messages_into` (``ae`` None: the count alone)."""
+    if not (all(_vector_array(t) for t in (es, c, h, count)) and (_vector_array(ae) or ae == types.none)
+            and _int_array(at) and isinstance(m, types.Integer) and wg == types.float64
+            and isinstance(n, types.Integer)):
         return None
 
     def codegen(context, builder, sig, args):
-        ep, cp, hp, ap, kp, tp = (_data(context, builder, sig, args, k) for k in range(6))
+        ep, cp, hp, kp, tp = (_data(context, builder, sig, args, k) for k in (0, 1, 2, 4, 5))
+        ap = None if ae == types.none else _data(context, builder, sig, args, 3)
 
         def change(i, w):
             cv = _read(builder, cp, _I64(0), i, w)
@@ -332,7 +336,8 @@ def gradient_messages_into(typingctx, es, c, g, ag, count, at, m, wg, n):
         count[i] += [x ≠ 0] − [es[o + i] ≠ 0]
 
     (``c`` [n] and ``count`` [n] from index 0), as :func:`messages_into`: the count in registers
-    across the coordinates, coordinates in at's order.
+    across the coordinates, coordinates in at's order. With ``ag`` None, the count alone (a
+    client's messages past the first: their sum is not kept).
 
     Raises:
         numba.core.errors.TypingError: as :func:`messages_into`.

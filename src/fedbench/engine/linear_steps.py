@@ -956,7 +956,6 @@ def _round_item_one_step(p, e_shared, lo, hi, t, indptr, indices, values, y_all,
     pool = np.empty(4, dtype=np.uint64)
     words = np.empty(8, dtype=np.uint64)
     grad = np.empty(size)  # the client's gradient sum at its touched coordinates
-    sink = np.empty(size if nm > 1 else 0)  # where messages past the first sum their gradients (unread)
     pos = np.full(p_total, -1, dtype=np.int64)
     touched = np.empty(p_total, dtype=np.int64)
     change = np.zeros(lanes)  # Σ over the clients of the change in their messages' non-zeros (exact in float64)
@@ -964,16 +963,14 @@ def _round_item_one_step(p, e_shared, lo, hi, t, indptr, indices, values, y_all,
     return _one_step_clients(
         p, e_shared, lo, hi, t, indptr, indices, values, y_all, row_table, slot, sizes, thresholds, key_seed, key_id,
         purpose, weight, ccg, k_steps, b_size, binary, n_lin, d, has_bias, acc, nnz, ok, nm, size, lanes, p_total,
-        per_client, inv_b, bias_at, z, dz, fin, zl, dzl, loc, cur, ent, pool, words, grad, sink, pos, touched, change,
-        base)
+        per_client, inv_b, bias_at, z, dz, fin, zl, dzl, loc, cur, ent, pool, words, grad, pos, touched, change, base)
 
 
 @numba.njit(cache=True, fastmath=_LANE_FLAGS, _nrt=False)
 def _one_step_clients(
         p, e_shared, lo, hi, t, indptr, indices, values, y_all, row_table, slot, sizes, thresholds, key_seed, key_id,
         purpose, weight, ccg, k_steps, b_size, binary, n_lin, d, has_bias, acc, nnz, ok, nm, size, lanes, p_total,
-        per_client, inv_b, bias_at, z, dz, fin, zl, dzl, loc, cur, ent, pool, words, grad, sink, pos, touched, change,
-        base):
+        per_client, inv_b, bias_at, z, dz, fin, zl, dzl, loc, cur, ent, pool, words, grad, pos, touched, change, base):
     """The loops of :func:`_round_item_one_step` over its scratch arrays, compiled without
     reference counting: there every view and every array handed to an inlined helper cost an atomic
     increment and decrement, a quarter of the time."""
@@ -1002,9 +999,11 @@ def _one_step_clients(
             for cl in range(n_lin):  # the client's gradient sum at its touched coordinates
                 n_touched = _scatter_row(grad, lanes, dz[cl], row_i, row_v, m, cl * d, has_bias, bias_at + cl, pos,
                                          touched, n_touched)
-        for e in range(nm):  # acc += w Σ ∇f and the change in the messages' non-zeros, where the client touched
-            gradient_messages_into(e_shared[e], ccg[e], grad, acc if e == 0 else sink, change, touched, n_touched,
-                                   wg, lanes)
+        # acc += w Σ ∇f and the change in the messages' non-zeros, where the client touched (the other
+        # messages counted alone: the round sums one, _round_reduce derives the rest from it)
+        gradient_messages_into(e_shared[0], ccg[0], grad, acc, change, touched, n_touched, wg, lanes)
+        for e in range(1, nm):
+            gradient_messages_into(e_shared[e], ccg[e], grad, None, change, touched, n_touched, wg, lanes)
         for jt in range(n_touched):
             pos[touched[jt]] = -1
     for ln in range(lanes):
