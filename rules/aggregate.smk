@@ -1,6 +1,7 @@
 # Per experiment: the comparison table (Markdown + CSV + an HTML page for the report + LaTeX) and
 # its plots (test accuracy vs round, test accuracy vs cumulative uplink floats, train loss vs round);
-# across experiments: final accuracy per algorithm (rule compare).
+# across experiments: final accuracy per algorithm (rule compare), over every experiment collected in
+# this folder (results/metrics.parquet), whichever config file ran it; its caption says so.
 # params: the targets, the table formatting (config `tables`: decimals, interval) and the code
 # version of fedbench.analysis.tables/plots: changing any of them re-aggregates, and retrains nothing.
 # The report's categories are numbered so that it opens on the tables ("1. Tables"), then plots.
@@ -9,7 +10,7 @@
 rule aggregate:
     localrule: True
     input:
-        metrics="results/metrics.parquet",
+        metrics=layout.EXPERIMENT_METRICS,
     output:
         md="results/tables/{experiment}.md",
         csv=report(
@@ -64,7 +65,7 @@ rule aggregate:
         "../workflow/scripts/aggregate.py"
 
 
-# Final test accuracy per algorithm, all experiments side by side.
+# Final test accuracy per algorithm, every experiment of the folder side by side.
 rule compare:
     localrule: True
     input:
@@ -98,7 +99,7 @@ PAPER_FIGURES = papers.figures(CELLS)  # {name: fedbench.papers.base.PaperFigure
 rule paper_table:
     localrule: True
     input:
-        metrics="results/metrics.parquet",
+        metrics=lambda wc: papers.metrics_inputs(PAPER_TABLES[wc.table].cells),
         reference=lambda wc: str(PAPER_TABLES[wc.table].reference),
         files=lambda wc: PAPER_TABLES[wc.table].inputs,
     output:

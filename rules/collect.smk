@@ -1,18 +1,35 @@
-# Gather every cell's metrics.parquet (the explicit list from the config, never a glob, so
-# cells of removed configs are not picked up) into one schema-checked table, with the column
-# suboptimality = train_objective − F* for the cells with an F* (rules/optimum.smk).
+# Per experiment, gather its cells' metrics.parquet (the explicit list from the config, never a
+# glob) into one schema-checked table, results/metrics/<experiment>.parquet, with the column
+# suboptimality = train_objective − F* for the cells with an F* (rules/optimum.smk). Each experiment
+# keeps its own file: running another config file in the same folder leaves it as it is.
+# Then results/metrics.parquet, the folder's view: every experiment collected here, by this config
+# file or an earlier one (folder_metrics), one after another.
 
 
 rule collect:
     localrule: True
     input:
-        metrics=cell_paths("metrics.parquet"),
-        optima=optimum_paths(),
+        metrics=experiment_cell_metrics,
+        optima=optimum_paths,
     params:
-        optima=cell_optima(),
+        optima=cell_optima,
     output:
-        "results/metrics.parquet",
+        layout.EXPERIMENT_METRICS,
+    wildcard_constraints:
+        experiment=one_of(EXPERIMENTS),
     log:
-        "results/logs/collect.log",
+        "results/logs/collect/{experiment}.log",
     script:
         "../workflow/scripts/collect.py"
+
+
+rule collect_folder:
+    localrule: True
+    input:
+        folder_metrics(),
+    output:
+        layout.FOLDER_METRICS,
+    log:
+        "results/logs/collect_folder.log",
+    script:
+        "../workflow/scripts/collect_folder.py"

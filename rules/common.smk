@@ -8,6 +8,7 @@
 # schema says (fedbench.config.typed_overrides).
 from snakemake.exceptions import WorkflowError
 
+from fedbench import layout
 from fedbench.codeversion import code_version
 from fedbench.config import (
     CELL_ID_PATTERN,
@@ -41,7 +42,20 @@ EXPERIMENTS = list(dict.fromkeys(c["experiment"] for c in CELLS))
 
 RUN_DIR = "results/runs/{experiment}/{dataset}/{partition}/{algorithm}/seed={seed}"
 WANDB_RUN_DIR = "results/wandb/runs/{experiment}/{dataset}/{partition}/{algorithm}/seed={seed}"
-PARTITION_DIR = "results/partitions/{dataset}/{partition}/seed={seed}"
+
+# Prepared datasets and partitions live in directories named by what they hold (fedbench.layout):
+# resources/datasets/{data}/ with data = <id>-<digest of its parameters>, and
+# results/partitions/{data}/{part}/seed=<s>/ with part = <partition id>-<digest of its parameters>.
+# Two config files that give one id different parameters never share a directory.
+# {directory name: (dataset id, resolved dataset config)} of the config's datasets, and
+# {(data, part): (dataset id, partition id, resolved partition config)} of its partitions.
+PREPARED = {layout.dataset_key(d, p): (d, p) for d, p in DATASETS.items()}
+PARTITIONED = {}
+for _c in CELLS:
+    _data, _part = _c["partition_dir"].split("/")[-3:-1]
+    PARTITIONED[(_data, _part)] = (_c["dataset"], _c["partition"], PARTITIONS[(_c["dataset"], _c["partition"])])
+DATASET_DIR = layout.DATASETS_ROOT + "/{data}"
+PARTITION_DIR = layout.PARTITIONS_ROOT + "/{data}/{part}/seed={seed}"
 
 
 # A swept cell's algorithm label (and, for an axis on a partition parameter, its partition id) is
@@ -51,6 +65,8 @@ PARTITION_DIR = "results/partitions/{dataset}/{partition}/seed={seed}"
 wildcard_constraints:
     experiment=ID_PATTERN,
     dataset=ID_PATTERN,
+    data=rf"{ID_PATTERN}-{layout.DIGEST_PATTERN}",
+    part=rf"{CELL_ID_PATTERN}-{layout.DIGEST_PATTERN}",
     partition=CELL_ID_PATTERN,
     algorithm=CELL_ID_PATTERN,
     seed=r"\d+",
@@ -63,6 +79,7 @@ import json
 import os
 import re
 import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 from fedbench.codeversion import dataset_version, partition_version, train_version
@@ -75,21 +92,32 @@ train_version, dataset_version, partition_version = map(functools.cache, (train_
 
 
 def dataset_params(wildcards):
-    """The resolved dataset config ({source, **params}) of one dataset id."""
+    """The resolved dataset config ({source, **params}) of a prepared dataset's directory name."""
     try:
-        return DATASETS[wildcards.dataset]
+        return PREPARED[wildcards.data][1]
     except KeyError:
-        raise WorkflowError(f"dataset {wildcards.dataset!r} is not defined under `datasets:` in the config")
+        raise WorkflowError(f"{layout.DATASETS_ROOT}/{wildcards.data}: no dataset of the config has these "
+                            f"parameters (defined under `datasets:`: {', '.join(PREPARED) or 'none'})")
+
+
+def dataset_id(wildcards):
+    """The config's id of a prepared dataset's directory name."""
+    return PREPARED[wildcards.data][0]
 
 
 def partition_params(wildcards):
-    """The resolved partition config ({scheme, **params}) of one (dataset, partition id)."""
+    """The resolved partition config ({scheme, **params}) of a partition's directory names."""
     try:
-        return PARTITIONS[(wildcards.dataset, wildcards.partition)]
+        return PARTITIONED[(wildcards.data, wildcards.part)][2]
     except KeyError:
-        raise WorkflowError(
-            f"partition {wildcards.partition!r} of dataset {wildcards.dataset!r} is not defined in any experiment"
-        )
+        raise WorkflowError(f"{layout.PARTITIONS_ROOT}/{wildcards.data}/{wildcards.part}: no partition of the "
+                            f"config's experiments has these parameters")
+
+
+def cell_inputs(wildcards):
+    """The prepared dataset's meta.json and the partition of one cell (rule train)."""
+    cell = cell_of(wildcards)
+    return {"meta": f"{cell['dataset_dir']}/meta.json", "partition": f"{cell['partition_dir']}/partition.parquet"}
 
 
 def cell_of(wildcards):
@@ -200,32 +228,51 @@ def cell_paths(filename, experiment=None, root=RUN_DIR):
 
 
 def optimum_key(cell):
-    """(dataset, λ as written in the path) of a cell whose suboptimality needs F* (model
-    ``binary_logreg``, λ = local.weight_decay > 0: rule optimum), else None."""
+    """(prepared dataset's directory name, λ as written in the path) of a cell whose suboptimality
+    needs F* (model ``binary_logreg``, λ = local.weight_decay > 0: rule optimum), else None."""
     lam = cell["local"].get("weight_decay") or 0.0
     if cell["model"]["name"] != "binary_logreg" or not lam > 0:
         return None
-    return (cell["dataset"], repr(float(lam)))
+    return (cell["dataset_dir"].rsplit("/", 1)[1], repr(float(lam)))
 
 
-# (dataset, λ) -> the first cell that needs its F* (its experiment's resources serve the job).
+# (data, λ) -> the first cell that needs its F* (its experiment's resources serve the job).
 OPTIMA = {}
 for _cell in CELLS:
     if (_key := optimum_key(_cell)) is not None:
         OPTIMA.setdefault(_key, _cell)
-OPTIMUM_PATH = "results/optimum/{dataset}/l2={lam}.json"
+OPTIMUM_PATH = "results/optimum/{data}/l2={lam}.json"
 
 
-def optimum_paths():
-    """Every F* file the config's cells need (inputs of rule collect)."""
-    return [OPTIMUM_PATH.format(dataset=d, lam=lam) for d, lam in OPTIMA]
+def optimum_paths(wildcards):
+    """The F* files that one experiment's cells need (inputs of its rule collect)."""
+    return list(dict.fromkeys(OPTIMUM_PATH.format(data=key[0], lam=key[1]) for c in CELLS
+                              if c["experiment"] == wildcards.experiment and (key := optimum_key(c)) is not None))
 
 
-def cell_optima():
-    """[(experiment, dataset, partition, algorithm, seed), F* file] of every cell with one."""
+def cell_optima(wildcards):
+    """[(experiment, dataset, partition, algorithm, seed), F* file] of one experiment's cells with one."""
     return [[[c[k] for k in ("experiment", "dataset", "partition", "algorithm", "seed")],
-             OPTIMUM_PATH.format(dataset=key[0], lam=key[1])]
-            for c in CELLS if (key := optimum_key(c)) is not None]
+             OPTIMUM_PATH.format(data=key[0], lam=key[1])]
+            for c in CELLS if c["experiment"] == wildcards.experiment and (key := optimum_key(c)) is not None]
+
+
+def experiment_cell_metrics(wildcards):
+    """The metrics.parquet of every cell of one experiment, in config order (inputs of its rule collect)."""
+    return cell_paths("metrics.parquet", experiment=wildcards.experiment)
+
+
+def experiment_metrics(experiments):
+    """results/metrics/<experiment>.parquet of each of ``experiments`` (fedbench.layout)."""
+    return [layout.experiment_metrics(e) for e in dict.fromkeys(experiments)]
+
+
+def folder_metrics(wildcards=None):
+    """Every experiment's collected metrics in the folder: the current config's (made by rule
+    collect) and those that earlier config files collected here (results/metrics/*.parquet,
+    left as they are). Inputs of the cross-experiment metrics and comparison plot."""
+    present = [p.stem for p in sorted(Path(layout.EXPERIMENT_METRICS).parent.glob("*.parquet"))]
+    return experiment_metrics(EXPERIMENTS + present)
 
 
 def optimum_resource(key):
@@ -233,7 +280,7 @@ def optimum_resource(key):
     dataset) that needs this F*, as its train job's (fedbench.config.job_resources)."""
 
     def get(wildcards, attempt):
-        cell = OPTIMA[(wildcards.dataset, wildcards.lam)]
+        cell = OPTIMA[(wildcards.data, wildcards.lam)]
         return job_resources(TRAIN_RESOURCES[(cell["experiment"], cell["dataset"])], attempt)[key]
 
     get.__name__ = f"optimum_{key}"
@@ -408,7 +455,8 @@ def print_results(wandb_enabled):
     wandb = ", W&B runs: results/wandb/ (upload: snakemake wandb_sync)" if wandb_enabled else ""
     print(
         "\nfedbench: done. tables: results/tables/<experiment>.md|.csv, plots: results/plots/, "
-        f"all metrics: results/metrics.parquet, per-cell runs: results/runs/, logs: results/logs/{wandb}\n"
+        "metrics: results/metrics/<experiment>.parquet (every experiment of this folder: results/metrics.parquet), "
+        f"per-cell runs: results/runs/, logs: results/logs/{wandb}\n"
         "report: snakemake --report results/report.html  (then open results/report.html)",
         file=sys.stderr,
     )

@@ -1,4 +1,4 @@
-# F* of the ℓ2-regularized logistic objective, once per (dataset, λ) that a `binary_logreg` cell
+# F* of the ℓ2-regularized logistic objective, once per (prepared dataset, λ) that a `binary_logreg` cell
 # trains with (λ = its local.weight_decay > 0): the minimum over the dataset's training split,
 # solved deterministically to ‖∇F‖ ≤ 1e-12 (fedbench.metrics.optimum.solve_optimum). Rule collect
 # turns each such cell's train_objective into `suboptimality` = F(w) − F* (FedAc's metric).
@@ -8,10 +8,10 @@
 
 rule optimum:
     input:
-        meta="resources/datasets/{dataset}/meta.json",
+        meta=f"{DATASET_DIR}/meta.json",
     output:
-        json="results/optimum/{dataset}/l2={lam}.json",
-        w="results/optimum/{dataset}/l2={lam}.w.npy",
+        json="results/optimum/{data}/l2={lam}.json",
+        w="results/optimum/{data}/l2={lam}.w.npy",
     wildcard_constraints:
         lam=r"[0-9][0-9.e+-]*",
     params:
@@ -22,6 +22,6 @@ rule optimum:
         mem_mb=optimum_resource("mem_mb"),
         cpus_per_task=optimum_resource("cpus_per_task"),
     log:
-        "results/logs/optimum/{dataset}/l2={lam}.log",
+        "results/logs/optimum/{data}/l2={lam}.log",
     script:
         "../workflow/scripts/optimum.py"

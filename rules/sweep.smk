@@ -13,7 +13,7 @@ SWEEP_EXPERIMENTS = list(dict.fromkeys(c["experiment"] for c in sweeps.sweep_cel
 rule sweep_select:
     localrule: True
     input:
-        metrics="results/metrics.parquet",
+        metrics=layout.EXPERIMENT_METRICS,
     output:
         md=report(
             "results/tables/sweeps/{experiment}.md",

@@ -19,8 +19,7 @@ rule train:
         # experiments with `stack: true` are trained by the stacked rules below
         experiment=UNSTACKED_EXPERIMENTS,
     input:
-        meta="resources/datasets/{dataset}/meta.json",
-        partition=f"{PARTITION_DIR}/partition.parquet",
+        unpack(cell_inputs),  # meta: the prepared dataset's meta.json; partition: its partition.parquet
     output:
         metrics=f"{RUN_DIR}/metrics.parquet",
         summary=f"{RUN_DIR}/summary.json",
@@ -69,8 +68,8 @@ for _group in stack_groups():
         name:
             _group.name
         input:
-            meta=f"resources/datasets/{_group.cells[0]['dataset']}/meta.json",
-            partitions=[f"{PARTITION_DIR}/partition.parquet".format(**c) for c in _group.cells],
+            meta=f"{_group.cells[0]['dataset_dir']}/meta.json",
+            partitions=[f"{c['partition_dir']}/partition.parquet" for c in _group.cells],
         output:
             **stack_outputs(_group),
         params:

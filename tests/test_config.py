@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from fedbench import layout
 from fedbench.config import ConfigError, check_config, datasets, expand_cells, partitions
 
 REPO = Path(__file__).resolve().parents[1]
@@ -16,6 +17,7 @@ DEFAULT = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
 SPEC_KEYS = {
     "experiment", "dataset", "partition", "algorithm", "seed", "algorithm_name", "hparams", "model",
     "local", "sampling", "rounds", "eval_every", "target_accuracy", "paper", "dtype", "sweep",
+    "dataset_dir", "partition_dir",  # where its inputs live (fedbench.layout)
 }
 
 
@@ -94,6 +96,9 @@ def test_cell_spec_is_fully_resolved():
                   "weight_decay": 0.0, "clip_norm": None},
         "sampling": {"scheme": "uniform", "participation": 1.0},
         "rounds": 3, "eval_every": 1, "target_accuracy": None, "paper": None, "dtype": "float32", "sweep": None,
+        "dataset_dir": layout.dataset_dir("digits", datasets(tiny())["digits"]),
+        "partition_dir": layout.partition_dir("digits", datasets(tiny())["digits"], "iid",
+                                              partitions(tiny())[("digits", "iid")], 1),
     }
     # order: experiment, dataset, partition, algorithm, seed
     assert [(c["algorithm"], c["seed"]) for c in cells] == [("fedavg", 0), ("fedavg", 1),
@@ -664,13 +669,13 @@ def test_spec_ids_of_known_cells_are_unchanged(path):
     assert {k: ids.get(k) for k in PINNED_SPEC_IDS[path]} == PINNED_SPEC_IDS[path]
 
 
-def test_training_spec_is_the_cell_less_its_report_keys():
-    from fedbench.config import REPORT_KEYS, training_spec
+def test_training_spec_is_the_cell_less_its_report_and_path_keys():
+    from fedbench.config import PATH_KEYS, REPORT_KEYS, training_spec
 
     for c in expand_cells(copy.deepcopy(DEFAULT)):
         spec = training_spec(c)
-        assert set(spec) == set(c) - set(REPORT_KEYS) and all(spec[k] == c[k] for k in spec)
-        assert list(spec) == [k for k in c if k not in REPORT_KEYS]  # the cell's key order
+        assert set(spec) == set(c) - set(REPORT_KEYS) - set(PATH_KEYS) and all(spec[k] == c[k] for k in spec)
+        assert list(spec) == [k for k in c if k not in REPORT_KEYS + PATH_KEYS]  # the cell's key order
 
 
 def test_every_algorithm_states_its_bounds_next_to_its_defaults():

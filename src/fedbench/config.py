@@ -57,6 +57,8 @@ from typing import Any
 
 import yaml
 
+from fedbench import layout
+
 __all__ = [
     "ConfigError", "validated", "typed_overrides", "load_yaml_strict", "check_config",
     "expand_cells", "training_spec", "datasets", "partitions",
@@ -102,6 +104,10 @@ LOCAL_KEYS = tuple(schema()["$defs"]["local"]["properties"])
 #: Keys of a cell that only the tables, paper outputs and reports read: not part of the training
 #: spec (:func:`training_spec`), so changing them re-aggregates without retraining.
 REPORT_KEYS = ("target_accuracy", "paper", "sweep")
+#: Keys of a cell that locate its inputs in the results folder (fedbench.layout): the prepared
+#: dataset's and the partition's directories. Not part of its training spec (the data they hold is
+#: the dataset's and partition's parameters, which the workflow tracks as the inputs' own).
+PATH_KEYS = ("dataset_dir", "partition_dir")
 
 # Ranges of registry parameters that the data registries do not state, by parameter name (the
 # algorithms state theirs: ``BOUNDS`` in each module). Intervals as in mathematics.
@@ -1087,6 +1093,11 @@ def _expand(cfg: dict) -> tuple[list[dict], dict[tuple[str, str], dict]]:
             _check_reached(lvl_d, reached)
         for lvl in (lvl_e, *lvl_a.values()):
             _check_reached(lvl, reached)
+    for c in cells:  # where the cell's inputs live: directories named by what they hold (fedbench.layout)
+        dparams = known[c["dataset"]]
+        c["dataset_dir"] = layout.dataset_dir(c["dataset"], dparams)
+        c["partition_dir"] = layout.partition_dir(c["dataset"], dparams, c["partition"],
+                                                  parts[(c["dataset"], c["partition"])], c["seed"])
     return cells, parts
 
 
@@ -1411,8 +1422,9 @@ def expand_cells(config: dict) -> list[dict]:
 
 def training_spec(cell: dict) -> dict:
     """The spec a cell is trained with: everything in it that changes its result (the cell less
-    :data:`REPORT_KEYS`). Its :func:`fedbench.engine.loop.spec_id` names the cell's results."""
-    return {k: v for k, v in cell.items() if k not in REPORT_KEYS}
+    :data:`REPORT_KEYS` and :data:`PATH_KEYS`). Its :func:`fedbench.engine.loop.spec_id` names the
+    cell's results."""
+    return {k: v for k, v in cell.items() if k not in REPORT_KEYS and k not in PATH_KEYS}
 
 
 def check_config(config: dict) -> None:

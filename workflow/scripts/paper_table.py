@@ -7,15 +7,14 @@ sys.stdout = sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: F821
 
 from pathlib import Path  # noqa: E402
 
-import polars as pl  # noqa: E402
-
 import fedbench.papers as papers  # noqa: E402
+from fedbench.analysis.folder import read_metrics  # noqa: E402
 from fedbench.analysis.tables import write_renderings  # noqa: E402
 
 out = snakemake.output  # noqa: F821
 papers.get(snakemake.params.paper).write_table(  # noqa: F821
     snakemake.wildcards.table,  # noqa: F821
-    pl.read_parquet(snakemake.input.metrics),  # noqa: F821
+    read_metrics(list(snakemake.input.metrics)),  # noqa: F821
     snakemake.input.reference,  # noqa: F821
     list(snakemake.params.cells),  # noqa: F821
     out.md,

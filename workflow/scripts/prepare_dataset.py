@@ -7,7 +7,7 @@ checksums, or, only when the config says so, against the local mirror's SHA256SU
 A dataset that cannot be obtained or read (DataUnavailableError, ChecksumError,
 CorruptFileError; FileParamError: a local file's parameter, e.g. the file is gone since the
 config check) ends the job with its one clear message, written to the job's log *and* to
-Snakemake's stderr, instead of a traceback; nothing is left under resources/datasets/<name>/
+Snakemake's stderr, instead of a traceback; nothing is left under the dataset's directory, resources/datasets/<id>-<digest>/
 (not even the empty directory Snakemake creates for the output).
 """
 
@@ -23,7 +23,7 @@ from fedbench.data.registry import prepare_dataset  # noqa: E402
 
 data = snakemake.config.get("data") or {}  # noqa: F821  (runtime only: not a param)
 out_dir = Path(snakemake.output.meta).parent  # noqa: F821
-dataset = snakemake.wildcards.dataset  # noqa: F821
+dataset = snakemake.params.dataset  # noqa: F821 (the config's id; the directory is <id>-<digest>)
 try:
     prepare_dataset(
         dataset,

@@ -97,11 +97,20 @@ def name_pattern(names, none: str) -> str:
     return "|".join(re.escape(n) for n in names) or none
 
 
+def metrics_inputs(cells: Sequence[Mapping]) -> list[str]:
+    """The collected metrics files of the experiments of ``cells``
+    (``results/metrics/<experiment>.parquet``, fedbench.layout), in order of first appearance."""
+    from fedbench.layout import experiment_metrics
+
+    return [experiment_metrics(e) for e in dict.fromkeys(c["experiment"] for c in cells)]
+
+
 def figure_inputs(fig: PaperFigure, run_dir: str) -> dict:
-    """The inputs of rule paper_figure: the metrics, or the per-cell files (e.g.
-    delta_histogram.parquet, under ``run_dir``, a path pattern of the cells' keys) the figure reads."""
+    """The inputs of rule paper_figure: the collected metrics of its cells' experiments, or the
+    per-cell files (e.g. delta_histogram.parquet, under ``run_dir``, a path pattern of the cells'
+    keys) the figure reads."""
     if fig.cell_file is None:
-        return {"metrics": "results/metrics.parquet"}
+        return {"metrics": metrics_inputs(fig.cells)}
     return {"files": [f"{run_dir}/{fig.cell_file}".format(**c) for c in fig.file_cells]}
 
 

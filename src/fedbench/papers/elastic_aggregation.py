@@ -36,6 +36,7 @@ import polars as pl
 from matplotlib.ticker import MaxNLocator
 
 from fedbench.analysis import paper_tables as _tables
+from fedbench.analysis.folder import read_metrics
 from fedbench.analysis.paper_figures import figure_grid, save_figure
 from fedbench.analysis.paper_tables import load_reference
 from fedbench.papers.base import REFERENCE_DIR, REFERENCE_NOTE, PaperFigure, Table, unique_rows
@@ -108,11 +109,12 @@ def write_table(name: str, df: pl.DataFrame, reference: str | os.PathLike, cells
     return write_paper_table(df, reference, cells, name, md_path, csv_path)
 
 
-def write_figure(name: str, cells: list[dict], path: str | os.PathLike, metrics: str | os.PathLike | None = None,
+def write_figure(name: str, cells: list[dict], path: str | os.PathLike,
+                 metrics: str | os.PathLike | Sequence[str | os.PathLike] | None = None,
                  files: Sequence[str | os.PathLike] = ()) -> Path:
     """Write the figure that :func:`figures` declares."""
     if name == BOOSTED_FIGURE:
-        return plot_boosted(pl.read_parquet(metrics), cells, path)
+        return plot_boosted(read_metrics(metrics), cells, path)
     raise KeyError(f"{name!r} is not a figure of {KEY}")
 
 

@@ -45,6 +45,7 @@ from pathlib import Path
 
 import polars as pl
 
+from fedbench.analysis.folder import read_metrics
 from fedbench.analysis.paper_figures import figure_grid, save_figure
 from fedbench.files import atomic_write
 from fedbench.papers.base import REFERENCE_DIR, PaperFigure, Table, unique_rows
@@ -174,7 +175,8 @@ def write_table(name: str, df: pl.DataFrame, reference: str | os.PathLike, cells
     return out
 
 
-def write_figure(name: str, cells: list[dict], path: str | os.PathLike, metrics: str | os.PathLike | None = None,
+def write_figure(name: str, cells: list[dict], path: str | os.PathLike,
+                 metrics: str | os.PathLike | Sequence[str | os.PathLike] | None = None,
                  files: Sequence[str | os.PathLike] = ()) -> Path:
     """Write a figure that :func:`figures` declares.
 
@@ -182,9 +184,9 @@ def write_figure(name: str, cells: list[dict], path: str | os.PathLike, metrics:
         KeyError: an unknown figure name.
     """
     if name == CURVES:
-        return plot_curves(pl.read_parquet(metrics), cells, path)
+        return plot_curves(read_metrics(metrics), cells, path)
     if name == CLIENTS:
-        return plot_clients(clients_frame(pl.read_parquet(metrics), cells, target_accuracy()), path)
+        return plot_clients(clients_frame(read_metrics(metrics), cells, target_accuracy()), path)
     if name == TOY:
         from fedbench.analysis.minimax_toy import plot
 

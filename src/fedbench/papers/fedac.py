@@ -47,6 +47,7 @@ from pathlib import Path
 import polars as pl
 
 from fedbench.analysis import sweeps
+from fedbench.analysis.folder import read_metrics
 from fedbench.analysis.paper_figures import figure_grid, save_figure
 from fedbench.files import atomic_write
 from fedbench.papers.base import REFERENCE_DIR, PaperFigure, Table
@@ -154,12 +155,13 @@ def write_table(name: str, df: pl.DataFrame, reference: str | os.PathLike, cells
     return out
 
 
-def write_figure(name: str, cells: list[dict], path: str | os.PathLike, metrics: str | os.PathLike | None = None,
+def write_figure(name: str, cells: list[dict], path: str | os.PathLike,
+                 metrics: str | os.PathLike | Sequence[str | os.PathLike] | None = None,
                  files: Sequence[str | os.PathLike] = ()) -> Path:
     """Write the vs-M or vs-K figure."""
     if name not in (VS_M, VS_K):
         raise KeyError(f"{name!r} is not a figure of {KEY}")
-    best = best_frame(pl.read_parquet(metrics), cells)
+    best = best_frame(read_metrics(metrics), cells)
     return plot_best(best, reference_frame(REFERENCE), path, x="M" if name == VS_M else "K")
 
 

@@ -52,6 +52,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from fedbench.analysis import paper_tables as _tables
+from fedbench.analysis.folder import read_metrics
 from fedbench.analysis.paper_figures import read_histograms, save_figure
 from fedbench.analysis.paper_tables import NOT_MEASURED, load_reference
 from fedbench.files import atomic_write
@@ -157,12 +158,13 @@ def write_table(name: str, df: pl.DataFrame, reference: str | os.PathLike, cells
     return write_paper_table(df, reference, cells, name, md_path, csv_path)
 
 
-def write_figure(name: str, cells: list[dict], path: str | os.PathLike, metrics: str | os.PathLike | None = None,
+def write_figure(name: str, cells: list[dict], path: str | os.PathLike,
+                 metrics: str | os.PathLike | Sequence[str | os.PathLike] | None = None,
                  files: Sequence[str | os.PathLike] = ()) -> Path:
     """Write one of the figures that :func:`figures` declares."""
     if name == SWEEP_FIGURE:
         flat = [{**c, "hparams": {"lambda1": c["lambda1"]}} for c in cells]
-        return plot_lambda1_sweep(pl.read_parquet(metrics), flat, path)
+        return plot_lambda1_sweep(read_metrics(metrics), flat, path)
     if name.endswith(HISTOGRAM_SUFFIX):
         return plot_delta_histograms(list(files), cells, path, title=name.removesuffix(HISTOGRAM_SUFFIX))
     raise KeyError(f"{name!r} is not a figure of {KEY}")

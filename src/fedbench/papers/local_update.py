@@ -33,7 +33,7 @@ Registry key ``local_update`` (``paper: local_update`` in an experiment file). T
    and round by round the engine's train_loss_t − f* against f(x_t) − f(x*) along the server's
    recursion on the surrogate's exact gradient from x_0 = 0 (:func:`surrogate_losses`: Theorem 1 at
    every round, the sharpest of the checks: float precision whether or not the run has converged).
-   The problem (A_i, c_i, p_i) is read from the prepared dataset (``resources/datasets/<id>``, an
+   The problem (A_i, c_i, p_i) is read from the prepared dataset (``resources/datasets/<id>-<digest>``, an
    input of the table). Each algorithm is mapped to its LocalUpdate member (Table 1, Appendix A):
    ``local_update`` as configured; ``fedavg`` Θ_{1:K}, η = γ; ``fedprox`` α = μ, η = γ; ``reptile``
    η = εγ; ``fedavgm`` heavy ball (Nesterov with ``nesterov: true``) with η = η_s γ(1 − dampening);
@@ -62,6 +62,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from fedbench.analysis.folder import read_metrics
 from fedbench.analysis.paper_figures import figure_grid, save_figure
 from fedbench.files import atomic_write
 from fedbench.papers.base import REFERENCE_DIR, PaperFigure, Table
@@ -142,7 +143,7 @@ _SYMBOLS = {"local.lr": "γ", "server_lr": "η", "alpha": "α", "momentum": "β"
 
 def _quadratic(cells: Sequence[Mapping]) -> list[dict]:
     keep = ("experiment", "dataset", "partition", "algorithm", "seed", "algorithm_name", "hparams", "local",
-            "sampling", "rounds", "model")
+            "sampling", "rounds", "model", "dataset_dir")
     return [{k: c[k] for k in keep} for c in cells if (c.get("model") or {}).get("name") == "quadratic"]
 
 
@@ -169,7 +170,7 @@ def tables(cells: Sequence[Mapping]) -> list[Table]:
     rows = _quadratic(cells)
     if not rows:
         return []
-    inputs = [f"resources/datasets/{d}/meta.json" for d in dict.fromkeys(r["dataset"] for r in rows)]
+    inputs = [f"{d}/meta.json" for d in dict.fromkeys(r["dataset_dir"] for r in rows)]
     return [Table(THEORY, KEY, rows, REFERENCE, "LocalUpdate: analytic vs empirical fixed point and rate",
                   inputs=inputs)]
 
@@ -206,14 +207,15 @@ def figures(cells: Sequence[Mapping]) -> list[PaperFigure]:
 
 def write_table(name: str, df: pl.DataFrame, reference: str | os.PathLike, cells: list[dict],
                 md_path: str | os.PathLike, csv_path: str | os.PathLike,
-                datasets: str | os.PathLike = "resources/datasets") -> pl.DataFrame:
+                root: str | os.PathLike = ".") -> pl.DataFrame:
     """Write the analytic-vs-empirical table (Markdown for reading, CSV with every number).
 
-    ``datasets``: the directory of the prepared datasets (the problem of each cell is read there).
+    ``root``: the workflow's directory; each cell's problem is read from its prepared dataset there
+    (its ``dataset_dir``, fedbench.layout).
     """
     if name != THEORY:
         raise KeyError(f"{name!r} is not a table of {KEY}")
-    out = theory_frame(df, cells, _problems(cells, datasets))
+    out = theory_frame(df, cells, _problems(cells, root))
     with atomic_write(md_path) as tmp:
         tmp.write_text("# LocalUpdate (Charles & Konečný, AISTATS 2021): analytic vs empirical fixed point "
                        "and rate on the federated quadratic\n\n" + markdown_theory(out), encoding="utf-8")
@@ -222,7 +224,8 @@ def write_table(name: str, df: pl.DataFrame, reference: str | os.PathLike, cells
     return out
 
 
-def write_figure(name: str, cells: list[dict], path: str | os.PathLike, metrics: str | os.PathLike | None = None,
+def write_figure(name: str, cells: list[dict], path: str | os.PathLike,
+                 metrics: str | os.PathLike | Sequence[str | os.PathLike] | None = None,
                  files: Sequence[str | os.PathLike] = ()) -> Path:
     """Write one of the figures (the frontier and symmetry figures read nothing)."""
     if name in FRONTIER_FIGURES:
@@ -230,7 +233,7 @@ def write_figure(name: str, cells: list[dict], path: str | os.PathLike, metrics:
     if name == SYMMETRY:
         return plot_symmetry(path)
     if name in (ACCURACY, GAMMA_LOSS):
-        return plot_curves(name, pl.read_parquet(metrics), cells, path)
+        return plot_curves(name, read_metrics(metrics), cells, path)
     raise KeyError(f"{name!r} is not a figure of {KEY}")
 
 
@@ -586,14 +589,14 @@ def empirical_rate(losses: Sequence[float], limit: float, window: float = RATE_W
     return float(np.exp(slope)), int(keep.size)
 
 
-def _problems(cells: Sequence[Mapping], datasets: str | os.PathLike) -> dict[str, tuple]:
+def _problems(cells: Sequence[Mapping], root: str | os.PathLike) -> dict[str, tuple]:
     """{dataset id: (A, c, p, x*, f*, the largest client's size)} read from the prepared datasets."""
     from fedbench.data.quadratic import client_quadratics, global_optimum
     from fedbench.data.store import load_dataset
 
     out = {}
-    for d in dict.fromkeys(c["dataset"] for c in cells):
-        ds = load_dataset(Path(datasets) / d)
+    for d, path in dict.fromkeys((c["dataset"], c["dataset_dir"]) for c in cells):
+        ds = load_dataset(Path(root) / path)
         x = np.asarray(ds.x_train, dtype=np.float64)
         A, c, p = client_quadratics(x, ds.client_train)
         x_star, f_star = global_optimum(x, ds.client_train)
