@@ -7,8 +7,8 @@ checksums, or, only when the config says so, against the local mirror's SHA256SU
 A dataset that cannot be obtained or read (DataUnavailableError, ChecksumError,
 CorruptFileError; FileParamError: a local file's parameter, e.g. the file is gone since the
 config check) ends the job with its one clear message, written to the job's log *and* to
-Snakemake's stderr, instead of a traceback; nothing is left under the dataset's directory, resources/datasets/<id>-<digest>/
-(not even the empty directory Snakemake creates for the output).
+Snakemake's stderr, instead of a traceback; nothing is left under the dataset's directory,
+resources/datasets/<id>-<digest>/ (not even the empty directory Snakemake creates for the output).
 """
 
 import sys
