@@ -271,8 +271,9 @@ def folder_metrics(wildcards=None):
     """Every experiment's collected metrics in the folder: the current config's (made by rule
     collect) and those that earlier config files collected here (results/metrics/*.parquet,
     left as they are). Inputs of the cross-experiment metrics and comparison plot."""
-    present = [p.stem for p in sorted(Path(layout.EXPERIMENT_METRICS).parent.glob("*.parquet"))]
-    return experiment_metrics(EXPERIMENTS + present)
+    present = [p.stem for p in Path(layout.EXPERIMENT_METRICS).parent.glob("*.parquet")
+               if not p.name.startswith(".")]  # not a temporary file of a write in progress
+    return experiment_metrics(sorted(set(EXPERIMENTS + present)))  # one order whichever config runs
 
 
 def optimum_resource(key):

@@ -7,7 +7,7 @@ Library layout (one job per subpackage):
 - ``algorithms``  one module per algorithm family, FedJAX-style pure functions
 - ``engine``      the round loop: keyed randomness, client sampling, local training, evaluation
 - ``metrics``     the results schema and communication accounting
-- ``analysis``    tables and plots from ``results/metrics.parquet``
+- ``analysis``    tables and plots from ``results/metrics/<experiment>.parquet``
 - ``config``      checks a workflow config and expands it into training cells
 """
 

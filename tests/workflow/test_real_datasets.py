@@ -10,7 +10,7 @@ of the real, full-size files). Then:
 - without trust_mirror_checksums the same mirror is refused (the registry's checksums always
   apply by default), naming the file;
 - a file corrupted after its checksum was recorded is refused, naming it, and nothing is left
-  under resources/datasets/<name>/;
+  under resources/datasets/<name>-<digest>/;
 - files missing from the mirror, or a dataset with no mirror and no network (proxies pointed at a
   closed port), end with one clear "dataset not available" message (which files, from where, how
   to set data.mirror) on Snakemake's stderr, not a traceback.
@@ -32,7 +32,7 @@ import polars as pl
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "data"))
 from rawfakes import make_cifar_tar, make_mnist  # noqa: E402
-from test_snakemake import ok, snakemake  # noqa: E402
+from test_snakemake import ok, partition_dir, prepared, snakemake  # noqa: E402
 
 MNIST_FILES = ["train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz",
                "t10k-labels-idx1-ubyte.gz"]
@@ -92,16 +92,16 @@ def test_mnist_and_cifar10_from_a_mirror_end_to_end(tmp_path):
     metrics = pl.read_parquet(work / "results/metrics.parquet")
     assert set(metrics["dataset"]) == {"mnist", "cifar10"} and set(metrics["round"]) == {1, 2}
     assert metrics.filter(pl.col("status") == "ok").height == metrics.height
-    meta = json.loads((work / "resources/datasets/mnist/meta.json").read_text())
+    meta = json.loads((prepared(work, "mnist") / "meta.json").read_text())
     assert meta["n_train"] == 200 and meta["feature_shape"] == [1, 28, 28]
     assert meta["raw_checksums"].startswith("mirror SHA256SUMS") and meta.get("augmentation") is None
-    cmeta = json.loads((work / "resources/datasets/cifar10/meta.json").read_text())
+    cmeta = json.loads((prepared(work, "cifar10") / "meta.json").read_text())
     assert cmeta["n_train"] == 60 and cmeta["augmentation"]["random_crop"]["padding"] == 4
     summary = json.loads((work / "results/runs/real/cifar10/iid/fedavg/seed=0/summary.json").read_text())
     assert summary["spec"]["augmentation"] == cmeta["augmentation"]  # the cell trained with augmentation
     msummary = json.loads((work / "results/runs/real/mnist/dir0.5/fedavg/seed=0/summary.json").read_text())
     assert "augmentation" not in msummary["spec"]
-    assert (work / "results/partitions/mnist/dir0.5/seed=0/partition.parquet").is_file()
+    assert (partition_dir(work, "mnist", "dir0.5") / "partition.parquet").is_file()
     assert "mnist" in (work / "results/tables/real.md").read_text()
 
 
@@ -112,7 +112,7 @@ def test_the_registry_checksums_apply_unless_the_config_trusts_the_mirror(tmp_pa
     proc = snakemake(work, _config(mirror, trust=False, cifar=False))
     _failed(proc, "cannot prepare dataset 'mnist'", "checksum mismatch", "-idx",
             "the registry's size, fedbench.data.sources")
-    assert not (work / "resources/datasets/mnist").exists()
+    assert not list((work / "resources/datasets").glob("mnist-*"))
 
 
 def test_a_corrupted_mirror_file_is_refused_by_name_and_nothing_is_left(tmp_path):
@@ -124,7 +124,7 @@ def test_a_corrupted_mirror_file_is_refused_by_name_and_nothing_is_left(tmp_path
     proc = snakemake(work, _config(mirror, cifar=False))
     _failed(proc, "cannot prepare dataset 'mnist'", "train-labels-idx1-ubyte.gz")
     datasets = work / "resources/datasets"
-    assert not (datasets / "mnist").exists() and not list(datasets.glob(".mnist*"))  # no temporary sibling either
+    assert not list(datasets.glob("mnist-*")) and not list(datasets.glob(".mnist*"))  # no temporary sibling either
 
 
 def test_files_missing_from_the_mirror_are_listed_with_how_to_fix_it(tmp_path):
@@ -136,7 +136,7 @@ def test_files_missing_from_the_mirror_are_listed_with_how_to_fix_it(tmp_path):
     proc = snakemake(work, cfg)
     _failed(proc, "dataset not available", "4 file(s) could not be obtained", *MNIST_FILES, "data:",
             "mirror: /path/to/mirror")
-    assert not (work / "resources/datasets/mnist").exists()
+    assert not list((work / "resources/datasets").glob("mnist-*"))
 
 
 def test_no_mirror_and_no_network(tmp_path, monkeypatch):
@@ -153,4 +153,4 @@ def test_no_mirror_and_no_network(tmp_path, monkeypatch):
     _failed(proc, "cannot prepare dataset 'cifar10' (dataset not available)", "cifar-10-python.tar.gz",
             "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz", "cannot connect to the proxy http://127.0.0.1:9",
             "mirror: /path/to/mirror")
-    assert not (work / "resources/datasets/cifar10").exists()
+    assert not list((work / "resources/datasets").glob("cifar10-*"))

@@ -43,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "data"))
 from gutenberg import PG100_EXCERPT, PG100_EXPECTED  # noqa: E402
 from rawfakes import make_cifar_tar, make_cinic_tar, make_emnist_zip, make_svmlight, make_tff  # noqa: E402
 from test_real_datasets import _failed  # noqa: E402
-from test_snakemake import ok, snakemake  # noqa: E402
+from test_snakemake import ok, partition_dir, prepared, snakemake  # noqa: E402
 
 from fedbench.data.shakespeare import client_name  # noqa: E402
 
@@ -117,11 +117,11 @@ def _config(mirror: Path, datasets=DATASETS, experiment=EXPERIMENT) -> dict:
 
 
 def _meta(work: Path, name: str) -> dict:
-    return json.loads((work / f"resources/datasets/{name}/meta.json").read_text())
+    return json.loads((prepared(work, name) / "meta.json").read_text())
 
 
 def _partition(work: Path, name: str, part: str) -> pl.DataFrame:
-    return pl.from_arrow(pq.read_table(work / f"results/partitions/{name}/{part}/seed=0/partition.parquet"))
+    return pl.from_arrow(pq.read_table(partition_dir(work, name, part) / "partition.parquet"))
 
 
 @pytest.fixture(scope="module")
@@ -159,13 +159,13 @@ def test_image_formats_prepared(formats_run):
     x_tr, y_tr = truth["emnist"][("letters", "train")]
     assert emnist["num_classes"] == 10 and emnist["feature_shape"] == [1, 28, 28]
     assert emnist["n_train"] == int(np.sum((y_tr >= 1) & (y_tr <= 10)))  # letters a..j only
-    y = np.load(work / "resources/datasets/emnist_l/y_train.npy")
+    y = np.load(prepared(work, "emnist_l") / "y_train.npy")
     np.testing.assert_array_equal(y, y_tr[(y_tr >= 1) & (y_tr <= 10)] - 1)
 
     c100 = _meta(work, "cifar100")
     assert (c100["n_train"], c100["n_test"], c100["num_classes"], c100["feature_shape"]) == (100, 20, 100, [3, 32, 32])
     assert c100["augmentation"]["random_crop"]["padding"] == 4
-    np.testing.assert_array_equal(np.load(work / "resources/datasets/cifar100/y_coarse_train.npy"),
+    np.testing.assert_array_equal(np.load(prepared(work, "cifar100") / "y_coarse_train.npy"),
                                   np.asarray(truth["cifar100"]["train"]["coarse_labels"]))
 
     cinic = _meta(work, "cinic10")
@@ -203,7 +203,7 @@ def test_natural_partitions_have_the_files_clients(formats_run):
     assert sh["feature_shape"] == [80] and sh["num_classes"] == 80 and sh["x_dtype"] == "uint8"
     expected = [client_name(play, role) for play, roles in PG100_EXPECTED for role in roles]
     assert sorted(sh["client_names"]) == sorted(expected)  # every role of the 5 plays; no sonnet, no poem
-    client_train = np.load(work / "resources/datasets/shakespeare/client_train.npy")
+    client_train = np.load(prepared(work, "shakespeare") / "client_train.npy")
     assert np.bincount(client_train).max() == 48  # max_train_samples crops the long roles
     part = _partition(work, "shakespeare", "natural")
     assert part.filter(pl.col("split") == "train")["client_id"].n_unique() == 4  # num_clients: 4 of them
@@ -218,9 +218,9 @@ def test_libsvm_formats_prepared(formats_run):
         (x_tr, y_tr), (_, y_te) = truth[name]
         assert (meta["n_train"], meta["n_test"], meta["feature_shape"], meta["num_classes"]) == (
             len(y_tr), len(y_te), [d], 2)
-        x = np.load(work / f"resources/datasets/{name}/x_train.npy")
+        x = np.load(prepared(work, name) / "x_train.npy")
         np.testing.assert_allclose(x, x_tr.astype(np.float32), rtol=1e-6)
-        np.testing.assert_array_equal(np.load(work / f"resources/datasets/{name}/y_train.npy"), (y_tr > 0).astype(int))
+        np.testing.assert_array_equal(np.load(prepared(work, name) / "y_train.npy"), (y_tr > 0).astype(int))
 
 
 def test_corrupted_archives_are_refused_by_name_and_nothing_is_left(tmp_path):
@@ -253,7 +253,7 @@ def test_corrupted_archives_are_refused_by_name_and_nothing_is_left(tmp_path):
             "cannot prepare dataset 'fed_emnist' (checksum mismatch)", "fed_emnist.tar.bz2")
     datasets = work / "resources/datasets"
     for name in names:
-        assert not (datasets / name).exists() and not list(datasets.glob(f".{name}*")), name
+        assert not list(datasets.glob(f"{name}-*")) and not list(datasets.glob(f".{name}*")), name
     assert not (work / "results/metrics.parquet").exists()
 
 
@@ -276,8 +276,8 @@ def test_a_local_libsvm_file_runs_and_a_changed_file_re_prepares(tmp_path):
     ok(snakemake(work, config))
     meta = _meta(work, "mine")
     assert (meta["n_train"], meta["n_test"], meta["feature_shape"], meta["label_map"]) == (48, 0, [6], {"1": 0, "2": 1})
-    np.testing.assert_allclose(np.load(work / "resources/datasets/mine/x_train.npy"), x.astype(np.float32), rtol=1e-6)
-    np.testing.assert_array_equal(np.load(work / "resources/datasets/mine/y_train.npy"), (y > 0).astype(int))
+    np.testing.assert_allclose(np.load(prepared(work, "mine") / "x_train.npy"), x.astype(np.float32), rtol=1e-6)
+    np.testing.assert_array_equal(np.load(prepared(work, "mine") / "y_train.npy"), (y > 0).astype(int))
     assert meta["raw_files"]["train"]["sha256"] == hashlib.sha256(svm.read_bytes()).hexdigest()
     rows = pl.read_parquet(work / "results/metrics.parquet")
     assert sorted(rows["round"]) == [1, 2] and (rows["status"] == "ok").all()

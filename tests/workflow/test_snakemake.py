@@ -58,6 +58,18 @@ def snakemake(workdir: Path, config: dict, *args: str, name: str = "config.yaml"
     return subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True, timeout=600)
 
 
+def prepared(workdir: Path, dataset: str) -> Path:
+    """The one prepared directory of ``dataset`` in ``workdir``: resources/datasets/<id>-<digest>."""
+    (d,) = (workdir / "resources/datasets").glob(f"{dataset}-????????")
+    return d
+
+
+def partition_dir(workdir: Path, dataset: str, partition: str, seed: int = 0) -> Path:
+    """The one directory of a partition of ``dataset``: results/partitions/<id>-<d>/<partition>-<p>/seed=<s>."""
+    (d,) = (workdir / "results/partitions").glob(f"{dataset}-????????/{partition}-????????/seed={seed}")
+    return d
+
+
 def planned_jobs(out: str) -> list[tuple[str, dict]]:
     """(rule, wildcards) of every job a dry run prints."""
     jobs = []
@@ -82,8 +94,8 @@ def test_dry_run_of_tiny_config(tmp_path):
     counts = {}
     for rule, _ in jobs:
         counts[rule] = counts.get(rule, 0) + 1
-    assert counts == {"prepare_dataset": 1, "partition": 1, "train": 2, "collect": 1, "aggregate": 1, "compare": 1,
-                      "all": 1}
+    assert counts == {"prepare_dataset": 1, "partition": 1, "train": 2, "collect": 1, "collect_folder": 1,
+                      "aggregate": 1, "compare": 1, "all": 1}
     trains = sorted(w["algorithm"] for r, w in jobs if r == "train")
     assert trains == ["fedavg", "fedprox"]
     assert not (tmp_path / "results").exists()
@@ -166,10 +178,11 @@ def test_the_console_ends_with_the_tables_and_shows_no_cluster_settings(tiny_run
 def test_end_to_end_tiny_run_and_report(tiny_run):
     w = tiny_run
     for rel in ("results/tables/tiny.md", "results/tables/tiny.csv", "results/plots/tiny_accuracy.png",
-                "results/metrics.parquet", "resources/datasets/digits/meta.json",
-                "results/partitions/digits/iid/seed=0/partition.parquet",
-                "results/partitions/digits/iid/seed=0/class_counts.parquet",
-                "results/partitions/digits/iid/seed=0/heatmap.png",
+                "results/metrics.parquet", "results/metrics/tiny.parquet",
+                prepared(w, "digits") / "meta.json",
+                partition_dir(w, "digits", "iid") / "partition.parquet",
+                partition_dir(w, "digits", "iid") / "class_counts.parquet",
+                partition_dir(w, "digits", "iid") / "heatmap.png",
                 "results/runs/tiny/digits/iid/fedprox/seed=0/summary.json",
                 "results/logs/train/tiny/digits/iid/fedavg/seed=0.log"):
         assert (w / rel).exists(), rel
@@ -206,7 +219,7 @@ def test_changed_hyperparameter_reruns_only_its_cells(tiny_run):
     changed["experiments"]["tiny"]["algorithms"]["fedprox"]["mu"] = 0.5
     changed["device"] = "auto"  # runtime only: must not rerun anything by itself
     jobs = planned_jobs(ok(snakemake(w, changed, "-n", name="changed.yaml")).stdout)
-    assert sorted(r for r, _ in jobs) == ["aggregate", "all", "collect", "compare", "train"]
+    assert sorted(r for r, _ in jobs) == ["aggregate", "all", "collect", "collect_folder", "compare", "train"]
     assert [w_["algorithm"] for r, w_ in jobs if r == "train"] == ["fedprox"]
 
     runtime_only = copy.deepcopy(TINY)
@@ -244,7 +257,7 @@ def test_the_reference_engine_gives_the_same_tables(tiny_run, tmp_path):
     for col in ("train_loss", "test_loss", "uplink_entropy_bits"):
         assert np.allclose(a[col].to_numpy(), b[col].to_numpy(), rtol=1e-4, atol=0), col
     # accuracy counts test predictions: float32 rounding may flip at most one borderline sample
-    n_test = json.loads((tiny_run / "resources/datasets/digits/meta.json").read_text())["n_test"]
+    n_test = json.loads((prepared(tiny_run, "digits") / "meta.json").read_text())["n_test"]
     assert np.abs(a["test_accuracy"].to_numpy() - b["test_accuracy"].to_numpy()).max() <= 1.0 / n_test + 1e-12
     ta, tb = pl.read_csv(tiny_run / "results/tables/tiny.csv"), pl.read_csv(tmp_path / "results/tables/tiny.csv")
     assert ta.columns == tb.columns and ta.height == tb.height

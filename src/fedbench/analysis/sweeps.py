@@ -183,7 +183,7 @@ def cell_scores(metrics: pl.DataFrame, cells: Iterable[Mapping]) -> pl.DataFrame
         (Float64; null when diverged), ``rounds`` (last evaluated round).
 
     Raises:
-        ValueError: a cell has no metrics rows (``results/metrics.parquet`` older than the config),
+        ValueError: a cell has no metrics rows (``results/metrics/<experiment>.parquet`` older than the config),
             the metric is not a metrics column, or it has no value in a non-diverged cell; an
             unknown statistic or direction.
     """
@@ -201,8 +201,9 @@ def cell_scores(metrics: pl.DataFrame, cells: Iterable[Mapping]) -> pl.DataFrame
         key = tuple(cell[k] for k in IDENTITY)
         rows = runs.get(key)
         if rows is None or rows.height == 0:
-            raise ValueError(f"no metrics rows for swept cell {cell_name(cell)}: results/metrics.parquet does not "
-                             f"hold its run (rerun the workflow so that rule collect includes it)")
+            raise ValueError(f"no metrics rows for swept cell {cell_name(cell)}: the collected metrics "
+                             f"(results/metrics/<experiment>.parquet) do not hold its run (rerun the workflow "
+                             f"so that rule collect includes it)")
         status = rows.get_column("status")[-1]
         score = None
         if status != "diverged":

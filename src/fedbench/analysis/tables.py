@@ -1,4 +1,4 @@
-"""Comparison tables of one experiment from the collected metrics (``results/metrics.parquet``).
+"""Comparison tables of one experiment from the collected metrics (``results/metrics/<experiment>.parquet``).
 
 One row per (dataset, partition, algorithm), statistics over seeds:
 

@@ -3,7 +3,7 @@
 =================  ====================================================================
 module             job
 =================  ====================================================================
-``store``          the one on-disk format (``resources/datasets/<name>/``), atomic writes
+``store``          the one on-disk format (``resources/datasets/<id>-<digest>/``), atomic writes
 ``registry``       ``SOURCES`` (dataset configs) and ``prepare_dataset``
 ``sources``        raw files of the real datasets: URLs, sizes, checksums, licences
 ``download``       fetch + verify raw files, from the canonical hosts or ``data.mirror``

@@ -364,7 +364,7 @@ def prepare_dataset(dataset_id: str, cfg: dict, out_dir: str | os.PathLike, mirr
     Args:
         dataset_id: the dataset's name in the experiment config (recorded as ``Dataset.name``).
         cfg: ``{"source": <one of SOURCES>, **params}``; missing parameters take defaults.
-        out_dir: the dataset directory, e.g. ``resources/datasets/<dataset_id>`` (replaced
+        out_dir: the dataset directory, e.g. ``resources/datasets/<id>-<digest>`` (fedbench.layout) (replaced
             atomically if it exists; left untouched when preparation fails).
         mirror: see :func:`build_dataset` (the workflow passes ``config["data"]["mirror"]``).
         cache_dir: download cache; default ``<out_dir>/../_downloads``.

@@ -415,7 +415,7 @@ def run_cell(
 
     Args:
         spec: resolved cell spec (:func:`fedbench.config.expand_cells`).
-        dataset_dir: ``resources/datasets/<dataset>``.
+        dataset_dir: ``resources/datasets/<id>-<digest>`` (fedbench.layout).
         partition_path: ``results/partitions/.../partition.parquet``.
         metrics_path, summary_path: outputs.
         device: "auto" | "cpu" | "cuda".

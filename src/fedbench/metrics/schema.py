@@ -73,7 +73,7 @@ Collected columns (:data:`COLLECTED_COLUMNS`: only in ``results/metrics.parquet`
 :func:`fedbench.analysis.collect.collect`, never in a cell's own file)
     suboptimality    train_objective − F*, F* the minimum of the same objective over the
                      dataset's training split and the cell's λ (:mod:`fedbench.metrics.optimum`,
-                     rule ``optimum``: ``results/optimum/<dataset>/l2=<λ>.json``), for cells
+                     rule ``optimum``: ``results/optimum/<id>-<digest>/l2=<λ>.json``), for cells
                      whose model is ``binary_logreg`` (null for every other cell). FedAc's
                      metric: the paper's "suboptimality" F(w̄) − F* (Yuan & Ma, NeurIPS 2020,
                      §5), recorded at each evaluation.
