@@ -74,6 +74,17 @@ def table_rows(path: Path) -> list[str]:
     return [line for line in path.read_text().splitlines() if line.startswith("|")]
 
 
+def this_cpu() -> str:
+    """The CPU as README.md names the machine its table was written on: the vendor, family and
+    model (/proc/cpuinfo) and torch's CPU kernels (the float summation order depends on them)."""
+    import torch
+
+    info = dict(line.split(":", 1) for line in Path("/proc/cpuinfo").read_text().splitlines()[:10] if ":" in line)
+    info = {k.strip(): v.strip() for k, v in info.items()}
+    return (f"{info.get('vendor_id')} family {info.get('cpu family')} model {info.get('model')}, "
+            f"torch CPU kernels {torch.backends.cpu.get_cpu_capability()}")
+
+
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory):
     w = tmp_path_factory.mktemp("weeks")
@@ -91,9 +102,15 @@ def folder(tmp_path_factory):
 
 @pytest.mark.slow
 def test_the_readme_shows_the_table_the_default_suite_writes(folder):
+    """Every row on the README's machine; on another CPU the digits rows (the Synthetic(1, 1) rows
+    depend on the vector kernels' summation order, as the README says)."""
     w, _, _ = folder
-    assert readme_table() == table_rows(w / "results/tables/baselines.md"), (
-        "README.md's default-suite table differs from what `make run` writes: paste results/tables/baselines.md")
+    written, shown = table_rows(w / "results/tables/baselines.md"), readme_table()
+    fix = "README.md's default-suite table differs from what `make run` writes: paste results/tables/baselines.md"
+    if f"CPU: {this_cpu()};" in " ".join((REPO / "README.md").read_text().split()):
+        assert shown == written, fix
+    else:
+        assert [r for r in shown if "synthetic" not in r] == [r for r in written if "synthetic" not in r], fix
 
 
 @pytest.mark.slow
