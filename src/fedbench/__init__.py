@@ -9,6 +9,8 @@ Library layout (one job per subpackage):
 - ``metrics``     the results schema and communication accounting
 - ``analysis``    tables and plots from ``results/metrics/<experiment>.parquet``
 - ``config``      checks a workflow config and expands it into training cells
+- ``integrity``   checks a results folder's files before any job and repairs damaged ones
+                  (``filecheck``: the cheap whole-file checks it uses)
 """
 
 __version__ = "0.1.0"

@@ -109,3 +109,31 @@ def test_collect_fills_columns_added_later_with_nulls(tmp_path, write, mr):
     assert df.columns == [*METRICS_SCHEMA.names, "suboptimality"]
     assert df.get_column("boosted_pct").to_list() == [12.5, None, None]
     assert df.get_column("uplink_entropy_bits_delta").to_list() == [0.5, None, None]
+
+
+def test_collect_sets_unreadable_cells_aside_and_names_them(tmp_path, write, mr):
+    from fedbench.data.errors import DamagedFileError
+
+    cells = [tmp_path / "runs" / name for name in ("a", "b", "c")]
+    paths = [write(c / "metrics.parquet", mr.run_rows([0.1, 0.2], algorithm=c.name)) for c in cells]
+    for c in cells:
+        (c / "summary.json").write_text("{}\n")
+    good = paths[1].read_bytes()
+    paths[0].write_bytes(paths[0].read_bytes()[:300])  # truncated: no PAR1 footer
+    raw = bytearray(paths[2].read_bytes())
+    raw[4:40] = b"\xff" * 36  # the first page header: same size, unreadable
+    paths[2].write_bytes(bytes(raw))
+    out = tmp_path / "metrics" / "e.parquet"
+    with pytest.raises(DamagedFileError) as e:
+        collect(paths, out)
+    lines = str(e.value).splitlines()
+    assert lines[0].startswith(f"{paths[0]}: cannot be read (ComputeError: ") and "PAR1" in lines[0]
+    assert lines[1].startswith(f"{paths[2]}: cannot be read (")
+    for line in lines[:2]:
+        assert line.endswith("set this cell's outputs aside (metrics.parquet.damaged, summary.json.damaged)")
+    assert lines[2] == "fix: rerun the same command: it retrains just these 2 cells and collects again"
+    assert e.value.paths == [paths[0], paths[2]]
+    for c in (cells[0], cells[2]):
+        assert sorted(p.name for p in c.iterdir()) == ["metrics.parquet.damaged", "summary.json.damaged"]
+    assert paths[1].read_bytes() == good and (cells[1] / "summary.json").exists()
+    assert not out.exists()

@@ -1,3 +1,6 @@
+import hashlib
+import json
+
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -192,7 +195,12 @@ def test_class_counts_table(ds):
 def test_write_and_read_roundtrip(tmp_path, ds):
     t = make_partition(ds, {"scheme": "iid", "num_clients": 4}, 0)
     write_partition(t, ds, tmp_path / "p")
-    assert sorted(f.name for f in (tmp_path / "p").iterdir()) == ["class_counts.parquet", "partition.parquet"]
+    assert sorted(f.name for f in (tmp_path / "p").iterdir()) == ["class_counts.parquet", "partition.json",
+                                                                  "partition.parquet"]
+    record = json.loads((tmp_path / "p" / "partition.json").read_text())["files"]
+    for name in ("class_counts.parquet", "partition.parquet"):
+        data = (tmp_path / "p" / name).read_bytes()
+        assert record[name] == {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
     back = read_partition(tmp_path / "p")
     assert back.equals(t) and read_partition(tmp_path / "p" / "partition.parquet").equals(t)
     assert b"fedbench" in back.schema.metadata

@@ -125,6 +125,54 @@ def test_checkpoint_of_an_older_format_is_ignored(tmp_path):
     assert load_checkpoint(ckpt, "abc")["round"] == 3
 
 
+def _damaged_checkpoint(path, how):
+    import torch
+
+    from fedbench.engine.checkpoint import save_checkpoint
+
+    values = torch.arange(1000, dtype=torch.float32)
+    save_checkpoint(path, {"format": 2, "hparams_id": "abc", "round": 3, "x": values})
+    raw = bytearray(path.read_bytes())
+    if how == "truncate":
+        raw = raw[: len(raw) // 2]
+    else:  # one byte inside the tensor's data: torch.load alone would load it without a word
+        raw[raw.find(values.numpy()[500:502].tobytes())] ^= 0x10
+    path.write_bytes(bytes(raw))
+    return bytes(raw)
+
+
+@pytest.mark.parametrize("how,reason", [("truncate", "does not end with a zip directory"),
+                                        ("flip", r"fails the CRC check of its member .*data/0")])
+def test_a_damaged_checkpoint_warns_is_set_aside_and_gives_a_fresh_start(tmp_path, how, reason):
+    ckpt = tmp_path / "checkpoint.pt"
+    raw = _damaged_checkpoint(ckpt, how)
+    with pytest.warns(RuntimeWarning, match=rf"checkpoint {ckpt} {reason}.*set aside as checkpoint.pt.damaged; "
+                                            r"the cell trains from its first round"):
+        assert load_checkpoint(ckpt, "abc") is None
+    assert not ckpt.exists() and (tmp_path / "checkpoint.pt.damaged").read_bytes() == raw
+
+
+def test_a_cell_with_a_damaged_checkpoint_trains_from_its_start(files, tmp_path):
+    from fedbench.data.partition import read_partition
+    from fedbench.data.store import load_dataset
+
+    ds, part = load_dataset(files / "toy"), read_partition(files / "part")
+    spec = _spec("fedavg", {}, rounds=3)
+    fresh, _ = train(spec, ds, part, device="cpu")
+    ckpt = tmp_path / "checkpoint.pt"
+    _damaged_checkpoint(ckpt, "truncate")
+    with pytest.warns(RuntimeWarning, match="does not end with a zip directory"):
+        again, _ = train(spec, ds, part, device="cpu", checkpoint_path=ckpt)
+    assert [r["round"] for r in again] == [1, 2, 3]
+    assert _no_time(pq_table(again)).equals(_no_time(pq_table(fresh)))
+
+
+def pq_table(rows):
+    from fedbench.engine.output import rows_to_table
+
+    return rows_to_table(rows)
+
+
 RUNNER = """
 import sys
 from fedbench.engine.loop import run_cell

@@ -2,6 +2,11 @@
 
 The input is an explicit list of files (the workflow passes the cells of the current config),
 never a glob: a glob would pick up stale cells from configs that have since been removed.
+
+A cell file that cannot be read (truncated by a full disk, changed bytes) stops the collection
+with one :class:`~fedbench.data.errors.DamagedFileError` naming every such file and what is wrong;
+each such cell's outputs are set aside (``metrics.parquet.damaged``, ...:
+:func:`fedbench.filecheck.set_cell_aside`), so rerunning the same command retrains just those cells.
 """
 
 from __future__ import annotations
@@ -12,6 +17,8 @@ from pathlib import Path
 
 import polars as pl
 
+from fedbench.data.errors import DamagedFileError
+from fedbench.filecheck import set_aside, set_cell_aside
 from fedbench.files import atomic_write
 from fedbench.metrics.schema import ADDED_COLUMNS, COLLECTED_COLUMNS, METRICS_SCHEMA, STATUSES
 
@@ -74,17 +81,36 @@ def collect(paths: Sequence[str | os.PathLike], out_path: str | os.PathLike,
         The collected frame.
 
     Raises:
+        fedbench.data.errors.DamagedFileError (a ValueError): files that cannot be read; every one
+            is named with what is wrong, and its cell's outputs have been set aside so that rerunning
+            the same command retrains just those cells. Nothing is written.
+        FileNotFoundError: a file does not exist.
         ValueError: no paths, a file that breaks the schema (named in the message), or two
             files holding the same cell (experiment, dataset, partition, algorithm, seed).
     """
     paths = [Path(p) for p in paths]
     if not paths:
         raise ValueError("collect: no metrics files given")
-    frames = []
+    frames, damaged = [], []
     for p in paths:
-        df = with_added_columns(pl.read_parquet(p))
+        try:
+            df = pl.read_parquet(p)
+        except FileNotFoundError:
+            raise
+        except (pl.exceptions.PolarsError, OSError) as e:
+            aside = set_cell_aside(p.parent) if p.name == "metrics.parquet" else [set_aside(p)]
+            moved = ", ".join(m.name for m in aside if m is not None)
+            damaged.append((p, f"{p}: cannot be read ({type(e).__name__}: {e}); set this cell's outputs aside "
+                               f"({moved or 'none left'})"))
+            continue
+        df = with_added_columns(df)
         check_metrics_frame(df, str(p))
         frames.append(df)
+    if damaged:
+        raise DamagedFileError(
+            "\n".join(line for _, line in damaged) + f"\nfix: rerun the same command: it retrains just "
+            f"{'this cell' if len(damaged) == 1 else f'these {len(damaged)} cells'} and collects again",
+            [p for p, _ in damaged])
     out = pl.concat(frames, how="diagonal_relaxed")
     out = with_suboptimality(out, optima)
     collected = [name for name, _ in COLLECTED_COLUMNS]

@@ -3,11 +3,12 @@
 =================  ====================================================================
 module             job
 =================  ====================================================================
-``store``          the one on-disk format (``resources/datasets/<id>-<digest>/``), atomic writes
+``store``          the one on-disk format (``resources/datasets/<id>-<digest>/``), atomic writes,
+                   size and checksum checks on load
 ``registry``       ``SOURCES`` (dataset configs) and ``prepare_dataset``
 ``sources``        raw files of the real datasets: URLs, sizes, checksums, licences
 ``download``       fetch + verify raw files, from the canonical hosts or ``data.mirror``
-``errors``         DataUnavailableError, ChecksumError, CorruptFileError
+``errors``         DataUnavailableError, ChecksumError, CorruptFileError, DamagedFileError
 ``images``         uint8 images -> float32 normalisation; the augmentation record
 ``idx``            MNIST, EMNIST (IDX)
 ``cifar``          CIFAR-10/100 (python pickle tarballs)

@@ -11,6 +11,10 @@ error                       base class         raised when
                                                every bad file of the dataset
 ``CorruptFileError``        ValueError         a verified (or unverifiable) file cannot be read: truncated
                                                archive, bad gzip/bz2/zip/tar/HDF5/pickle, wrong layout
+``DamagedFileError``        CorruptFileError   a file fedbench wrote (prepared dataset, partition, cell
+                                               output) has since been damaged (truncated, changed, gone)
+                                               and cannot be repaired by itself; the message names each
+                                               such file, what is wrong with it and the command that fixes it
 ==========================  =================  =========================================================
 
 Every message names the file. None of them leaves a prepared dataset behind: preparation writes
@@ -37,6 +41,26 @@ class ChecksumError(ValueError):
 
 class CorruptFileError(ValueError):
     """A raw file cannot be read in its expected format (truncated or corrupt archive, bad layout)."""
+
+
+class DamagedFileError(CorruptFileError):
+    """A file fedbench wrote has been damaged since (truncated by a full disk, changed, removed).
+
+    ``str(error)`` is the whole message: one line per damaged file, ``<file>: <what is wrong>;
+    <what was done and the fix>``. ``paths`` lists the damaged files.
+    """
+
+    def __init__(self, message: str, paths=()):
+        super().__init__(message)
+        self.paths = [Path(p) for p in paths]
+
+    def __reduce__(self):  # picklable (the default would call cls(message) without paths)
+        return type(self), (str(self), self.paths)
+
+
+def damaged(path, problem: str, fix: str) -> DamagedFileError:
+    """A :class:`DamagedFileError` for one file: ``"<path>: <problem>; <fix>"``."""
+    return DamagedFileError(f"{path}: {problem}; {fix}", [path])
 
 
 _READ_ERRORS = (EOFError, OSError, zlib.error, tarfile.TarError, zipfile.BadZipFile, pickle.UnpicklingError,

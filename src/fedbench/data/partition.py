@@ -640,17 +640,43 @@ def class_counts(table: pa.Table, dataset: Dataset) -> pa.Table:
     return pa.table({k: pa.array(v, pa.int64()) for k, v in cols.items()})
 
 
+#: The record :func:`write_partition` keeps beside a partition's files: ``{"files": {name: {"size":
+#: bytes, "sha256": hex}}}``, against which :mod:`fedbench.integrity` checks and repairs them.
+SIDECAR = "partition.json"
+PARTITION_FILES = ("class_counts.parquet", "partition.parquet")
+
+
+#: What a message about a damaged partition file advises.
+REMAKE_FIX = ("rerun the same snakemake command: before any job it re-makes the partition's damaged files "
+              "(fedbench.integrity.verify_folder)")
+
+
+def _sidecar_entry(path: Path) -> dict:
+    """The :data:`SIDECAR` record of one partition file (``{"size", "sha256"}``), ``{}`` when none."""
+    try:
+        return json.loads((path.parent / SIDECAR).read_text())["files"].get(path.name, {})
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}
+
+
 def write_partition(table: pa.Table, dataset: Dataset, out_dir: str | os.PathLike) -> None:
-    """Write ``out_dir/partition.parquet`` and ``out_dir/class_counts.parquet``.
+    """Write ``out_dir/partition.parquet``, ``out_dir/class_counts.parquet`` and their record
+    :data:`SIDECAR` (``partition.json``: each file's size in bytes and sha256).
 
     Each file is written to a temporary sibling and renamed into place (``os.replace``), so a
     reader never sees a half-written file. ``out_dir`` is created if needed.
     """
+    from fedbench.filecheck import sha256_of
+
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    for name, t in (("class_counts.parquet", class_counts(table, dataset)), ("partition.parquet", table)):
+    record = {}
+    for name, t in zip(PARTITION_FILES, (class_counts(table, dataset), table)):
         with atomic_write(out / name) as tmp:
             pq.write_table(t, tmp)
+        record[name] = {"size": (out / name).stat().st_size, "sha256": sha256_of(out / name)}
+    with atomic_write(out / SIDECAR) as tmp:
+        tmp.write_text(json.dumps({"files": record}, indent=2, sort_keys=True) + "\n")
 
 
 def read_partition(path: str | os.PathLike) -> pa.Table:
@@ -661,17 +687,35 @@ def read_partition(path: str | os.PathLike) -> pa.Table:
 
     Raises:
         FileNotFoundError: no such file (run the partition step first).
+        fedbench.data.errors.DamagedFileError (a ValueError): the file is truncated (a cheap check
+            of its ends and of the size :data:`SIDECAR` records), or cannot be read and its sha256
+            differs from the record's (it is then set aside as ``partition.parquet.damaged``); the
+            message names the file and the fix.
         ValueError: the file lacks the columns client_id, sample_index, split.
     """
+    from fedbench.data.errors import damaged
+    from fedbench.filecheck import parquet_problem, set_aside, sha256_of
+
     path = Path(path)
     if path.is_dir():
         path = path / "partition.parquet"
     if not path.exists():
         raise FileNotFoundError(f"{path} not found: run the partition step first")
+    record = _sidecar_entry(path)
+    problem = parquet_problem(path, record.get("size"), SIDECAR)
+    if problem is not None:
+        raise damaged(path, problem, f"fix: {REMAKE_FIX}")
     # One file, read as one: pq.read_table goes through pyarrow.dataset, an import (~0.1 s) that
     # every training job would pay. (pandas, which it also imports, comes anyway: pyarrow's
     # Array.to_numpy imports it.)
-    table = pq.ParquetFile(path).read()
+    try:
+        table = pq.ParquetFile(path).read()
+    except (OSError, ValueError, pa.ArrowException) as e:
+        if "sha256" not in record or sha256_of(path) == record["sha256"]:
+            raise
+        aside = set_aside(path)
+        raise damaged(path, f"cannot be read ({type(e).__name__}: {e}) and its sha256 differs from {SIDECAR}'s "
+                      f"(changed bytes); set aside as {aside.name}", f"fix: {REMAKE_FIX}") from None
     missing = [c for c in SCHEMA.names if c not in table.column_names]
     if missing:
         raise ValueError(f"{path} is not a partition table: missing columns {', '.join(missing)}")

@@ -14,7 +14,7 @@ client_test.npy       (n_test,) int64, optional
 y_coarse_train.npy    (n_train,) int64, optional                  coarse (super-class) labels,
 y_coarse_test.npy     (n_test,) int64, optional                   e.g. CIFAR-100's 20 classes
 meta.json             {name, num_classes, feature_shape, n_train, n_test, source, params,
-                       files: {file: sha256}}
+                       files: {file: sha256}, sizes: {file: bytes}}
 ====================  ==========================================  =========================
 
 Images are stored channels-first, (n, C, H, W). ``x`` is float32 unless the dataset asks for an
@@ -22,11 +22,18 @@ integer dtype (``write_dataset(..., x_dtype="uint8")``, e.g. Shakespeare's chara
 which would take 4x the disk as float32); meta.json then records ``x_dtype``. Arrays are loaded
 memory-mapped, so a large dataset costs no RAM until it is indexed. ``write_dataset`` writes into a temporary sibling
 directory and renames it into place, so a half-written dataset never looks prepared.
+
+Damage found later (a file truncated by a full disk, changed or removed): :func:`load_dataset`
+checks every file's size before loading it (a stat; for a meta.json written before sizes were
+recorded, the size the file's own .npy header implies), and, when a read fails all the same, its
+sha256 against meta.json. A damaged file raises :class:`~fedbench.data.errors.DamagedFileError`
+naming it, what is wrong and the fix; a file whose sha256 differs is renamed to ``<file>.damaged``,
+so that the next run's size check (:func:`fedbench.integrity.verify_folder`, before any job) finds
+it missing and re-makes it.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from dataclasses import dataclass, field
@@ -34,6 +41,8 @@ from pathlib import Path
 
 import numpy as np
 
+from fedbench.data.errors import DamagedFileError, damaged
+from fedbench.filecheck import npy_problem, set_aside, sha256_of
 from fedbench.files import atomic_write
 
 ARRAYS = ("x_train", "y_train", "x_test", "y_test")
@@ -81,12 +90,39 @@ class Dataset:
         return self.client_train is not None
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+_sha256 = sha256_of
+
+#: What a message about a damaged dataset file advises: the workflow re-makes the file before any job.
+RERUN_FIX = ("rerun the same snakemake command: before any job it re-makes the file from the dataset's source "
+             "(fedbench.integrity.verify_folder)")
+
+
+def remake_fix(directory: str | os.PathLike) -> str:
+    """The fix when a dataset file cannot be re-made alone: prepare the whole directory again."""
+    return (f"`rm -r {directory}`, then rerun the same snakemake command (it prepares the dataset again and "
+            f"retrains the cells that use it)")
+
+
+def file_problems(directory: str | os.PathLike, meta: dict) -> dict[str, str]:
+    """The files of a prepared dataset that are damaged, by a cheap check (a stat, .npy headers).
+
+    Args:
+        directory: the dataset directory.
+        meta: its meta.json. Each file of ``meta["files"]`` must have the size ``meta["sizes"]``
+            records; for a meta.json written before sizes were recorded, the size the file's .npy
+            header implies.
+
+    Returns:
+        ``{file name: what is wrong}``, e.g. ``{"x_train.npy": "is 1,000 bytes, meta.json records
+        46,080 (truncated)"}``; empty when every file looks whole.
+    """
+    directory, sizes = Path(directory), meta.get("sizes", {})
+    out = {}
+    for fname in meta.get("files", {}):
+        problem = npy_problem(directory / fname, sizes.get(fname))
+        if problem is not None:
+            out[fname] = problem
+    return out
 
 
 def _check(ds: Dataset) -> None:
@@ -142,10 +178,11 @@ def write_dataset(
         for key in ("y_coarse_train", "y_coarse_test"):
             if getattr(ds, key) is not None:
                 arrays[key] = np.asarray(getattr(ds, key), dtype=np.int64)
-        files = {}
+        files, sizes = {}, {}
         for key, arr in arrays.items():
             np.save(tmp / f"{key}.npy", arr)
             files[f"{key}.npy"] = _sha256(tmp / f"{key}.npy")
+            sizes[f"{key}.npy"] = (tmp / f"{key}.npy").stat().st_size
         meta = {
             **ds.meta,
             "name": ds.name,
@@ -158,6 +195,7 @@ def write_dataset(
             "source": source or ds.meta.get("source", ""),
             "params": params if params is not None else ds.meta.get("params", {}),
             "files": files,
+            "sizes": sizes,
         }
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
     return directory
@@ -166,14 +204,22 @@ def write_dataset(
 def load_dataset(directory: str | os.PathLike, mmap: bool = True, verify: bool = False) -> Dataset:
     """Load a dataset written by :func:`write_dataset`.
 
+    Every file's size is checked first (:func:`file_problems`: a stat, or for an old meta.json
+    without sizes the .npy header). A file that still cannot be read has its sha256 compared with
+    meta.json; when it differs, the file is renamed to ``<file>.damaged`` (kept for inspection),
+    and the next run re-makes it.
+
     Args:
         directory: e.g. ``resources/datasets/digits``.
         mmap: memory-map the arrays (read-only) instead of reading them into RAM.
-        verify: recompute every file's sha256 and compare it with meta.json.
+        verify: recompute every file's sha256 and compare it with meta.json (a mismatch is set
+            aside as above).
 
     Raises:
-        FileNotFoundError: the directory or one of its files is missing (prepare the dataset first).
-        ValueError: a checksum does not match (the file is corrupt; delete the directory and prepare again).
+        FileNotFoundError: the directory or its meta.json is missing (prepare the dataset first).
+        fedbench.data.errors.DamagedFileError (a ValueError): meta.json is not valid JSON, or a
+            file is missing, has another size than meta.json records or another sha256. One
+            message names every damaged file, what is wrong and the fix.
     """
     directory = Path(directory)
     meta_path = directory / "meta.json"
@@ -182,20 +228,55 @@ def load_dataset(directory: str | os.PathLike, mmap: bool = True, verify: bool =
             f"{meta_path} not found: dataset {directory.name!r} is not prepared; "
             f"run `snakemake --cores 1 {meta_path}` to prepare it"
         )
-    meta = json.loads(meta_path.read_text())
+    try:
+        meta = json.loads(meta_path.read_text())
+    except ValueError as e:
+        raise damaged(meta_path, f"is not valid JSON ({e})", f"fix: {remake_fix(directory)}") from None
+    bad = file_problems(directory, meta)
     if verify:
-        for fname, digest in meta["files"].items():
-            got = _sha256(directory / fname)
-            if got != digest:
-                raise ValueError(
-                    f"{directory / fname}: sha256 {got[:12]}… does not match meta.json ({digest[:12]}…); "
-                    f"the file is corrupt: delete {directory} and prepare the dataset again"
-                )
+        for fname in meta.get("files", {}):
+            if fname not in bad:
+                problem = _checksum_problem(directory / fname, meta)
+                if problem is not None:
+                    bad[fname] = problem
+    if bad:
+        raise _damaged_files(directory, bad)
     mode = "r" if mmap else None
     arrays = {}
     for key in ARRAYS + OPTIONAL_ARRAYS:
         path = directory / f"{key}.npy"
-        if key in ARRAYS and not path.exists():
-            raise FileNotFoundError(f"{path} is missing: delete {directory} and prepare the dataset again")
-        arrays[key] = np.load(path, mmap_mode=mode) if path.exists() else None
+        if not path.exists():
+            if key in ARRAYS:
+                raise FileNotFoundError(f"{path} is missing: delete {directory} and prepare the dataset again")
+            arrays[key] = None
+            continue
+        try:
+            arrays[key] = np.load(path, mmap_mode=mode)
+        except (ValueError, OSError, EOFError) as e:
+            problem = _checksum_problem(path, meta)
+            if problem is None:  # the file is as written: not damage
+                raise
+            raise _damaged_files(directory, {path.name: f"cannot be read ({type(e).__name__}: {e}) and {problem}"}
+                                 ) from None
     return Dataset(name=meta["name"], num_classes=int(meta["num_classes"]), meta=meta, **arrays)
+
+
+def _checksum_problem(path: Path, meta: dict) -> str | None:
+    """Compare ``path``'s sha256 with meta.json's; on a mismatch set the file aside and say so."""
+    digest = meta.get("files", {}).get(path.name)
+    if digest is None:
+        return None
+    got = sha256_of(path)
+    if got == digest:
+        return None
+    aside = set_aside(path)
+    return (f"its sha256 {got[:12]}… differs from meta.json's {digest[:12]}… (changed bytes); set aside as "
+            f"{aside.name}")
+
+
+def _damaged_files(directory: Path, bad: dict[str, str]) -> DamagedFileError:
+    """One error for the damaged files ``{name: problem}`` of a dataset directory."""
+    lines = [f"{directory / f}: {problem}" for f, problem in bad.items()]
+    return DamagedFileError(
+        "\n".join(lines) + f"\nfix: {RERUN_FIX}; where it cannot, {remake_fix(directory)}",
+        [directory / f for f in bad])
