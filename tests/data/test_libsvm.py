@@ -43,6 +43,23 @@ def test_bad_svmlight_names_the_file(tmp_path, monkeypatch):
     assert not (tmp_path / "a9a").exists()
 
 
+def test_a_label_outside_the_two_classes_names_file_and_line(tmp_path):
+    from fedbench.data.libsvm import data_line, load_libsvm
+
+    train = tmp_path / "a9a"
+    # line 5 holds example 3 (0-based): a comment-only and a blank line hold none
+    train.write_text("+1 1:1\n# a comment\n-1 2:1\n\n+2 1:1  # a stray label\n-1 3:1\n")
+    make_svmlight(tmp_path, "a9a.t", 4, 3)
+    test = tmp_path / "a9a.t"
+    assert [data_line(train, r) for r in range(4)] == [1, 3, 5, 6] and data_line(train, 4) is None
+    with pytest.raises(CorruptFileError, match=r"a9a:5: label 2 is not binary \(-1/\+1 or 0/1\); the file's labels "
+                                               r"are \{-1, 1, 2\}"):
+        load_libsvm({"train": train, "test": test}, "a9a", 3)
+    train.write_text("0 1:1\n1 2:1\n-1 1:1\n0 3:1\n")  # 0/1 hold more rows than -1/+1: -1 is the stray one
+    with pytest.raises(CorruptFileError, match=r"a9a:3: label -1 is not binary"):
+        load_libsvm({"train": train, "test": test}, "a9a", 3)
+
+
 # ------------------------------------------------------------------ verification by row counts
 
 
@@ -175,12 +192,14 @@ def test_libsvm_file_errors_name_the_file_line_and_values(tmp_path):
         load_libsvm_file(str(tmp_path / "missing.svm"))
     three = tmp_path / "three.svm"
     three.write_text("1 1:1\n2 2:1\n3 1:2\n")
-    with pytest.raises(CorruptFileError, match=r"three\.svm: 3 label values \{1, 2, 3\}"):
+    with pytest.raises(CorruptFileError, match=r"three\.svm:3: label 3 is neither of the two classes \{1, 2\} "
+                                               r"\(the file has 3 label values \{1, 2, 3\}"):
         load_libsvm_file(str(three))
     a, b = tmp_path / "a.svm", tmp_path / "b.svm"
-    a.write_text("1 1:1\n2 2:1\n")
-    b.write_text("1 1:1\n5 2:1\n")  # two values each, three together
-    with pytest.raises(CorruptFileError, match=r"label values \{1, 2, 5\} together"):
+    a.write_text("1 1:1\n2 2:1\n2 1:1\n")
+    b.write_text("# header\n\n1 1:1\n5 2:1\n")  # two values each, three together
+    with pytest.raises(CorruptFileError, match=r"b\.svm:4: label 5 is neither of the two classes \{1, 2\} "
+                                               r"\(.*label values \{1, 2, 5\} together"):
         load_libsvm_file(str(a), test_path=str(b))
     one = tmp_path / "one.svm"
     one.write_text("1 1:1\n1 2:1\n")

@@ -67,11 +67,44 @@ def read_svmlight(path, n_features: int) -> tuple[np.ndarray, np.ndarray]:
     return _dense(xs), y
 
 
-def _binary(y: np.ndarray, fname: str) -> np.ndarray:
+def _binary(y: np.ndarray, path) -> np.ndarray:
+    """Labels -1/+1 or 0/1 as int64 0/1.
+
+    Raises:
+        CorruptFileError: another label value; the message names ``file:line`` of its first row.
+    """
     vals = set(np.unique(y).tolist())
     if not vals <= {-1.0, 1.0} and not vals <= {0.0, 1.0}:
-        raise CorruptFileError(f"{fname}: labels {sorted(vals)[:5]} are not binary (-1/+1 or 0/1)")
+        # the two classes: -1/+1 or 0/1, whichever holds more rows; the first row outside them is named
+        allowed = max(({-1.0, 1.0}, {0.0, 1.0}), key=lambda a: int(np.isin(y, list(a)).sum()))
+        row = int(np.flatnonzero(~np.isin(y, list(allowed)))[0])
+        raise CorruptFileError(f"{_where(path, row)}: label {y[row]:g} is not binary (-1/+1 or 0/1); the file's "
+                               f"labels are {_values(sorted(vals))}: fix or remove that line and prepare the dataset "
+                               f"again")
     return (y > 0).astype(np.int64)
+
+
+def data_line(path, row: int) -> int | None:
+    """The 1-based line number of example ``row`` (0-based) of an svmlight file, counting as
+    scikit-learn's reader does (blank and comment-only lines hold no example); None when the file
+    cannot be read or has fewer examples."""
+    try:
+        with _open_text(Path(path)) as f:
+            seen = -1
+            for number, line in enumerate(f, start=1):
+                if line.split("#", 1)[0].split():
+                    seen += 1
+                    if seen == row:
+                        return number
+    except (OSError, EOFError):
+        return None
+    return None
+
+
+def _where(path, row: int) -> str:
+    """``file:line`` of example ``row`` of an svmlight file (``file (example row+1)`` if not found)."""
+    line = data_line(path, row)
+    return f"{path}:{line}" if line is not None else f"{path} (example {row + 1})"
 
 
 def check_rows(paths: dict, source: str, found: dict[str, int]) -> None:
@@ -110,8 +143,8 @@ def load_libsvm(paths: dict, name: str, n_features: int, source: str | None = No
     x_te, y_te = read_svmlight(paths["test"], n_features)
     if source is not None:
         check_rows(paths, source, {"train": len(x_tr), "test": len(x_te)})
-    return Dataset(name=name, x_train=x_tr, y_train=_binary(y_tr, Path(paths["train"]).name), x_test=x_te,
-                   y_test=_binary(y_te, Path(paths["test"]).name), num_classes=2,
+    return Dataset(name=name, x_train=x_tr, y_train=_binary(y_tr, paths["train"]), x_test=x_te,
+                   y_test=_binary(y_te, paths["test"]), num_classes=2,
                    meta={"label_map": {"-1 or 0": 0, "+1": 1}})
 
 
@@ -274,22 +307,44 @@ def binary_labels(labels: dict[Path, np.ndarray]) -> tuple[float, float]:
         labels: ``{file: raw labels (n,) float64}`` (train and test files).
 
     Raises:
-        CorruptFileError: a file has more than two label values (the message names it and its
-            values), or the files together do not have exactly two.
+        CorruptFileError: more than two label values, in one file or in the files together: the
+            message names ``file:line`` of the first row whose label is not one of the two most
+            frequent values (ties: the first seen), and the values; or fewer than two values
+            together (the files and values named).
     """
     seen: set[float] = set()
     for p, y in labels.items():
         vals = sorted(set(np.unique(y).tolist()))
         if len(vals) > 2:
-            raise CorruptFileError(f"{p}: {len(vals)} label values {_values(vals)}; a binary dataset needs exactly "
-                                   f"two (e.g. -1/+1, 0/1, 1/2)")
+            raise _third_label(labels, p, f"the file has {len(vals)} label values {_values(vals)}")
         seen |= set(vals)
     vals = sorted(seen)
+    if len(vals) > 2:
+        names = " and ".join(str(p) for p in labels)
+        raise _third_label(labels, None, f"{names} have label values {_values(vals)} together")
     if len(vals) != 2:
         names = ", ".join(str(p) for p in labels)
         raise CorruptFileError(f"{names}: label values {_values(vals)} together; a binary dataset needs exactly two "
                                f"(e.g. -1/+1, 0/1, 1/2)")
     return vals[0], vals[1]
+
+
+def _third_label(labels: dict[Path, np.ndarray], only: Path | None, what: str) -> CorruptFileError:
+    """The error for a label beyond the two classes (the two most frequent values of the files,
+    or of file ``only``), naming ``file:line`` of its first row."""
+    files = [only] if only is not None else list(labels)
+    y = np.concatenate([labels[p] for p in files])
+    vals, first, counts = np.unique(y, return_index=True, return_counts=True)
+    classes = vals[np.lexsort((first, -counts))[:2]]
+    for p in files:
+        rows = np.flatnonzero(~np.isin(labels[p], classes))
+        if len(rows):
+            row = int(rows[0])
+            return CorruptFileError(
+                f"{_where(p, row)}: label {labels[p][row]:g} is neither of the two classes "
+                f"{_values(sorted(classes.tolist()))} ({what}; a binary dataset needs exactly two, e.g. -1/+1, 0/1, "
+                f"1/2): fix or remove that line and prepare the dataset again")
+    return CorruptFileError(f"{what}; a binary dataset needs exactly two (e.g. -1/+1, 0/1, 1/2)")
 
 
 def _values(vals: list[float]) -> str:
