@@ -58,6 +58,77 @@ DATASET_DIR = layout.DATASETS_ROOT + "/{data}"
 PARTITION_DIR = layout.PARTITIONS_ROOT + "/{data}/{part}/seed={seed}"
 
 
+def verify_folder():
+    """Before any job: every file of the folder that this config's jobs would read or skip
+    (fedbench.integrity.verify_folder: its prepared datasets, partitions and cells; here also the
+    collected metrics and F* files) checked cheaply for damage (truncated, missing beside its
+    siblings, not its format), each damaged one named on stderr with what is wrong and what is
+    done. A real run repairs them: a dataset or partition file re-made and checked against its
+    recorded sha256 (nothing downstream reruns), a cell's outputs set aside (<name>.damaged) so that
+    it retrains, a damaged checkpoint set aside (the cell trains from its start), a collected file
+    set aside so that it is collected again. A dry run, a cluster job's own parse, or a folder that
+    another Snakemake holds locked changes nothing and says what the next run will do. What cannot
+    be repaired stops the workflow before any job, naming each file and the fix."""
+    from fedbench.data.errors import DamagedFileError
+    from fedbench.filecheck import CELL_OUTPUTS, json_problem, parquet_problem, set_aside
+    from fedbench.integrity import verify_folder as verify
+
+    if not workflow.is_main_process:
+        return
+    locked = any(Path(".snakemake/locks").glob("*.lock"))
+    repair = not workflow.output_settings.dryrun and not locked
+    data = config.get("data") or {}
+    datasets = {Path(c["dataset_dir"]): PREPARED[Path(c["dataset_dir"]).name] for c in CELLS}
+    partitions = {Path(c["partition_dir"]): (Path(c["dataset_dir"]), PARTITIONS[(c["dataset"], c["partition"])],
+                                             int(c["seed"])) for c in CELLS}
+    cells = list(dict.fromkeys(run_dir(c) for c in CELLS))
+    try:
+        lines = verify(datasets, partitions, cells, mirror=data.get("mirror"),
+                       trust_mirror_checksums=bool(data.get("trust_mirror_checksums")), repair=repair)
+    except DamagedFileError as e:
+        raise WorkflowError(f"damaged files in the results folder:\n{e}") from None
+    # Collected files and F*, checked as cheaply (Parquet's PAR1 ends, JSON that parses).
+    folder = Path(layout.EXPERIMENT_METRICS).parent
+    optima = {OPTIMUM_PATH.format(data=d, lam=lam): d for d, lam in OPTIMA}
+    stale = set()  # experiments whose collected file must be made again in this run
+    checks = [(p, parquet_problem(p)) for p in [*sorted(folder.glob("[!.]*.parquet")), Path(layout.FOLDER_METRICS)]]
+    for path, problem in checks + [(Path(p), json_problem(p)) for p in optima]:
+        if problem is None or problem.startswith("is missing"):
+            continue
+        if not repair:
+            lines.append(f"{path}: {problem}; the next run sets it aside and makes it again")
+            continue
+        set_aside(path)
+        other = path.parent == folder and path.stem not in EXPERIMENTS
+        again = (f"rerun the config file of experiment {path.stem!r} to collect it again" if other
+                 else "this run makes it again")
+        lines.append(f"{path}: {problem}; set aside as {path.name}.damaged: {again}")
+        if str(path) in optima:  # the experiments whose suboptimality it gives
+            stale |= {c["experiment"] for c in CELLS if (k := optimum_key(c)) and k[0] == optima[str(path)]}
+        elif path.parent == folder and not other:
+            stale.add(path.stem)
+    # A cell whose outputs were set aside retrains, and a file set aside above is made again, only
+    # if a target of this run is missing: Snakemake does not remake a missing intermediate file
+    # under up-to-date targets. So its experiment's collected file and the folder's go too (this
+    # run collects them again).
+    experiment_of = {run_dir(c): c["experiment"] for c in CELLS}
+    if repair:
+        for line in list(lines):
+            path = Path(line.split(": ", 1)[0])
+            if path.name in CELL_OUTPUTS and str(path.parent) in experiment_of:
+                stale.add(experiment_of[str(path.parent)])
+    targets = [Path(layout.experiment_metrics(e)) for e in sorted(stale)] + [Path(layout.FOLDER_METRICS)] * bool(stale)
+    for collected in targets:
+        if collected.exists():
+            collected.unlink()
+            lines.append(f"{collected}: removed (made from what was set aside); this run makes it again")
+    for line in lines:
+        print(f"fedbench: damaged: {line}", file=sys.stderr)
+    if lines and not repair:
+        why = "another Snakemake holds this folder" if locked else "a dry run changes nothing"
+        print(f"fedbench: nothing repaired ({why})", file=sys.stderr)
+
+
 # A swept cell's algorithm label (and, for an axis on a partition parameter, its partition id) is
 # the configured id plus one ",<name>=<value>" per axis: CELL_ID_PATTERN (fedbench.config.expand_cells).
 
@@ -461,3 +532,8 @@ def print_results(wandb_enabled):
         "report: snakemake --report results/report.html  (then open results/report.html)",
         file=sys.stderr,
     )
+
+
+# Every file this config reads or skips, checked (and repaired) before the train rules read the
+# cells' summary.json (stack_groups) and before Snakemake looks at any output.
+verify_folder()

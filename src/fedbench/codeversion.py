@@ -58,8 +58,10 @@ SOURCE_READERS: dict[str, str] = {
     "quadratic": "quadratic",
 }
 REGISTRIES["fedbench.data.registry"] = tuple(sorted({f"fedbench.data.{m}" for m in SOURCE_READERS.values()}))
-# Modules that compute no result: the algorithm registry (names; get_algorithm imports by name).
-IGNORED: frozenset[str] = frozenset({"fedbench", "fedbench.algorithms"})
+# Modules that compute no result: the algorithm registry (names; get_algorithm imports by name),
+# and the checks that a written file is still whole (fedbench.filecheck, fedbench.integrity: they
+# decide whether a file is damaged, never what a file holds).
+IGNORED: frozenset[str] = frozenset({"fedbench", "fedbench.algorithms", "fedbench.filecheck", "fedbench.integrity"})
 
 
 def _package_dir(package: str) -> Path:

@@ -56,7 +56,7 @@ CHECKPOINT = "checkpoint.pt"
 HEATMAP = "heatmap.png"
 _CELL_CHECKS = (("metrics.parquet", parquet_problem), ("summary.json", json_problem),
                 ("delta_histogram.parquet", parquet_problem), (CHECKPOINT, zip_problem))
-RETRAIN = "the next run retrains this cell"
+RETRAIN = "Snakemake retrains this cell"
 
 
 # --------------------------------------------------------------------------- cells

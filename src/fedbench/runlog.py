@@ -9,6 +9,9 @@ most one every ``interval`` seconds (plus the bar's final state), so a training 
 
 :func:`job_context` says where the job ran (host, Slurm job id, CPUs, GPUs); the train shim
 prints it at the top of the log and records it in the cell's summary.json.
+
+:func:`ends_with_message` ends a job whose failure is already explained by its error (a damaged
+file named with its fix) with that message alone, in the job's log and on Snakemake's stderr.
 """
 
 from __future__ import annotations
@@ -17,10 +20,12 @@ import io
 import os
 import re
 import socket
+import sys
 import threading
 import time
+from contextlib import contextmanager
 
-__all__ = ["ProgressLog", "job_context", "slurm_cpus", "update_json"]
+__all__ = ["ProgressLog", "ends_with_message", "job_context", "slurm_cpus", "update_json"]
 
 
 class ProgressLog(io.TextIOBase):
@@ -142,3 +147,20 @@ def update_json(path, values: dict) -> None:
     data.update(values)
     with atomic_write(path) as tmp:
         tmp.write_text(json.dumps(data, indent=2, default=float) + "\n")
+
+
+@contextmanager
+def ends_with_message(*errors: type[BaseException], what: str = "job"):
+    """Within the block, one of ``errors`` ends the job (exit status 1) with its message alone:
+    ``fedbench: <what> failed:`` and the message, on the job's log (the redirected ``sys.stdout``)
+    and on the process's original stderr, which Snakemake shows; no traceback. For errors whose
+    message already names the file and the fix (fedbench.data.errors.DamagedFileError)."""
+    try:
+        yield
+    except errors as e:
+        msg = f"fedbench: {what} failed:\n{e}\n"
+        print(msg, flush=True)
+        if sys.stdout is not sys.__stderr__:
+            sys.__stderr__.write(msg)
+            sys.__stderr__.flush()
+        raise SystemExit(1) from None

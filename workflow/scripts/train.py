@@ -31,7 +31,9 @@ sys.stdout = sys.stderr = ProgressLog(_log, interval=10.0)
 
 from pathlib import Path  # noqa: E402
 
+from fedbench.data.errors import DamagedFileError  # noqa: E402
 from fedbench.engine.loop import run_cells  # noqa: E402
+from fedbench.runlog import ends_with_message  # noqa: E402
 
 out, params = snakemake.output, snakemake.params  # noqa: F821
 stacked = hasattr(params, "specs")  # a stacked rule: one output of each kind per cell
@@ -52,35 +54,37 @@ metrics, summaries = per_cell(out.metrics), per_cell(out.summary)
 hists = None if hist is None else per_cell(hist)
 extras = [{"fingerprint": f} for f in params.fingerprints] if stacked else None
 try:
-    lo = 0
-    for i, size in enumerate(sizes):
-        hi = lo + size
-        names = [f"{s['experiment']}/{s['dataset']}/{s['partition']}/{s['algorithm']}/seed={s['seed']}"
-                 for s in specs[lo:hi]]
-        print(f"[fedbench] {'cells' if stacked else 'cell'} {', '.join(names)} on {job['host']}"
-              + (f", Slurm job {slurm['job_id']} ({slurm['cpus_per_task']} CPUs)" if slurm else ", not in a Slurm job")
-              + (f" (group {i + 1} of {len(sizes)} in this job)" if len(sizes) > 1 else ""))
-        run_cells(
-            specs[lo:hi],
-            Path(snakemake.input.meta).parent,  # noqa: F821
-            partitions[lo:hi],
-            metrics[lo:hi],
-            summaries[lo:hi],
-            # runtime settings: the config's, with the schema's defaults (filled in by rules/common.smk)
-            device=snakemake.config["device"],  # noqa: F821
-            engine=snakemake.config["engine"],  # noqa: F821
-            chunk_size=snakemake.config["chunk_size"],  # noqa: F821
-            checkpoint_every=snakemake.config["checkpoint_every"],  # noqa: F821
-            delta_histogram_paths=None if hists is None else hists[lo:hi],
-            # Inside Slurm, the CPUs the job was given (Snakemake caps threads by its own --cores).
-            num_threads=slurm_cpus() or snakemake.threads,  # noqa: F821
-            progress=True,
-            summary_extra=None if extras is None else extras[lo:hi],
-        )
-        for summary, code in zip(summaries[lo:hi], codes[lo:hi]):
-            update_json(summary, {"job": job, "code_version": code})
-            print(f"[fedbench] wrote {summary} and its metrics.parquet")
-        lo = hi
+    with ends_with_message(DamagedFileError, what="training"):  # a damaged input: its message, no traceback
+        lo = 0
+        for i, size in enumerate(sizes):
+            hi = lo + size
+            names = [f"{s['experiment']}/{s['dataset']}/{s['partition']}/{s['algorithm']}/seed={s['seed']}"
+                     for s in specs[lo:hi]]
+            where = (f", Slurm job {slurm['job_id']} ({slurm['cpus_per_task']} CPUs)" if slurm
+                     else ", not in a Slurm job")
+            print(f"[fedbench] {'cells' if stacked else 'cell'} {', '.join(names)} on {job['host']}{where}"
+                  + (f" (group {i + 1} of {len(sizes)} in this job)" if len(sizes) > 1 else ""))
+            run_cells(
+                specs[lo:hi],
+                Path(snakemake.input.meta).parent,  # noqa: F821
+                partitions[lo:hi],
+                metrics[lo:hi],
+                summaries[lo:hi],
+                # runtime settings: the config's, with the schema's defaults (filled in by rules/common.smk)
+                device=snakemake.config["device"],  # noqa: F821
+                engine=snakemake.config["engine"],  # noqa: F821
+                chunk_size=snakemake.config["chunk_size"],  # noqa: F821
+                checkpoint_every=snakemake.config["checkpoint_every"],  # noqa: F821
+                delta_histogram_paths=None if hists is None else hists[lo:hi],
+                # Inside Slurm, the CPUs the job was given (Snakemake caps threads by its own --cores).
+                num_threads=slurm_cpus() or snakemake.threads,  # noqa: F821
+                progress=True,
+                summary_extra=None if extras is None else extras[lo:hi],
+            )
+            for summary, code in zip(summaries[lo:hi], codes[lo:hi]):
+                update_json(summary, {"job": job, "code_version": code})
+                print(f"[fedbench] wrote {summary} and its metrics.parquet")
+            lo = hi
 finally:
     sys.stdout.close()
     sys.stdout = sys.stderr = _log
