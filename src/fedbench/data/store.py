@@ -1,6 +1,6 @@
 """The one on-disk format every prepared dataset shares.
 
-``resources/datasets/<name>/`` holds plain NumPy arrays and a JSON manifest:
+``resources/datasets/<id>-<digest>/`` (fedbench.layout) holds plain NumPy arrays and a JSON manifest:
 
 ====================  ==========================================  =========================
 file                  shape / dtype                               meaning
