@@ -226,7 +226,7 @@ def test_a_damaged_cell_output_sets_the_cells_outputs_aside(folder, name, damage
         flip(path, -1)
     lines = verify_folder(*args)
     assert len(lines) == 1 and lines[0].startswith(f"{path}: ")
-    assert "the next run retrains this cell" in lines[0]
+    assert "Snakemake retrains this cell" in lines[0]
     assert sorted(p.name for p in cells[0].iterdir()) == ["delta_histogram.parquet.damaged",
                                                           "metrics.parquet.damaged", "summary.json.damaged"]
     assert sorted(p.name for p in cells[1].iterdir()) == ["metrics.parquet", "summary.json"]  # untouched
