@@ -251,30 +251,34 @@ def _local_executor():
     return plugin is not None and plugin.name == "local"
 
 
-def _train_resource(key, cell=None, groups=1):
+def _train_resource(key, cell=None, groups=1, job=None):
     """A resource function of a train rule: fedbench.config.job_resources of the config's
     resources for the cell's (experiment, dataset), at this attempt (runtime and mem_mb grow
     with it, so a retry after a time-out or out-of-memory kill asks for more). The cell is the
-    one the wildcards name, or ``cell`` for a stacked job (its first cell; all share the resources),
-    whose runtime is that of its ``groups`` groups one after another."""
+    one the wildcards name, or ``cell`` for a stacked job named ``job`` (its first cell; all share
+    the resources), whose configured runtime is that of its ``groups`` groups one after another.
+    An unset runtime is the job's estimated time with a margin (JOB_SECONDS, fedbench.estimate)."""
 
     def get(wildcards, attempt):
         if key in SCHEDULER_RESOURCES and _local_executor():
             return None  # Snakemake drops a None resource: not shown, not requested
         where = (cell["experiment"], cell["dataset"]) if cell else (wildcards.experiment, wildcards.dataset)
-        value = job_resources(TRAIN_RESOURCES[where], attempt)[key]
-        return value * groups if key == "runtime" and value is not None else value
+        resources = TRAIN_RESOURCES[where]
+        seconds = JOB_SECONDS.get(job if cell else cell_key(wildcards))
+        value = job_resources(resources, attempt, seconds)[key]
+        configured = resources["runtime"] is not None
+        return value * groups if key == "runtime" and configured and value is not None else value
 
     get.__name__ = f"train_{key}"
     return get
 
 
-def train_rule_resources(cell=None, groups=1):
-    """The resources of the train rule, or with ``cell`` those of a stacked job of ``groups``
-    groups, for that cell's experiment and dataset. gpu/gres/slurm_partition are only declared when some experiment sets them, so that
-    otherwise the profile's defaults apply to them untouched (a declared resource whose value is
-    None is dropped by Snakemake)."""
-    res = {key: _train_resource(key, cell, groups) for key in ("runtime", "mem_mb", "cpus_per_task")}
+def train_rule_resources(cell=None, groups=1, job=None):
+    """The resources of the train rule, or with ``cell`` those of the stacked job ``job`` of
+    ``groups`` groups, for that cell's experiment and dataset. gpu/gres/slurm_partition are only
+    declared when some experiment sets them, so that otherwise the profile's defaults apply to them
+    untouched (a declared resource whose value is None is dropped by Snakemake)."""
+    res = {key: _train_resource(key, cell, groups, job) for key in ("runtime", "mem_mb", "cpus_per_task")}
     values = list(TRAIN_RESOURCES.values())
     if any(r["gpus"] for r in values):
         res["gpu"] = _train_resource("gpu", cell)  # Slurm: --gpus=N (none when 0); locally: --resources gpu=N
@@ -282,6 +286,12 @@ def train_rule_resources(cell=None, groups=1):
         if any(r[key] is not None for r in values):
             res[key] = _train_resource(key, cell)
     return res
+
+
+def cell_key(cell):
+    """(experiment, dataset, partition, algorithm, seed as a string) of a cell or its wildcards."""
+    get = cell.get if isinstance(cell, dict) else lambda k: getattr(cell, k)
+    return tuple(str(get(k)) for k in ("experiment", "dataset", "partition", "algorithm", "seed"))
 
 
 def train_threads(wildcards):
@@ -537,3 +547,76 @@ def print_results(wandb_enabled):
 # Every file this config reads or skips, checked (and repaired) before the train rules read the
 # cells' summary.json (stack_groups) and before Snakemake looks at any output.
 verify_folder()
+
+
+# Cost before launch (fedbench.estimate): the train jobs still to run, each priced from its cells'
+# sample-steps and the rates learned from this config's finished cells (else the shipped ones);
+# printed per experiment, with a ⚠ where a job would outrun its runtime. JOB_SECONDS: {job: its
+# estimated seconds} (a stacked job by its rule name, a single cell by cell_key), read by the
+# train rules' runtime when the config sets none.
+STACK_GROUPS = stack_groups()
+
+
+def _sizes():
+    """{(dataset, partition): (n_train, N)} of the config's cells (None where unknown before
+    the dataset is prepared)."""
+    from fedbench.data.registry import natural_client_count, train_size
+
+    out = {}
+    for c in CELLS:
+        key = (c["dataset"], c["partition"])
+        if key in out:
+            continue
+        params = DATASETS[c["dataset"]]
+        try:
+            with open(f"{c['dataset_dir']}/meta.json") as f:
+                n_train = json.load(f)["n_train"]
+        except (OSError, ValueError, KeyError):
+            try:
+                n_train = train_size(params["source"], {k: v for k, v in params.items() if k != "source"})
+            except ValueError:
+                n_train = None
+        clients = PARTITIONS[key].get("num_clients") or natural_client_count(
+            params["source"], {k: v for k, v in params.items() if k != "source"})
+        out[key] = (n_train, clients) if n_train and clients else None
+    return out
+
+
+def estimate_jobs():
+    """Price the train jobs still to run and print the estimate (main process only)."""
+    from fedbench import estimate
+
+    sizes = _sizes()
+    engine = config.get("engine") or "vectorized"
+    device = "cuda" if config.get("device") == "cuda" else "cpu"
+
+    def work(c, stacked):
+        size = sizes[(c["dataset"], c["partition"])]
+        steps = estimate.sample_steps(c, *size) if size else 0.0
+        return steps, estimate.rate_key(c["model"]["name"], engine, device, stacked)
+
+    finished = []
+    for c in CELLS[:5000]:  # learned rates: this config's finished cells
+        try:
+            with open(f"{run_dir(c)}/summary.json") as f:
+                summary = json.load(f)
+        except (OSError, ValueError):
+            continue
+        size = sizes[(c["dataset"], c["partition"])]
+        finished.append((summary, estimate.sample_steps(c, *size) if size else 0.0))
+    learned = estimate.learn_rates(finished)
+    jobs = [estimate.Job(g.cells[0]["experiment"], [work(c, True) for c in g.cells],
+                         TRAIN_RESOURCES[(g.cells[0]["experiment"], g.cells[0]["dataset"])]["runtime"], name=g.name)
+            for g in STACK_GROUPS]
+    jobs += [estimate.Job(c["experiment"], [work(c, False)], TRAIN_RESOURCES[(c["experiment"], c["dataset"])]["runtime"],
+                          name=cell_key(c))
+             for c in CELLS if c["experiment"] not in STACKED and not os.path.exists(f"{run_dir(c)}/metrics.parquet")]
+    estimate.price(jobs, learned, estimate.shipped_rates())
+    totals = {e: estimate.job_count([c for c in CELLS if c["experiment"] == e], STACKED.get(e)) for e in EXPERIMENTS}
+    if workflow.is_main_process:
+        for line in estimate.report(jobs, totals, device, learned):
+            print(f"fedbench: estimate: {line}", file=sys.stderr)
+    return {j.name: j.seconds for j in jobs}
+
+
+JOB_SECONDS = estimate_jobs()

@@ -62,7 +62,7 @@ if HISTOGRAM_EXPERIMENTS:
 # stack_groups_per_job groups one after another in one process. One rule per job, with explicit
 # outputs (stack_groups in rules/common.smk): finished cells are in no group (their summary.json
 # records the fingerprint of what made them), so an added grid value or seed trains only the new cells.
-for _group in stack_groups():
+for _group in STACK_GROUPS:
 
     rule:
         name:
@@ -81,6 +81,6 @@ for _group in stack_groups():
             _group.log,
         threads: TRAIN_RESOURCES[(_group.cells[0]["experiment"], _group.cells[0]["dataset"])]["cpus"]
         resources:
-            **train_rule_resources(_group.cells[0], len(_group.sizes)),
+            **train_rule_resources(_group.cells[0], len(_group.sizes), _group.name),
         script:
             "../workflow/scripts/train.py"

@@ -92,7 +92,8 @@ TABLE_DEFAULTS = {k: p["default"] for k, p in _PROPS["tables"]["properties"].ite
 #: job, gpus per job (0 = none), gres (a Slurm gres string such as "shard:1" to share a GPU;
 #: null = none), slurm_partition (null = the profile's / cluster's default). Not schema defaults:
 #: an unset key is inherited from the outer level.
-RESOURCE_DEFAULTS = {"runtime": 30, "mem_mb": 2000, "cpus": 1, "gpus": 0, "gres": None, "slurm_partition": None}
+#: runtime None: the job's estimated time with a margin (fedbench.estimate.auto_runtime, at least 30 min).
+RESOURCE_DEFAULTS = {"runtime": None, "mem_mb": 2000, "cpus": 1, "gpus": 0, "gres": None, "slurm_partition": None}
 # Defaults of the mappings merged across levels (experiment < dataset < algorithm): the schema
 # cannot state them, since a default would shadow the outer level's value.
 SAMPLING_DEFAULTS = {"scheme": "uniform", "participation": 1.0}
@@ -1506,17 +1507,21 @@ def stacked_experiments(config: dict) -> dict[str, int]:
             if ecfg["stack"]}
 
 
-def job_resources(resources: dict, attempt: int = 1) -> dict:
+def job_resources(resources: dict, attempt: int = 1, estimate_seconds: float | None = None) -> dict:
     """The Snakemake resources of a train job from its config resources (:func:`train_resources`).
 
-    ``runtime`` (minutes) and ``mem_mb`` are multiplied by ``attempt`` (1, 2, ... under
+    ``runtime`` (minutes; unset: :func:`fedbench.estimate.auto_runtime` of ``estimate_seconds``,
+    the job's estimated time) and ``mem_mb`` are multiplied by ``attempt`` (1, 2, ... under
     ``--retries``), so a job killed for its time or memory limit asks for more the next time;
     ``cpus`` -> ``cpus_per_task`` (Slurm --cpus-per-task; unlike threads, not capped by
     --cores); ``gpus`` -> ``gpu`` (Slurm --gpus; 0 = none); ``gres`` and ``slurm_partition``
     pass through (None = not set)."""
+    from fedbench.estimate import auto_runtime
+
     attempt = max(1, int(attempt))
+    runtime = resources["runtime"] if resources["runtime"] is not None else auto_runtime(estimate_seconds)
     return {
-        "runtime": resources["runtime"] * attempt,
+        "runtime": runtime * attempt,
         "mem_mb": resources["mem_mb"] * attempt,
         "cpus_per_task": resources["cpus"],
         "gpu": resources["gpus"],

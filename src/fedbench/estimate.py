@@ -1,0 +1,199 @@
+"""Cost before launch: each experiment's training jobs and their estimated CPU (or GPU) time.
+
+A cell's work is counted in **sample-steps**: the samples its clients' local steps process over the
+run, rounds × E[clients per round] × local steps per client × batch size, with a client's local
+steps ``local.steps`` or ``local.epochs`` · ⌈n_i / B⌉ at the mean client size n_i = n_train / N.
+Its time is its work times a **rate** (seconds per sample-step) of its (model, engine, device,
+stacked) key, plus, per job, the process's start-up (Python, torch, the data). The rates are:
+
+- **learned** from the folder: every finished cell of the current config records its training
+  time (``wall_seconds`` in summary.json; a stacked group's cells share one) and its spec, whence
+  its work; the rate of a key is the median of its cells' seconds per sample-step;
+- else **shipped**: :data:`RATES_PATH`, learned the same way from the shipped quick files and the
+  default suite on a 2-core CPU (``python benchmarks/cost_rates.py <folder>``, the date, machine
+  and command inside);
+- else the slowest shipped rate, flagged as a guess.
+
+A job whose estimate exceeds its ``runtime`` is flagged with the key to set; a train job whose
+config sets no ``runtime`` asks for :func:`auto_runtime` of its estimate.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+#: The shipped rates (package data): {"rates": {key: seconds per sample-step}, "job_startup_s", ...}.
+RATES_PATH = Path(__file__).with_name("cost_rates.json")
+#: A train job's runtime when the config sets none: the estimate times this margin...
+RUNTIME_MARGIN = 3.0
+#: ...and never less than this many minutes (the estimate is rough at small scales).
+MIN_RUNTIME = 30
+
+
+def _mean_amount(v) -> float | None:
+    """An int count, or the mean of a ``{"low", "high"}`` distribution (fedbench.config._local_work)."""
+    if v is None:
+        return None
+    if isinstance(v, Mapping):
+        return (float(v["low"]) + float(v["high"])) / 2
+    return float(v)
+
+
+def sample_steps(cell: Mapping, n_train: int, num_clients: int) -> float:
+    """The samples a cell's local steps process over its run (see the module docstring).
+
+    Args:
+        cell: a resolved cell (fedbench.config.expand_cells): ``rounds``, ``sampling``
+            (``participation``), ``local`` (``steps`` or ``epochs``, ``batch_size``).
+        n_train: the dataset's training samples.
+        num_clients: N, the partition's clients.
+
+    Returns:
+        rounds × max(1, participation · N) × local steps × batch size.
+    """
+    batch = max(1, int(cell["local"].get("batch_size") or 1))
+    per_client = n_train / max(1, num_clients)
+    steps = _mean_amount(cell["local"].get("steps"))
+    if steps is None:
+        steps = (_mean_amount(cell["local"].get("epochs")) or 1.0) * math.ceil(per_client / batch)
+    clients = max(1.0, float(cell["sampling"].get("participation", 1.0)) * num_clients)
+    return float(cell["rounds"]) * clients * steps * batch
+
+
+def rate_key(model: str, engine: str, device: str, stacked: bool) -> str:
+    """The key of a rate: ``<model>|<engine>|<device>|<stacked or single>``."""
+    return f"{model}|{engine}|{device}|{'stacked' if stacked else 'single'}"
+
+
+def learn_rates(finished: Iterable[tuple[Mapping, float]]) -> dict[str, dict]:
+    """Rates from finished cells.
+
+    Args:
+        finished: (summary.json of a cell, its sample-steps) pairs. A stacked group's cells each
+            record the group's ``wall_seconds``; each is charged its share.
+
+    Returns:
+        ``{key: {"rate": median seconds per sample-step, "cells": count}}``.
+    """
+    per: dict[str, list[float]] = {}
+    for summary, work in finished:
+        wall, spec = summary.get("wall_seconds"), summary.get("spec") or {}
+        if not wall or not work or summary.get("status") not in ("ok", "diverged"):
+            continue
+        group = len(summary.get("stacked_cells") or []) or 1
+        key = rate_key(spec.get("model", {}).get("name", "?"), summary.get("engine", "?"),
+                       summary.get("device", "cpu"), group > 1)
+        per.setdefault(key, []).append(wall / group / work)
+    return {k: {"rate": statistics.median(v), "cells": len(v)} for k, v in per.items()}
+
+
+def shipped_rates(path: str | Path = RATES_PATH) -> dict:
+    """The shipped rate table (:data:`RATES_PATH`); an empty one when the file is absent."""
+    try:
+        return json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        return {"rates": {}, "job_startup_s": 5.0}
+
+
+@dataclass
+class Job:
+    """One training job: its experiment, its cells' sample-steps and rate keys, its runtime."""
+
+    experiment: str
+    work: list[tuple[float, str]]
+    runtime: int | None  # minutes, as configured (None: unset, auto_runtime applies)
+    name: object = None  # the job's key in the workflow (a stacked rule's name, a cell's key)
+    seconds: float = 0.0
+    guessed: set = field(default_factory=set)
+
+
+def price(jobs: Sequence[Job], learned: Mapping[str, dict], shipped: Mapping) -> None:
+    """Set each job's ``seconds``: start-up plus Σ sample-steps × rate (learned, else shipped,
+    else the slowest shipped rate: the key is then added to the job's ``guessed``)."""
+    rates = {k: v["rate"] for k, v in learned.items()}
+    table = shipped.get("rates", {})
+    slowest = max(table.values(), default=1e-5)
+    for job in jobs:
+        total = float(shipped.get("job_startup_s", 5.0))
+        for work, key in job.work:
+            rate = rates.get(key, table.get(key))
+            if rate is None:
+                job.guessed.add(key)
+                rate = slowest
+            total += work * rate
+        job.seconds = total
+
+
+def job_count(cells: Sequence[Mapping], groups_per_job: int | None) -> int:
+    """How many training jobs an experiment's cells make in all: one per cell, or with stacking
+    (``groups_per_job``: its stack_groups_per_job) its stack groups, up to that many per job per
+    dataset (fedbench.engine.stacking.stack_key)."""
+    if groups_per_job is None:
+        return len(cells)
+    from fedbench.config import training_spec
+    from fedbench.engine.stacking import stack_key
+
+    groups: dict[str, set] = {}
+    for c in cells:
+        groups.setdefault(c["dataset"], set()).add(stack_key(training_spec(c)))
+    return sum(math.ceil(len(g) / groups_per_job) for g in groups.values())
+
+
+def auto_runtime(seconds: float | None) -> int:
+    """A train job's runtime in minutes when the config sets none: ⌈RUNTIME_MARGIN × estimate⌉,
+    at least :data:`MIN_RUNTIME` (also when there is no estimate)."""
+    if seconds is None:
+        return MIN_RUNTIME
+    return max(MIN_RUNTIME, math.ceil(RUNTIME_MARGIN * seconds / 60))
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 2 * 3600:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def report(jobs: Sequence[Job], totals: Mapping[str, int], device: str, learned: Mapping[str, dict]) -> list[str]:
+    """The lines printed before a run: per experiment its training jobs to run (of its total),
+    their estimated CPU or GPU time and the longest job against its runtime; then one ⚠ line per
+    experiment whose jobs exceed their runtime, with the key to set.
+
+    Args:
+        jobs: the jobs still to run, priced (:func:`price`).
+        totals: {experiment: its training jobs in all, done ones included}.
+        device: ``cpu`` or ``cuda`` (the unit of the time: CPU or GPU).
+        learned: the learned rates (their cell counts are shown).
+    """
+    unit = "GPU" if device == "cuda" else "CPU"
+    lines = []
+    for experiment, total in totals.items():
+        mine = [j for j in jobs if j.experiment == experiment]
+        if not mine:
+            lines.append(f"{experiment}: all {total} training jobs done")
+            continue
+        seconds = sum(j.seconds for j in mine)
+        longest = max(mine, key=lambda j: j.seconds)
+        limit = longest.runtime if longest.runtime is not None else auto_runtime(longest.seconds)
+        guessed = sorted(set().union(*(j.guessed for j in mine)))
+        note = f" (no measured rate for {', '.join(guessed)}: assumed the slowest known)" if guessed else ""
+        lines.append(f"{experiment}: {len(mine)} training jobs to run (of {total}), ~{_duration(seconds)} of "
+                     f"{unit} time; the longest ~{_duration(longest.seconds)} (runtime {limit} min){note}")
+        over = [j for j in mine if j.runtime is not None and j.seconds > 60 * j.runtime]
+        if over:
+            need = auto_runtime(max(j.seconds for j in over))
+            lines.append(f"⚠ {experiment}: {len(over)} of its jobs need more than their runtime "
+                         f"({over[0].runtime} min; the longest ~{_duration(max(j.seconds for j in over))}): "
+                         f"a cluster would kill them. Set experiments.{experiment}.resources.runtime: {need} "
+                         f"(or delete runtime: unset, it is the estimate × {RUNTIME_MARGIN:g}, at least "
+                         f"{MIN_RUNTIME} min), or make the jobs smaller (stack_groups_per_job, fewer rounds)")
+    if learned:
+        lines.append("rates learned here from " + ", ".join(f"{v['cells']} {k}" for k, v in sorted(learned.items()))
+                     + " cells; others shipped (fedbench/cost_rates.json)")
+    return lines

@@ -1,0 +1,105 @@
+"""fedbench.estimate: the work of a cell, rates learned and shipped, the report and the runtime."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from fedbench import estimate
+from fedbench.config import expand_cells, job_resources, train_resources
+
+TINY = {
+    "datasets": {"digits": {"source": "digits"}},
+    "experiments": {
+        "e": {
+            "seeds": [0],
+            "rounds": 10,
+            "sampling": {"scheme": "uniform", "participation": 0.5},
+            "local": {"epochs": 1, "batch_size": 32, "lr": 0.1},
+            "datasets": {"digits": {"model": {"name": "logreg"},
+                                    "partitions": {"iid": {"scheme": "iid", "num_clients": 4}}}},
+            "algorithms": {"fedavg": {}},
+        }
+    },
+}
+
+
+def cell(**local):
+    cfg = copy.deepcopy(TINY)
+    cfg["experiments"]["e"]["local"].update(local)
+    (c,) = expand_cells(cfg)
+    return c
+
+
+def test_sample_steps_by_hand():
+    # 400 samples over 4 clients: 100 each, ⌈100 / 32⌉ = 4 steps an epoch; 2 clients a round; 10 rounds
+    assert estimate.sample_steps(cell(), 400, 4) == 10 * 2 * 4 * 32
+    assert estimate.sample_steps(cell(epochs=3), 400, 4) == 10 * 2 * 12 * 32
+    assert estimate.sample_steps(cell(epochs=None, steps=5), 400, 4) == 10 * 2 * 5 * 32
+    # a heterogeneous amount of local work: its mean, (2 + 6) / 2 epochs
+    hetero = cell(epochs={"distribution": "uniform", "low": 2, "high": 6})
+    assert estimate.sample_steps(hetero, 400, 4) == 10 * 2 * 16 * 32
+
+
+def test_learned_rates_charge_a_stacked_group_once():
+    key = estimate.rate_key("logreg", "vectorized", "cpu", True)
+    group = ["a", "b", "c", "d"]
+    summaries = [({"wall_seconds": 8.0, "status": "ok", "engine": "vectorized", "device": "cpu",
+                   "spec": {"model": {"name": "logreg"}}, "stacked_cells": group}, 1000.0) for _ in group]
+    learned = estimate.learn_rates(summaries + [({"wall_seconds": 1.0, "status": "failed"}, 1.0)])
+    assert learned == {key: {"rate": 8.0 / 4 / 1000.0, "cells": 4}}
+
+
+def test_learned_rates_win_over_shipped_and_an_unknown_key_is_a_flagged_guess():
+    shipped = {"rates": {"a": 1e-6, "b": 4e-6}, "job_startup_s": 2.0}
+    jobs = [estimate.Job("e", [(1e6, "a")], None), estimate.Job("e", [(1e6, "a"), (1e6, "z")], None)]
+    estimate.price(jobs, {"a": {"rate": 3e-6, "cells": 5}}, shipped)
+    assert jobs[0].seconds == pytest.approx(2.0 + 3.0) and not jobs[0].guessed
+    assert jobs[1].seconds == pytest.approx(2.0 + 3.0 + 4.0) and jobs[1].guessed == {"z"}
+
+
+def test_a_run_that_cannot_finish_is_flagged_with_the_key_to_set():
+    """200,000 rounds × 100 clients × 50 local epochs: far over the runtime it asks for."""
+    cfg = copy.deepcopy(TINY)
+    e = cfg["experiments"]["e"]
+    e.update(rounds=200_000, resources={"runtime": 30})
+    e["local"]["epochs"] = 50
+    e["sampling"]["participation"] = 1.0
+    e["datasets"]["digits"]["partitions"]["iid"]["num_clients"] = 100
+    (c,) = expand_cells(cfg)
+    work = estimate.sample_steps(c, 1437, 100)
+    key = estimate.rate_key("logreg", "vectorized", "cpu", False)
+    job = estimate.Job("e", [(work, key)], 30)
+    estimate.price([job], {}, {"rates": {key: 1e-6}, "job_startup_s": 3.0})
+    lines = estimate.report([job], {"e": 1}, "cpu", {})
+    assert job.seconds > 3600
+    assert lines[0].startswith("e: 1 training jobs to run (of 1), ~") and "runtime 30 min" in lines[0]
+    assert lines[1].startswith("⚠ e: 1 of its jobs need more than their runtime (30 min")
+    assert f"experiments.e.resources.runtime: {estimate.auto_runtime(job.seconds)}" in lines[1]
+
+
+def test_a_small_run_is_not_flagged_and_a_finished_experiment_says_so():
+    job = estimate.Job("e", [(10.0, "a")], None)
+    estimate.price([job], {}, {"rates": {"a": 1e-3}, "job_startup_s": 1.0})
+    lines = estimate.report([job], {"e": 1, "done": 4}, "cuda", {})
+    assert lines == ["e: 1 training jobs to run (of 1), ~1 s of GPU time; the longest ~1 s (runtime 30 min)",
+                     "done: all 4 training jobs done"]
+
+
+def test_an_unset_runtime_is_the_estimate_with_a_margin():
+    assert estimate.auto_runtime(None) == estimate.MIN_RUNTIME == 30
+    assert estimate.auto_runtime(60.0) == 30  # at least the minimum
+    assert estimate.auto_runtime(3600.0) == 180  # 3 × 60 min
+    res = train_resources(copy.deepcopy(TINY))[("e", "digits")]
+    assert res["runtime"] is None
+    assert job_resources(res, 1, 3600.0)["runtime"] == 180
+    assert job_resources(res, 2, 3600.0)["runtime"] == 360  # a retry asks for more, as a set runtime
+    assert job_resources({**res, "runtime": 45}, 1, 3600.0)["runtime"] == 45  # a set runtime wins
+
+
+def test_the_shipped_rates_name_their_measurement():
+    shipped = estimate.shipped_rates()
+    assert shipped["rates"] and all(r > 0 for r in shipped["rates"].values())
+    assert {"measured", "machine", "command", "job_startup_s"} <= set(shipped)
+    assert "benchmarks/cost_rates.py" in shipped["command"]
