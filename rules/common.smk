@@ -6,6 +6,8 @@
 # Before that: each config file is re-read refusing duplicate keys (Snakemake's YAML loader keeps
 # the last), and nested `--config` values, which Snakemake hands over as strings, are typed as the
 # schema says (fedbench.config.typed_overrides).
+import os
+
 from snakemake.exceptions import WorkflowError
 
 from fedbench import layout
@@ -54,8 +56,8 @@ PARTITIONED = {}
 for _c in CELLS:
     _data, _part = _c["partition_dir"].split("/")[-3:-1]
     PARTITIONED[(_data, _part)] = (_c["dataset"], _c["partition"], PARTITIONS[(_c["dataset"], _c["partition"])])
-DATASET_DIR = layout.DATASETS_ROOT + "/{data}"
-PARTITION_DIR = layout.PARTITIONS_ROOT + "/{data}/{part}/seed={seed}"
+DATASET_DIR = os.path.join(layout.DATASETS_ROOT, "{data}")
+PARTITION_DIR = os.path.join(layout.PARTITIONS_ROOT, "{data}", "{part}", "seed={seed}")
 
 
 def verify_folder():
