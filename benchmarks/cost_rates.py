@@ -68,6 +68,17 @@ def measure(folder: Path, config_file: str) -> dict:
     return {"finished": finished, "training_s": sum(groups.values()), "jobs": jobs, "work": work}
 
 
+def _cpu() -> str:
+    """The CPU's model name (/proc/cpuinfo), or the platform's processor string."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("folder", type=Path)
@@ -100,9 +111,9 @@ def main() -> None:
     if args.write:
         out = {
             "measured": datetime.date.today().isoformat(),
-            "machine": f"{platform.machine()} {platform.processor() or ''}".strip() + f", {CORES} cores",
-            "command": f"python benchmarks/cost_rates.py {args.folder} --write (after the loop in "
-                       "benchmarks/RESULTS.md, 'Cost estimates')",
+            "machine": f"{platform.machine()}, {_cpu()}, {CORES} cores",
+            "command": "python benchmarks/cost_rates.py <folder> --write, the folder made by the loop in "
+                       "benchmarks/RESULTS.md, 'Cost estimates'",
             "unit": "seconds per sample-step (fedbench.estimate)",
             "job_startup_s": round(startup, 3),
             "rates": {k: v["rate"] for k, v in sorted(rates.items())},
