@@ -25,7 +25,6 @@ import argparse
 import datetime
 import json
 import platform
-import statistics
 from pathlib import Path
 
 import yaml
@@ -84,7 +83,7 @@ def main() -> None:
     ap.add_argument("folder", type=Path)
     ap.add_argument("--write", action="store_true", help="write src/fedbench/cost_rates.json")
     args = ap.parse_args()
-    walls = {}
+    walls = {}  # the last run of each file
     for line in (args.folder / "times.txt").read_text().splitlines():
         if " rc=0 " in line:
             name, _, wall = line.split()
@@ -116,13 +115,14 @@ def main() -> None:
                        "benchmarks/RESULTS.md, 'Cost estimates'",
             "unit": "seconds per sample-step (fedbench.estimate)",
             "job_startup_s": round(startup, 3),
-            "rates": {k: v["rate"] for k, v in sorted(rates.items())},
+            "rates": {k: v["points"] for k, v in sorted(rates.items())},
             "cells": {k: v["cells"] for k, v in sorted(rates.items())},
         }
         path = REPO / "src/fedbench/cost_rates.json"
         path.write_text(json.dumps(out, indent=1) + "\n")
-        print(f"\nwrote {path.relative_to(REPO)}: {len(rates)} rates, median "
-              f"{statistics.median(out['rates'].values()):.2e} s per sample-step")
+        every = [y for points in out["rates"].values() for _, y in points]
+        print(f"\nwrote {path.relative_to(REPO)}: {len(rates)} keys, {len(every)} points, rates "
+              f"{min(every):.2e} to {max(every):.2e} s per sample-step")
 
 
 if __name__ == "__main__":

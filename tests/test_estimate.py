@@ -48,13 +48,24 @@ def test_learned_rates_charge_a_stacked_group_once():
     summaries = [({"wall_seconds": 8.0, "status": "ok", "engine": "vectorized", "device": "cpu",
                    "spec": {"model": {"name": "logreg"}}, "stacked_cells": group}, 1000.0) for _ in group]
     learned = estimate.learn_rates(summaries + [({"wall_seconds": 1.0, "status": "failed"}, 1.0)])
-    assert learned == {key: {"rate": 8.0 / 4 / 1000.0, "cells": 4}}
+    assert learned == {key: {"points": [[1000.0, 8.0 / 4 / 1000.0]], "cells": 4}}
+
+
+def test_a_rate_falls_with_the_cell_size_between_the_points_measured():
+    """One point per half-decade of sizes; a size between two points is read off log-log."""
+    summary = {"status": "ok", "engine": "vectorized", "device": "cpu", "spec": {"model": {"name": "m"}}}
+    small = [({**summary, "wall_seconds": 1.0}, 1e3)] * 3  # 1e-3 s per sample-step
+    large = [({**summary, "wall_seconds": 10.0}, 1e7)] * 2  # 1e-6 s per sample-step
+    (rates,) = estimate.learn_rates(small + large).values()
+    assert rates == {"points": [[1e3, 1e-3], [1e7, 1e-6]], "cells": 5}
+    assert estimate.rate_at(rates["points"], 1e5) == pytest.approx(10 ** -4.5)  # halfway in log-log
+    assert estimate.rate_at(rates["points"], 10.0) == 1e-3 and estimate.rate_at(rates["points"], 1e9) == 1e-6
 
 
 def test_learned_rates_win_over_shipped_and_an_unknown_key_is_a_flagged_guess():
-    shipped = {"rates": {"a": 1e-6, "b": 4e-6}, "job_startup_s": 2.0}
+    shipped = {"rates": {"a": [[1e6, 1e-6]], "b": [[1e3, 4e-6]]}, "job_startup_s": 2.0}
     jobs = [estimate.Job("e", [(1e6, "a")], None), estimate.Job("e", [(1e6, "a"), (1e6, "z")], None)]
-    estimate.price(jobs, {"a": {"rate": 3e-6, "cells": 5}}, shipped)
+    estimate.price(jobs, {"a": {"points": [[1e6, 3e-6]], "cells": 5}}, shipped)
     assert jobs[0].seconds == pytest.approx(2.0 + 3.0) and not jobs[0].guessed
     assert jobs[1].seconds == pytest.approx(2.0 + 3.0 + 4.0) and jobs[1].guessed == {"z"}
 
@@ -71,7 +82,7 @@ def test_a_run_that_cannot_finish_is_flagged_with_the_key_to_set():
     work = estimate.sample_steps(c, 1437, 100)
     key = estimate.rate_key("logreg", "vectorized", "cpu", False)
     job = estimate.Job("e", [(work, key)], 30)
-    estimate.price([job], {}, {"rates": {key: 1e-6}, "job_startup_s": 3.0})
+    estimate.price([job], {}, {"rates": {key: [[1e6, 1e-6]]}, "job_startup_s": 3.0})
     lines = estimate.report([job], {"e": 1}, "cpu", {})
     assert job.seconds > 3600
     assert lines[0].startswith("e: 1 training jobs to run (of 1), ~") and "runtime 30 min" in lines[0]
@@ -81,7 +92,7 @@ def test_a_run_that_cannot_finish_is_flagged_with_the_key_to_set():
 
 def test_a_small_run_is_not_flagged_and_a_finished_experiment_says_so():
     job = estimate.Job("e", [(10.0, "a")], None)
-    estimate.price([job], {}, {"rates": {"a": 1e-3}, "job_startup_s": 1.0})
+    estimate.price([job], {}, {"rates": {"a": [[10.0, 1e-3]]}, "job_startup_s": 1.0})
     lines = estimate.report([job], {"e": 1, "done": 4}, "cuda", {})
     assert lines == ["e: 1 training jobs to run (of 1), ~1 s of GPU time; the longest ~1 s (runtime 30 min)",
                      "done: all 4 training jobs done"]
@@ -100,6 +111,6 @@ def test_an_unset_runtime_is_the_estimate_with_a_margin():
 
 def test_the_shipped_rates_name_their_measurement():
     shipped = estimate.shipped_rates()
-    assert shipped["rates"] and all(r > 0 for r in shipped["rates"].values())
+    assert shipped["rates"] and all(r > 0 for points in shipped["rates"].values() for _, r in points)
     assert {"measured", "machine", "command", "job_startup_s"} <= set(shipped)
     assert "benchmarks/cost_rates.py" in shipped["command"]

@@ -4,11 +4,14 @@ A cell's work is counted in **sample-steps**: the samples its clients' local ste
 run, rounds × E[clients per round] × local steps per client × batch size, with a client's local
 steps ``local.steps`` or ``local.epochs`` · ⌈n_i / B⌉ at the mean client size n_i = n_train / N.
 Its time is its work times a **rate** (seconds per sample-step) of its (model, engine, device,
-stacked) key, plus, per job, the process's start-up (Python, torch, the data). The rates are:
+stacked) key, plus, per job, the process's start-up (Python, torch, the data). A rate falls with a
+cell's size, as its fixed costs (rounds, evaluations) spread over more steps and the engines
+vectorize across more clients: a key holds points (sample-steps, rate), one per half-decade of
+sizes measured, and a cell's rate is read off them log-log (:func:`rate_at`). The rates are:
 
 - **learned** from the folder: every finished cell of the current config records its training
   time (``wall_seconds`` in summary.json; a stacked group's cells share one) and its spec, whence
-  its work; the rate of a key is the median of its cells' seconds per sample-step;
+  its work; a point is the median over the key's cells of one half-decade of sizes;
 - else **shipped**: :data:`RATES_PATH`, learned the same way from the shipped quick files and the
   default suite on a 2-core CPU (``python benchmarks/cost_rates.py <folder>``, the date, machine
   and command inside);
@@ -27,7 +30,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-#: The shipped rates (package data): {"rates": {key: seconds per sample-step}, "job_startup_s", ...}.
+#: The shipped rates (package data): {"rates": {key: [[sample-steps, seconds per sample-step], ...]},
+#: "job_startup_s", the date, machine and command that measured them}.
 RATES_PATH = Path(__file__).with_name("cost_rates.json")
 #: A train job's runtime when the config sets none: the estimate times this margin...
 RUNTIME_MARGIN = 3.0
@@ -78,9 +82,10 @@ def learn_rates(finished: Iterable[tuple[Mapping, float]]) -> dict[str, dict]:
             record the group's ``wall_seconds``; each is charged its share.
 
     Returns:
-        ``{key: {"rate": median seconds per sample-step, "cells": count}}``.
+        ``{key: {"points": [[sample-steps, seconds per sample-step], ...], "cells": count}}``: one
+        point per half-decade of sample-steps (the medians of its cells), by increasing size.
     """
-    per: dict[str, list[float]] = {}
+    per: dict[str, dict[int, list[tuple[float, float]]]] = {}
     for summary, work in finished:
         wall, spec = summary.get("wall_seconds"), summary.get("spec") or {}
         if not wall or not work or summary.get("status") not in ("ok", "diverged"):
@@ -88,8 +93,24 @@ def learn_rates(finished: Iterable[tuple[Mapping, float]]) -> dict[str, dict]:
         group = len(summary.get("stacked_cells") or []) or 1
         key = rate_key(spec.get("model", {}).get("name", "?"), summary.get("engine", "?"),
                        summary.get("device", "cpu"), group > 1)
-        per.setdefault(key, []).append(wall / group / work)
-    return {k: {"rate": statistics.median(v), "cells": len(v)} for k, v in per.items()}
+        per.setdefault(key, {}).setdefault(math.floor(2 * math.log10(work)), []).append((work, wall / group / work))
+    return {k: {"points": [[statistics.median(w for w, _ in b[i]), statistics.median(r for _, r in b[i])]
+                           for i in sorted(b)],
+                "cells": sum(len(v) for v in b.values())} for k, b in per.items()}
+
+
+def rate_at(points: Sequence[Sequence[float]], work: float) -> float:
+    """The rate of a cell of ``work`` sample-steps from a key's points (sample-steps, rate):
+    linear in log-log between the two points around it; the nearest point's rate outside them."""
+    if work <= points[0][0] or len(points) == 1:
+        return float(points[0][1])
+    if work >= points[-1][0]:
+        return float(points[-1][1])
+    for (x0, y0), (x1, y1) in zip(points, points[1:]):
+        if x0 <= work <= x1:
+            t = (math.log(work) - math.log(x0)) / (math.log(x1) - math.log(x0))
+            return math.exp(math.log(y0) + t * (math.log(y1) - math.log(y0)))
+    return float(points[-1][1])
 
 
 def shipped_rates(path: str | Path = RATES_PATH) -> dict:
@@ -113,19 +134,19 @@ class Job:
 
 
 def price(jobs: Sequence[Job], learned: Mapping[str, dict], shipped: Mapping) -> None:
-    """Set each job's ``seconds``: start-up plus Σ sample-steps × rate (learned, else shipped,
-    else the slowest shipped rate: the key is then added to the job's ``guessed``)."""
-    rates = {k: v["rate"] for k, v in learned.items()}
+    """Set each job's ``seconds``: start-up plus Σ sample-steps × :func:`rate_at` of the key's
+    points (learned, else shipped, else the slowest shipped rate: the key is then added to the
+    job's ``guessed``)."""
+    rates = {k: v["points"] for k, v in learned.items()}
     table = shipped.get("rates", {})
-    slowest = max(table.values(), default=1e-5)
+    slowest = max((y for points in table.values() for _, y in points), default=1e-5)
     for job in jobs:
         total = float(shipped.get("job_startup_s", 5.0))
         for work, key in job.work:
-            rate = rates.get(key, table.get(key))
-            if rate is None:
+            points = rates.get(key, table.get(key))
+            if points is None:
                 job.guessed.add(key)
-                rate = slowest
-            total += work * rate
+            total += work * (rate_at(points, work) if points else slowest)
         job.seconds = total
 
 
