@@ -286,7 +286,7 @@ def test_a_local_libsvm_file_runs_and_a_changed_file_re_prepares(tmp_path):
     time.sleep(1.1)  # a newer mtime than meta.json's, on file systems with 1 s resolution
     svm.write_text(svm.read_text() + "2 1:0.5\n")
     dry = ok(snakemake(work, config, "-n"))
-    assert ("prepare_dataset", {"dataset": "mine"}) in planned_jobs(dry.stdout)
+    assert ("prepare_dataset", {"data": prepared(work, "mine").name}) in planned_jobs(dry.stdout)
 
     svm.unlink()
     proc = snakemake(work, config, "-n")
