@@ -129,6 +129,15 @@ def verify_folder():
     if lines and not repair:
         why = "another Snakemake holds this folder" if locked else "a dry run changes nothing"
         print(f"fedbench: nothing repaired ({why})", file=sys.stderr)
+    # Directories of the layout before datasets and partitions were named by their parameters
+    # (resources/datasets/<id>/, results/partitions/<id>/): no rule reads them any more; said, not deleted.
+    named = re.compile(rf".+-{layout.DIGEST_PATTERN}")
+    for root in (layout.DATASETS_ROOT, layout.PARTITIONS_ROOT):
+        old = sorted(p.name for p in Path(root).glob("[!._]*") if p.is_dir() and not named.fullmatch(p.name))
+        if old:
+            print(f"fedbench: {root}/ holds {', '.join(old)} in the layout before directories were named by "
+                  f"their parameters (<id>-<digest>): nothing reads them now; delete them when you no longer "
+                  f"need them (rm -r {' '.join(f'{root}/{d}' for d in old)})", file=sys.stderr)
 
 
 # A swept cell's algorithm label (and, for an axis on a partition parameter, its partition id) is

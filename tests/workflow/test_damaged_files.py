@@ -164,3 +164,23 @@ def test_a_dataset_that_re_makes_differently_stops_before_any_job_with_the_fix(r
         meta.write_text(saved_meta)
         os.utime(meta, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # as it was: nothing downstream is newer
 
+
+
+@pytest.mark.slow
+def test_directories_of_the_old_layout_are_named_and_left_alone(run):
+    """resources/datasets/<id>/ and results/partitions/<id>/ from before the directories were named
+    by their parameters: said, with the command that deletes them, and not touched."""
+    w, _ = run
+    old = [w / "resources/datasets/digits", w / "results/partitions/digits/iid/seed=0"]
+    for d in old:
+        d.mkdir(parents=True)
+    try:
+        proc = ok(snakemake(w, CONFIG, "-n"))
+        assert "resources/datasets/ holds digits in the layout before" in proc.stderr
+        assert "rm -r resources/datasets/digits" in proc.stderr and "rm -r results/partitions/digits" in proc.stderr
+        assert all(d.is_dir() for d in old)
+    finally:
+        for d in (w / "resources/datasets/digits", w / "results/partitions/digits"):
+            for p in sorted(d.rglob("*"), reverse=True):
+                p.rmdir()
+            d.rmdir()
