@@ -16,6 +16,9 @@ file out: a key that only this file has is then a guess, the slowest known rate)
     measured CPU s = Σ training seconds of its jobs (summary.json) + jobs × start-up
     measured wall  = the command's wall time (times.txt), against the estimate / 2 cores
 
+With --shipped, each file is priced instead as the workflow prices it in a fresh folder: from
+the shipped table (src/fedbench/cost_rates.json, its start-up included), as printed before a run.
+
 With --write, the rates learned from all the files become src/fedbench/cost_rates.json.
 """
 
@@ -82,6 +85,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("folder", type=Path)
     ap.add_argument("--write", action="store_true", help="write src/fedbench/cost_rates.json")
+    ap.add_argument("--shipped", action="store_true", help="price each file from the shipped rates, not the others'")
     args = ap.parse_args()
     walls = {}  # the last run of each file
     for line in (args.folder / "times.txt").read_text().splitlines():
@@ -97,11 +101,15 @@ def main() -> None:
           "| ratio | keys guessed |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
     for f, run in runs.items():
-        others = [x for g, r in runs.items() if g != f for x in r["finished"]]
-        learned = estimate.learn_rates(others)
         job = estimate.Job(f, run["work"], None)
-        estimate.price([job], learned, {"rates": {}, "job_startup_s": 0.0})
-        est_cpu = job.seconds + run["jobs"] * startup
+        if args.shipped:
+            shipped = estimate.shipped_rates()
+            estimate.price([job], {}, {**shipped, "job_startup_s": 0.0})
+            est_cpu = job.seconds + run["jobs"] * shipped["job_startup_s"]
+        else:
+            others = [x for g, r in runs.items() if g != f for x in r["finished"]]
+            estimate.price([job], estimate.learn_rates(others), {"rates": {}, "job_startup_s": 0.0})
+            est_cpu = job.seconds + run["jobs"] * startup
         meas_cpu = run["training_s"] + run["jobs"] * startup
         est_wall = est_cpu / CORES
         print(f"| {f} | {run['jobs']} | {est_cpu:.0f} | {meas_cpu:.0f} | {est_cpu / meas_cpu:.2f} | {est_wall:.0f} "

@@ -616,11 +616,15 @@ def estimate_jobs():
         size = sizes[(c["dataset"], c["partition"])]
         finished.append((summary, estimate.sample_steps(c, *size) if size else 0.0))
     learned = estimate.learn_rates(finished)
-    jobs = [estimate.Job(g.cells[0]["experiment"], [work(c, True) for c in g.cells],
-                         TRAIN_RESOURCES[(g.cells[0]["experiment"], g.cells[0]["dataset"])]["runtime"], name=g.name)
-            for g in STACK_GROUPS]
-    jobs += [estimate.Job(c["experiment"], [work(c, False)], TRAIN_RESOURCES[(c["experiment"], c["dataset"])]["runtime"],
-                          name=cell_key(c))
+
+    def job(c, cells, name, groups=1):
+        e, d = c["experiment"], c["dataset"]
+        own = (config["experiments"][e]["datasets"][d].get("resources") or {}).get("runtime") is not None
+        return estimate.Job(e, cells, TRAIN_RESOURCES[(e, d)]["runtime"], name=name, groups=groups,
+                            key=f"experiments.{e}.datasets.{d}.resources.runtime" if own else None)
+
+    jobs = [job(g.cells[0], [work(c, True) for c in g.cells], g.name, len(g.sizes)) for g in STACK_GROUPS]
+    jobs += [job(c, [work(c, False)], cell_key(c))
              for c in CELLS if c["experiment"] not in STACKED and not os.path.exists(f"{run_dir(c)}/metrics.parquet")]
     estimate.price(jobs, learned, estimate.shipped_rates())
     totals = {e: estimate.job_count([c for c in CELLS if c["experiment"] == e], STACKED.get(e)) for e in EXPERIMENTS}

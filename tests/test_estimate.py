@@ -114,3 +114,30 @@ def test_the_shipped_rates_name_their_measurement():
     assert shipped["rates"] and all(r > 0 for points in shipped["rates"].values() for _, r in points)
     assert {"measured", "machine", "command", "job_startup_s"} <= set(shipped)
     assert "benchmarks/cost_rates.py" in shipped["command"]
+
+
+def test_a_job_of_several_stack_groups_is_held_to_its_groups_runtime():
+    """stack_groups_per_job: a job of 3 groups asks for 3 × the configured runtime, and the value
+    to set is per group; a runtime set on the dataset is named by its own key."""
+    shipped = {"rates": {"a": [[1.0, 1.0]]}, "job_startup_s": 0.0}
+    fits = estimate.Job("e", [(20 * 60.0, "a")], 10, groups=3)  # 20 min against 3 × 10
+    over = estimate.Job("e", [(40 * 60.0, "a")], 10, groups=3, key="experiments.e.datasets.d.resources.runtime")
+    estimate.price([fits, over], {}, shipped)
+    assert fits.limit() == 30 and not fits.over() and over.over()
+    assert estimate.suggested_runtime(over) == 40  # 3 × 40 min / 3 groups
+    lines = estimate.report([fits, over], {"e": 2}, "cpu", {})
+    assert "(runtime 30 min)" in lines[0]
+    assert lines[1].startswith("⚠ e: 1 of its jobs need more than their runtime (30 min")
+    assert "Set experiments.e.datasets.d.resources.runtime: 40 (per stack group)" in lines[1]
+
+
+def test_a_gpu_cell_without_a_gpu_rate_is_priced_at_its_models_cpu_rate_and_flagged():
+    cpu, cuda = (estimate.rate_key("mlp", "vectorized", d, False) for d in ("cpu", "cuda"))
+    shipped = {"rates": {cpu: [[1e6, 2e-6]], "slow": [[1e3, 1e-3]]}, "job_startup_s": 0.0}
+    job, other = estimate.Job("e", [(1e6, cuda)], None), estimate.Job("e", [(1e6, "z|vectorized|cuda|single")], None)
+    estimate.price([job, other], {}, shipped)
+    assert job.seconds == pytest.approx(2.0) and job.guessed == {cuda}
+    assert other.seconds == pytest.approx(1e3)  # no CPU rate of its model either: the slowest
+    learned = {cuda: {"points": [[1e6, 5e-7]], "cells": 3}}
+    estimate.price([job], learned, shipped)
+    assert job.seconds == pytest.approx(0.5)

@@ -15,7 +15,8 @@ sizes measured, and a cell's rate is read off them log-log (:func:`rate_at`). Th
 - else **shipped**: :data:`RATES_PATH`, learned the same way from the shipped quick files and the
   default suite on a 2-core CPU (``python benchmarks/cost_rates.py <folder>``, the date, machine
   and command inside);
-- else the slowest shipped rate, flagged as a guess.
+- else a guess, flagged: for a GPU (``cuda``) key the same model's CPU rate (no GPU rates are
+  shipped; a config's finished ``cuda`` cells teach it its own), else the slowest shipped rate.
 
 A job whose estimate exceeds its ``runtime`` is flagged with the key to set; a train job whose
 config sets no ``runtime`` asks for :func:`auto_runtime` of its estimate.
@@ -123,20 +124,41 @@ def shipped_rates(path: str | Path = RATES_PATH) -> dict:
 
 @dataclass
 class Job:
-    """One training job: its experiment, its cells' sample-steps and rate keys, its runtime."""
+    """One training job: its experiment, its cells' sample-steps and rate keys, its runtime.
+
+    ``runtime`` is the configured minutes *per stack group* (None: unset, :func:`auto_runtime` of
+    the whole job applies); a job of ``groups`` groups one after another (stack_groups_per_job)
+    asks for ``runtime × groups``. ``key`` is the config key that sets ``runtime`` (default: the
+    experiment's ``resources.runtime``)."""
 
     experiment: str
     work: list[tuple[float, str]]
-    runtime: int | None  # minutes, as configured (None: unset, auto_runtime applies)
+    runtime: int | None
     name: object = None  # the job's key in the workflow (a stacked rule's name, a cell's key)
     seconds: float = 0.0
     guessed: set = field(default_factory=set)
+    groups: int = 1
+    key: str | None = None
+
+    def limit(self) -> int:
+        """The minutes this job asks for on its first attempt: ``runtime × groups`` when set,
+        else :func:`auto_runtime` of its estimate."""
+        return self.runtime * self.groups if self.runtime is not None else auto_runtime(self.seconds)
+
+    def over(self) -> bool:
+        """Whether its estimate exceeds a configured runtime (an unset one follows the estimate)."""
+        return self.runtime is not None and self.seconds > 60 * self.limit()
+
+    def runtime_key(self) -> str:
+        """The config key path that sets this job's runtime."""
+        return self.key or f"experiments.{self.experiment}.resources.runtime"
 
 
 def price(jobs: Sequence[Job], learned: Mapping[str, dict], shipped: Mapping) -> None:
     """Set each job's ``seconds``: start-up plus Σ sample-steps × :func:`rate_at` of the key's
-    points (learned, else shipped, else the slowest shipped rate: the key is then added to the
-    job's ``guessed``)."""
+    points (learned, else shipped; else a guess, and the key is added to the job's ``guessed``:
+    for a ``cuda`` key the same model's ``cpu`` rate, learned or shipped, else the slowest shipped
+    rate)."""
     rates = {k: v["points"] for k, v in learned.items()}
     table = shipped.get("rates", {})
     slowest = max((y for points in table.values() for _, y in points), default=1e-5)
@@ -146,6 +168,8 @@ def price(jobs: Sequence[Job], learned: Mapping[str, dict], shipped: Mapping) ->
             points = rates.get(key, table.get(key))
             if points is None:
                 job.guessed.add(key)
+                cpu = key.replace("|cuda|", "|cpu|")
+                points = rates.get(cpu, table.get(cpu))
             total += work * (rate_at(points, work) if points else slowest)
         job.seconds = total
 
@@ -171,6 +195,12 @@ def auto_runtime(seconds: float | None) -> int:
     if seconds is None:
         return MIN_RUNTIME
     return max(MIN_RUNTIME, math.ceil(RUNTIME_MARGIN * seconds / 60))
+
+
+def suggested_runtime(job: Job) -> int:
+    """The ``runtime`` (minutes, per stack group) to configure so that ``job`` fits:
+    :func:`auto_runtime` of its estimate shared among its groups."""
+    return auto_runtime(job.seconds / max(1, job.groups))
 
 
 def _duration(seconds: float) -> str:
@@ -201,17 +231,22 @@ def report(jobs: Sequence[Job], totals: Mapping[str, int], device: str, learned:
             continue
         seconds = sum(j.seconds for j in mine)
         longest = max(mine, key=lambda j: j.seconds)
-        limit = longest.runtime if longest.runtime is not None else auto_runtime(longest.seconds)
         guessed = sorted(set().union(*(j.guessed for j in mine)))
-        note = f" (no measured rate for {', '.join(guessed)}: assumed the slowest known)" if guessed else ""
+        note = (f" (no measured rate for {', '.join(guessed)}: assumed its model's CPU rate, else the slowest "
+                "known)") if guessed else ""
         lines.append(f"{experiment}: {len(mine)} training jobs to run (of {total}), ~{_duration(seconds)} of "
-                     f"{unit} time; the longest ~{_duration(longest.seconds)} (runtime {limit} min){note}")
-        over = [j for j in mine if j.runtime is not None and j.seconds > 60 * j.runtime]
+                     f"{unit} time; the longest ~{_duration(longest.seconds)} (runtime {longest.limit()} min){note}")
+        over = [j for j in mine if j.over()]
         if over:
-            need = auto_runtime(max(j.seconds for j in over))
+            worst = max(over, key=lambda j: j.seconds)
+            keys = {}  # config key -> the per-group runtime that fits its jobs
+            for j in over:
+                keys[j.runtime_key()] = max(keys.get(j.runtime_key(), 0), suggested_runtime(j))
+            sets = "; ".join(f"{k}: {v}" for k, v in keys.items())
+            per_group = " (per stack group)" if any(j.groups > 1 for j in over) else ""
             lines.append(f"⚠ {experiment}: {len(over)} of its jobs need more than their runtime "
-                         f"({over[0].runtime} min; the longest ~{_duration(max(j.seconds for j in over))}): "
-                         f"a cluster would kill them. Set experiments.{experiment}.resources.runtime: {need} "
+                         f"({worst.limit()} min; the longest ~{_duration(worst.seconds)}): "
+                         f"a cluster would kill them. Set {sets}{per_group} "
                          f"(or delete runtime: unset, it is the estimate × {RUNTIME_MARGIN:g}, at least "
                          f"{MIN_RUNTIME} min), or make the jobs smaller (stack_groups_per_job, fewer rounds)")
     if learned:
