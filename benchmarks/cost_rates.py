@@ -34,7 +34,6 @@ import yaml
 
 from fedbench import estimate
 from fedbench.config import datasets, expand_cells, partitions, stacked_experiments
-from fedbench.data.registry import natural_client_count
 
 REPO = Path(__file__).resolve().parents[1]
 CORES = 2
@@ -49,14 +48,7 @@ def measure(folder: Path, config_file: str) -> dict:
     seconds (a stacked group's wall counted once), jobs and the work of each cell."""
     cfg = yaml.safe_load((REPO / config_file).read_text())
     cells, known, parts, stacked = expand_cells(cfg), datasets(cfg), partitions(cfg), stacked_experiments(cfg)
-    sizes = {}
-    for c in cells:
-        key = (c["dataset"], c["partition"])
-        if key not in sizes:
-            meta = json.loads((folder / c["dataset_dir"] / "meta.json").read_text())
-            params = {k: v for k, v in known[c["dataset"]].items() if k != "source"}
-            n = parts[key].get("num_clients") or natural_client_count(known[c["dataset"]]["source"], params)
-            sizes[key] = (meta["n_train"], n)
+    sizes = estimate.client_sizes(cells, known, parts, root=folder)
     finished, groups, work = [], {}, []
     for c in cells:
         steps = estimate.sample_steps(c, *sizes[(c["dataset"], c["partition"])])

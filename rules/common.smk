@@ -52,10 +52,8 @@ WANDB_RUN_DIR = "results/wandb/runs/{experiment}/{dataset}/{partition}/{algorith
 # {directory name: (dataset id, resolved dataset config)} of the config's datasets, and
 # {(data, part): (dataset id, partition id, resolved partition config)} of its partitions.
 PREPARED = {layout.dataset_key(d, p): (d, p) for d, p in DATASETS.items()}
-PARTITIONED = {}
-for _c in CELLS:
-    _data, _part = _c["partition_dir"].split("/")[-3:-1]
-    PARTITIONED[(_data, _part)] = (_c["dataset"], _c["partition"], PARTITIONS[(_c["dataset"], _c["partition"])])
+PARTITIONED = {(layout.dataset_key(d, DATASETS[d]), layout.partition_key(pid, p)): (d, pid, p)
+               for (d, pid), p in PARTITIONS.items()}
 DATASET_DIR = os.path.join(layout.DATASETS_ROOT, "{data}")
 PARTITION_DIR = os.path.join(layout.PARTITIONS_ROOT, "{data}", "{part}", "seed={seed}")
 
@@ -93,9 +91,10 @@ def verify_folder():
     folder = Path(layout.EXPERIMENT_METRICS).parent
     optima = {OPTIMUM_PATH.format(data=d, lam=lam): d for d, lam in OPTIMA}
     stale = set()  # experiments whose collected file must be made again in this run
-    checks = [(p, parquet_problem(p)) for p in [*sorted(folder.glob("[!.]*.parquet")), Path(layout.FOLDER_METRICS)]]
-    for path, problem in checks + [(Path(p), json_problem(p)) for p in optima]:
-        if problem is None or problem.startswith("is missing"):
+    files = [(p, parquet_problem) for p in [*sorted(folder.glob("[!.]*.parquet")), Path(layout.FOLDER_METRICS)]]
+    files += [(Path(p), json_problem) for p in optima]
+    for path, problem in [(p, check(p)) for p, check in files if p.exists()]:  # a missing one is made as usual
+        if problem is None:
             continue
         if not repair:
             lines.append(f"{path}: {problem}; the next run sets it aside and makes it again")
@@ -568,36 +567,11 @@ verify_folder()
 STACK_GROUPS = stack_groups()
 
 
-def _sizes():
-    """{(dataset, partition): (n_train, N)} of the config's cells (None where unknown before
-    the dataset is prepared)."""
-    from fedbench.data.registry import natural_client_count, train_size
-
-    out = {}
-    for c in CELLS:
-        key = (c["dataset"], c["partition"])
-        if key in out:
-            continue
-        params = DATASETS[c["dataset"]]
-        try:
-            with open(f"{c['dataset_dir']}/meta.json") as f:
-                n_train = json.load(f)["n_train"]
-        except (OSError, ValueError, KeyError):
-            try:
-                n_train = train_size(params["source"], {k: v for k, v in params.items() if k != "source"})
-            except ValueError:
-                n_train = None
-        clients = PARTITIONS[key].get("num_clients") or natural_client_count(
-            params["source"], {k: v for k, v in params.items() if k != "source"})
-        out[key] = (n_train, clients) if n_train and clients else None
-    return out
-
-
 def estimate_jobs():
     """Price the train jobs still to run and print the estimate (main process only)."""
     from fedbench import estimate
 
-    sizes = _sizes()
+    sizes = estimate.client_sizes(CELLS, DATASETS, PARTITIONS)
     engine = config.get("engine") or "vectorized"
     device = "cuda" if config.get("device") == "cuda" else "cpu"
 

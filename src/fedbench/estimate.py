@@ -70,6 +70,41 @@ def sample_steps(cell: Mapping, n_train: int, num_clients: int) -> float:
     return float(cell["rounds"]) * clients * steps * batch
 
 
+def client_sizes(cells: Iterable[Mapping], datasets: Mapping[str, dict], partitions: Mapping[tuple, dict],
+                 root: str | Path = ".") -> dict[tuple[str, str], tuple[int, int] | None]:
+    """(n_train, N) per (dataset, partition) of ``cells``, the inputs of :func:`sample_steps`.
+
+    n_train is the prepared dataset's (``<root>/<dataset_dir>/meta.json``), else what the source's
+    parameters give before it is prepared (fedbench.data.registry.train_size); N is the partition's
+    ``num_clients``, else the source's natural clients. None where either is unknown.
+
+    Args:
+        cells: resolved cells (``dataset``, ``partition``, ``dataset_dir``).
+        datasets: {dataset id: resolved {source, **params}} (fedbench.config.datasets).
+        partitions: {(dataset id, partition id): resolved {scheme, **params}} (fedbench.config.partitions).
+        root: the folder the cells' directories are relative to.
+    """
+    from fedbench.data.registry import natural_client_count, train_size
+
+    out: dict[tuple[str, str], tuple[int, int] | None] = {}
+    for c in cells:
+        key = (c["dataset"], c["partition"])
+        if key in out:
+            continue
+        source = datasets[c["dataset"]]["source"]
+        params = {k: v for k, v in datasets[c["dataset"]].items() if k != "source"}
+        try:
+            n_train = json.loads((Path(root) / c["dataset_dir"] / "meta.json").read_text())["n_train"]
+        except (OSError, ValueError, KeyError):
+            try:
+                n_train = train_size(source, params)
+            except ValueError:
+                n_train = None
+        clients = partitions[key].get("num_clients") or natural_client_count(source, params)
+        out[key] = (n_train, clients) if n_train and clients else None
+    return out
+
+
 def rate_key(model: str, engine: str, device: str, stacked: bool) -> str:
     """The key of a rate: ``<model>|<engine>|<device>|<stacked or single>``."""
     return f"{model}|{engine}|{device}|{'stacked' if stacked else 'single'}"

@@ -65,11 +65,16 @@ def dataset_dir(dataset_id: str, params: Mapping) -> str:
     return f"{DATASETS_ROOT}/{dataset_key(dataset_id, params)}"
 
 
+def partition_key(partition_id: str, params: Mapping) -> str:
+    """``<partition id>-<digest>``: the directory name of a partition of these parameters."""
+    return f"{partition_id}-{digest(params)}"
+
+
 def partition_dir(dataset_id: str, dataset_params: Mapping, partition_id: str, partition_params: Mapping,
                   seed: int | str) -> str:
     """``results/partitions/<id>-<d>/<partition>-<p>/seed=<s>``: one partition of one prepared dataset."""
     return (f"{PARTITIONS_ROOT}/{dataset_key(dataset_id, dataset_params)}/"
-            f"{partition_id}-{digest(partition_params)}/seed={seed}")
+            f"{partition_key(partition_id, partition_params)}/seed={seed}")
 
 
 def experiment_metrics(experiment: str) -> str:

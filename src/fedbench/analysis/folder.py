@@ -17,6 +17,23 @@ import polars as pl
 from fedbench.files import atomic_write
 
 
+def _frames(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> list[tuple[Path, pl.DataFrame]]:
+    """(path, its rows) of each collected metrics file; raises as :func:`read_metrics`."""
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    if not paths:
+        raise ValueError("no collected metrics files given")
+    frames = []
+    for p in map(Path, paths):
+        try:
+            frames.append((p, pl.read_parquet(p)))
+        except Exception as e:  # noqa: BLE001 (polars raises several kinds for a damaged file)
+            raise ValueError(f"{p}: not a readable Parquet file ({type(e).__name__}: {e}); it is an experiment's "
+                             f"collected metrics: delete it and rerun the config file of that experiment "
+                             f"(snakemake --cores 2 --configfile <its file>), which collects it again") from None
+    return frames
+
+
 def read_metrics(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> pl.DataFrame:
     """The collected metrics of several experiments, one after another (rows in ``paths`` order).
 
@@ -30,19 +47,7 @@ def read_metrics(paths: str | os.PathLike | Sequence[str | os.PathLike]) -> pl.D
     Raises:
         ValueError: no paths, or a file that is not readable Parquet (named, with the fix).
     """
-    if isinstance(paths, (str, os.PathLike)):
-        paths = [paths]
-    if not paths:
-        raise ValueError("no collected metrics files given")
-    frames = []
-    for p in paths:
-        try:
-            frames.append(pl.read_parquet(p))
-        except Exception as e:  # noqa: BLE001 (polars raises several kinds for a damaged file)
-            raise ValueError(f"{p}: not a readable Parquet file ({type(e).__name__}: {e}); it is an experiment's "
-                             f"collected metrics: delete it and rerun the config file of that experiment "
-                             f"(snakemake --cores 2 --configfile <its file>), which collects it again") from None
-    return pl.concat(frames, how="diagonal_relaxed")
+    return pl.concat([df for _, df in _frames(paths)], how="diagonal_relaxed")
 
 
 def combine_experiments(paths: Sequence[str | os.PathLike], out_path: str | os.PathLike) -> pl.DataFrame:
@@ -51,13 +56,14 @@ def combine_experiments(paths: Sequence[str | os.PathLike], out_path: str | os.P
     Raises:
         ValueError: as :func:`read_metrics`, or two files holding the same experiment.
     """
-    df = read_metrics(paths)
+    frames = _frames(paths)
     owners: dict[str, Path] = {}
-    for p in map(Path, paths):
-        for exp in pl.read_parquet(p, columns=["experiment"]).get_column("experiment").unique().to_list():
+    for p, df in frames:
+        for exp in df.get_column("experiment").unique().to_list():
             if exp in owners:
                 raise ValueError(f"experiment {exp!r} is in both {owners[exp]} and {p}")
             owners[exp] = p
+    df = pl.concat([df for _, df in frames], how="diagonal_relaxed")
     with atomic_write(out_path) as tmp:
         df.write_parquet(tmp)
     return df
