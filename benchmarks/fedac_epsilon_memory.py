@@ -81,10 +81,10 @@ def job(data_dir: str, algorithm: str, m: int, k: int, rounds: int) -> dict:
 
     from fedbench.data.partition import make_partition
     from fedbench.data.store import load_dataset
-    from fedbench.engine import loop
-    from fedbench.engine.cell import Cell
-    from fedbench.engine.loop import train_seeds
-    from fedbench.engine.vectorized import VectorizedClients
+    from fedbench.engine.clients.vectorized import VectorizedClients
+    from fedbench.engine.rounds import loop
+    from fedbench.engine.rounds.cell import Cell
+    from fedbench.engine.rounds.loop import train_seeds
 
     torch.set_num_threads(1)
     t0 = time.perf_counter()

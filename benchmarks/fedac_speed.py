@@ -11,7 +11,7 @@ replacement from the whole training set, one η, one seed, the population loss r
 steps. Side by side, in this one script:
 
 - fedbench: the η grid × seeds of one (algorithm, M, K) trained as the workflow trains
-  them, stacked in one job (:func:`fedbench.engine.loop.train_seeds`, the ``shared`` partition,
+  them, stacked in one job (:func:`fedbench.engine.rounds.loop.train_seeds`, the ``shared`` partition,
   ``local.replacement``, ``binary_logreg``, float64, vectorized engine on CPU); each job in its own
   subprocess (its peak RSS is its own). Per-run time = the job's time / its 54 runs (the 18-value η
   grid × 3 seeds of ``config/experiments/fedac.yaml``'s ``fedac_a9a_lam1e3``). A job's time is its
@@ -111,14 +111,14 @@ def fedbench_job(algorithm: str, m: int, k: int, steps: int, data_dir: str, thre
     sys.path.insert(0, str(REPO / "src"))
     import torch
 
-    from fedbench.engine import tensor_rounds
+    from fedbench.engine.linear_fast import tensor_rounds
 
     tensor_rounds.KERNELS = kernels
 
     from fedbench.data.libsvm import load_a9a
     from fedbench.data.partition import make_partition
-    from fedbench.engine.loop import train_seeds
-    from fedbench.engine.vectorized import VectorizedClients
+    from fedbench.engine.clients.vectorized import VectorizedClients
+    from fedbench.engine.rounds.loop import train_seeds
 
     torch.set_num_threads(threads)
     VectorizedClients.fast_steps = not generic
@@ -191,7 +191,7 @@ def warm_compiled() -> float:
     loaded from numba's cache), which a job pays once, in its first round: paid here, before the
     timed rounds, so that scaling the rounds does not scale it."""
     t0 = time.perf_counter()
-    from fedbench.engine import keyed_integers, linear_steps
+    from fedbench.engine.linear_fast import keyed_integers, linear_steps
 
     keyed_integers.uniform_rows([0], 1, [0], 10, (1, 1))
     keyed_integers.permutations([0], 1, [0], 10, 1)
@@ -277,7 +277,7 @@ def lane_loops_floor_ns(data_dir: str, lanes: int = 18, rows: int = 1 << 16) -> 
     import numba
 
     sys.path.insert(0, str(REPO / "src"))
-    from fedbench.engine.linear_steps import _logits_lanes
+    from fedbench.engine.linear_fast.linear_steps import _logits_lanes
 
     @numba.njit(fastmath={"contract"})
     def logits(w, indptr, indices, values, picked, z):
@@ -331,7 +331,7 @@ def local_steps_probe(data_dir: str, m: int = 256, k: int = 16, cells: int = CEL
 
     from fedbench.algorithms import fedac
     from fedbench.data.libsvm import load_a9a
-    from fedbench.engine.linear_steps import LinearSteps
+    from fedbench.engine.linear_fast.linear_steps import LinearSteps
     from fedbench.models import build_model, make_grad_fn
 
     torch.set_num_threads(1)

@@ -32,7 +32,7 @@ import torch
 
 from fedbench.data.partition import make_partition
 from fedbench.data.store import Dataset
-from fedbench.engine.loop import train
+from fedbench.engine.rounds.loop import train
 
 
 def dataset(clients: int, samples: int) -> tuple[Dataset, object]:

@@ -4,10 +4,10 @@
     python benchmarks/round_kernel_tiles.py --M 8192 --K 1,16
     TRITON_INTERPRET=1 python benchmarks/round_kernel_tiles.py --device cpu --M 8 --K 2 --steps 4   # a smoke run
 
-:mod:`fedbench.engine.round_kernels` holds a tile of BLOCK_M clients × BLOCK_D coordinates of each
+:mod:`fedbench.engine.linear_fast.round_kernels` holds a tile of BLOCK_M clients × BLOCK_D coordinates of each
 sequence in registers (``TILE`` = BLOCK_M · BLOCK_D elements), ``NUM_WARPS`` warps a program, and at
 most ``MAX_BLOCKS`` client blocks a lane. This script runs rounds through the tensor path's own
-:class:`fedbench.engine.tensor_rounds._KernelRounds` for each setting of those three, on a9a-shaped
+:class:`fedbench.engine.linear_fast.tensor_rounds._KernelRounds` for each setting of those three, on a9a-shaped
 rows (32,561 × 123, 14 ones a row), G = 3 seeds × L = 18 learning rates, FedAc's two sequences and
 two message entries (fixed stable coefficients: the timing does not depend on them), rows drawn
 once beforehand (the draws are not timed). Per setting: ms per round (CUDA events, after two
@@ -27,7 +27,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from fedbench.engine import round_kernels, tensor_rounds  # noqa: E402
+from fedbench.engine.linear_fast import round_kernels, tensor_rounds  # noqa: E402
 
 G, L, D, ROWS = 3, 18, 123, 32_561
 

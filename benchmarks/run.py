@@ -6,11 +6,11 @@
 
 Implementations, all on the same generated data, the same sampled clients and the same rounds:
 
-(a) ``vectorized``  fedbench's vectorized engine (:class:`fedbench.engine.vectorized.VectorizedClients`)
+(a) ``vectorized``  fedbench's vectorized engine (:class:`fedbench.engine.clients.vectorized.VectorizedClients`)
 (a') ``seeds``       (a) with 10 seeds of the cell stacked (seed stacking, ``VectorizedClients.stacked``),
                     on the workloads where the engine stacks clients (SEED_STACKING); s/round per
                     cell-round
-(b) ``sequential``  fedbench's sequential reference (:class:`fedbench.engine.sequential.SequentialClients`)
+(b) ``sequential``  fedbench's sequential reference (:class:`fedbench.engine.clients.sequential.SequentialClients`)
 (c) ``plain``       a plain PyTorch loop as reference FL codes write it: per client
                     ``copy.deepcopy(nn.Module)``, a shuffled ``DataLoader``, ``torch.optim.SGD``;
                     the server averages ``state_dict``s weighted by n_k.
@@ -55,10 +55,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from fedbench.algorithms import get_algorithm  # noqa: E402
-from fedbench.engine.allocator import keep_freed_memory  # noqa: E402
-from fedbench.engine.sampling import sample_clients  # noqa: E402
-from fedbench.engine.sequential import SequentialClients  # noqa: E402
-from fedbench.engine.vectorized import VectorizedClients  # noqa: E402
+from fedbench.engine.clients.allocator import keep_freed_memory  # noqa: E402
+from fedbench.engine.clients.sampling import sample_clients  # noqa: E402
+from fedbench.engine.clients.sequential import SequentialClients  # noqa: E402
+from fedbench.engine.clients.vectorized import VectorizedClients  # noqa: E402
 from fedbench.models import build_model, make_grad_fn  # noqa: E402
 from fedbench.rng import generator  # noqa: E402
 
@@ -93,7 +93,7 @@ QUICK = {
 }
 IMPLS = ("vectorized", "seeds", "sequential", "plain")
 #: (a') ``seeds``: SEEDS cells (seeds 0..SEEDS-1, same data and partition) trained in lockstep as
-#: one stacked engine (seed stacking, :func:`fedbench.engine.loop.train_seeds`); its s/round is
+#: one stacked engine (seed stacking, :func:`fedbench.engine.rounds.loop.train_seeds`); its s/round is
 #: per cell-round (the lockstep round's time / SEEDS), so it compares with the other rows.
 SEEDS = 10
 #: Where (a') runs: the workloads whose clients the engine stacks on that device (on CPU, W1, W2
@@ -369,7 +369,7 @@ def worker(wname: str, participation: float, impl: str, rounds: int, quick: bool
     if impl in ("vectorized", "seeds"):
         out["padding_efficiency"] = trainer.padding_efficiency
         out["chunk_size"] = trainer.chunk_size or getattr(trainer, "_chunk_cache", None)
-        if trainer.graphs is not None:  # CUDA: captured steps (fedbench.engine.graphs)
+        if trainer.graphs is not None:  # CUDA: captured steps (fedbench.engine.clients.graphs)
             out["graph_captures"], out["graph_replays"] = trainer.graphs.captures, trainer.graphs.replays
     return out
 
@@ -513,7 +513,7 @@ def render(results: list[dict], args, peak_before: float, peak_after: float, flo
         f"{peak_after / 1e9:.1f} GFLOP/s after the runs (MFU below uses the larger)",
         f"- Whole command: {wall:.0f} s",
         "- Allocator: " + ("glibc malloc with trim threshold 1 GiB and mmap threshold 32 MiB in every (a), (b), (c) "
-                           "run (`fedbench.engine.allocator.keep_freed_memory`, which `train()` calls)"
+                           "run (`fedbench.engine.clients.allocator.keep_freed_memory`, which `train()` calls)"
                            if all(r.get("allocator_tuned") for r in results if r["impl"] != "flower")
                            else "the C library's defaults (mallopt unavailable or refused)"),
         "- Round = sampling + local training + FedAvg server update; mean over the timed rounds after one "

@@ -9,14 +9,15 @@ For each model and batch size, side by side in one process: the per-client time 
 calls on one client's parameters each (what the sequential engine and a one-client chunk do),
 and of one ``vmap`` over the G stacked clients (what a chunk of G does). Their ratio is what
 stacking gains (> 1) or loses (< 1). The vectorized engine's automatic rule
-(:data:`fedbench.engine.vectorized.CPU_STACK_MAX_MACS`: stack on CPU only while parameters × B
+(:data:`fedbench.engine.clients.vectorized.CPU_STACK_MAX_MACS`: stack on CPU only while parameters × B
 is below 1 M) was set from this table; benchmarks/RESULTS.md records a run.
 
 ``--sweep`` (:func:`sweep`): a 13-value learning-rate grid × 3 seeds of W3-shaped cells (logistic
 regression, 123 features, 2 classes, 1,024 clients × 32 generated samples as in
 ``benchmarks/run.py``, B = 1, 64 local steps, full participation, float32, FedAvg), 39 cells,
-trained (1) stacked in one :func:`fedbench.engine.loop.train_seeds` call (hyperparameter
-stacking, :mod:`fedbench.engine.stacking`) and (2) one cell at a time (:func:`fedbench.engine.loop.train`),
+trained (1) stacked in one :func:`fedbench.engine.rounds.loop.train_seeds` call (hyperparameter
+stacking, :mod:`fedbench.engine.rounds.stacking`) and (2) one cell at a time
+(:func:`fedbench.engine.rounds.loop.train`),
 each mode in its own subprocess so that its peak RSS is its own. Prints seconds, the ratio, peak
 RSS, and the largest relative difference of the final parameters between the two modes.
 """
@@ -37,8 +38,8 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from torch.func import vmap  # noqa: E402
 
-from fedbench.engine.allocator import keep_freed_memory  # noqa: E402
-from fedbench.engine.vectorized import CPU_STACK_MAX_MACS  # noqa: E402
+from fedbench.engine.clients.allocator import keep_freed_memory  # noqa: E402
+from fedbench.engine.clients.vectorized import CPU_STACK_MAX_MACS  # noqa: E402
 from fedbench.models import build_model, make_grad_fn, tree_numel  # noqa: E402
 
 # name, model config, input shape, classes, batch size
@@ -113,7 +114,7 @@ def sweep_cells(clients: int = 1024, n: int = 32, steps: int = 64, rounds: int =
 def sweep_mode(mode: str, out: str, **size) -> None:
     """Train the sweep's cells ``stacked`` or ``alone``; write seconds, peak RSS and the final
     parameters to ``out`` (a torch file)."""
-    from fedbench.engine.loop import train, train_seeds
+    from fedbench.engine.rounds.loop import train, train_seeds
 
     ds, specs, parts = sweep_cells(**size)
     t0 = time.perf_counter()

@@ -1,4 +1,4 @@
-"""One local step of the whole-rounds tensor path (:mod:`fedbench.engine.tensor_rounds`) in three
+"""One local step of the whole-rounds tensor path (:mod:`fedbench.engine.linear_fast.tensor_rounds`) in three
 layouts, side by side on one device: what a step of FedAc's largest jobs costs against the bytes
 it must move.
 

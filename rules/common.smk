@@ -164,7 +164,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from fedbench.codeversion import dataset_version, partition_version, train_version
-from fedbench.engine.stacking import stack_key
+from fedbench.engine.rounds.stacking import stack_key
 
 # A code version reads the source files it covers: once per argument per Snakemake start (the
 # params of every train, prepare and partition job, and every stacked cell's fingerprint, ask again).
@@ -461,7 +461,7 @@ def stacked_cell_done(cell, fingerprint):
 
 def stack_groups():
     """The train jobs of the `stack: true` experiments: the cells still to train, grouped by
-    fedbench.engine.stacking.stack_key (cells that differ only in their seed and continuous
+    fedbench.engine.rounds.stacking.stack_key (cells that differ only in their seed and continuous
     hyperparameters: one group each, trained in lockstep), in config order, and up to the
     experiment's stack_groups_per_job consecutive groups of the same dataset in one job (one after
     another, one process).

@@ -55,9 +55,9 @@ if HISTOGRAM_EXPERIMENTS:
 
 
 # Stacking (experiments with `stack: true`, config/README.md): the cells still to train are
-# grouped by fedbench.engine.stacking.stack_key (cells that differ only in their seed and
+# grouped by fedbench.engine.rounds.stacking.stack_key (cells that differ only in their seed and
 # continuous hyperparameters: a grid of learning rates x seeds); a group trains its cells in
-# lockstep as one set of clients (fedbench.engine.loop.run_cells) and writes each cell's outputs
+# lockstep as one set of clients (fedbench.engine.rounds.loop.run_cells) and writes each cell's outputs
 # exactly where rule train would. A job is one group, or up to the experiment's
 # stack_groups_per_job groups one after another in one process. One rule per job, with explicit
 # outputs (stack_groups in rules/common.smk): finished cells are in no group (their summary.json

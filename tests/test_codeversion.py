@@ -104,7 +104,8 @@ def _train_closure(algorithm, model):
 
 def test_a_cells_version_covers_engine_rng_metrics_algorithm_and_its_model_only():
     closure = _train_closure("fedprox", "mlp")
-    for m in ("fedbench.engine.loop", "fedbench.engine.local", "fedbench.rng", "fedbench.metrics.communication",
+    for m in ("fedbench.engine.rounds.loop", "fedbench.engine.clients.local", "fedbench.rng",
+              "fedbench.metrics.communication",
               "fedbench.metrics.histogram", "fedbench.data.store", "fedbench.data.partition", "fedbench.models",
               "fedbench.models.mlp", "fedbench.algorithms.fedprox", "fedbench.algorithms.fedavg",
               "fedbench.algorithms.local"):

@@ -516,7 +516,7 @@ def test_augmentation_is_in_the_spec_of_image_datasets_only():
 
 
 def test_augment_precedence_dataset_then_experiment_then_experiment_dataset():
-    from fedbench.engine.loop import spec_id
+    from fedbench.engine.rounds.loop import spec_id
 
     on, off = expand_cells(_with_cifar()), expand_cells(_with_cifar(augment=False))
     assert _aug(off, "cifar") is None and _aug(off, "digits") == "absent"  # experiment level skips digits
@@ -658,7 +658,7 @@ PINNED_SPEC_IDS = {
 
 @pytest.mark.parametrize("path", sorted(PINNED_SPEC_IDS))
 def test_spec_ids_of_known_cells_are_unchanged(path):
-    from fedbench.engine.loop import spec_id
+    from fedbench.engine.rounds.loop import spec_id
 
     cells = expand_cells(yaml.safe_load((REPO / path).read_text()))
     from fedbench.config import training_spec
@@ -902,7 +902,7 @@ def test_fewer_shards_than_classes_is_rejected_before_any_job():
 def test_replacement_is_in_the_local_spec_only_when_true():
     """local.replacement (FedAc's oracle: minibatches i.i.d. with replacement) needs steps; false
     (the default) leaves every cell's spec and spec_id as before."""
-    from fedbench.engine.cell import spec_id
+    from fedbench.engine.rounds.cell import spec_id
 
     plain = expand_cells(tiny())
     assert all("replacement" not in c["local"] for c in plain)
@@ -922,7 +922,7 @@ def test_replacement_is_in_the_local_spec_only_when_true():
 def test_lr_schedule_is_in_the_local_spec_only_when_set():
     """local.lr_schedule (Sharma, Panda & Joshi, TMLR 2023, Table 3: lr / 10 after rounds 100 and
     200): canonical (factor defaults to 0.1), absent from cells without it (their spec_id unchanged)."""
-    from fedbench.engine.cell import spec_id
+    from fedbench.engine.rounds.cell import spec_id
 
     plain = expand_cells(tiny())
     assert all("lr_schedule" not in c["local"] for c in plain)
@@ -1014,7 +1014,7 @@ def test_shared_partition_may_have_more_clients_than_rows():
 
 
 def test_collapse_rule_is_in_the_spec_only_when_set():
-    from fedbench.engine.cell import COLLAPSE_DEFAULTS, collapse_rule, spec_id
+    from fedbench.engine.rounds.cell import COLLAPSE_DEFAULTS, collapse_rule, spec_id
 
     plain = expand_cells(tiny())
     assert all("collapse" not in c for c in plain)  # unset: the engine's defaults, spec_id unchanged
@@ -1297,7 +1297,7 @@ def test_unswept_cells_keep_their_training_spec():
 
 def test_adding_a_grid_value_adds_cells_and_leaves_the_others_specs_identical():
     from fedbench.config import training_spec
-    from fedbench.engine.loop import spec_id
+    from fedbench.engine.rounds.loop import spec_id
 
     small = by_name(expand_cells(swept(experiment={"grid": {"local.lr": [0.01, 0.1]}},
                                        fedprox={"grid": {"mu": [0.1]}})))
@@ -1337,7 +1337,7 @@ def test_the_lr_sweep_quick_experiment_file():
 
 
 def test_eval_initial_is_in_the_spec_only_when_true():
-    from fedbench.engine.cell import spec_id
+    from fedbench.engine.rounds.cell import spec_id
 
     plain = expand_cells(tiny())
     assert all("eval_initial" not in c for c in plain)  # unset: no round-0 row, spec_id unchanged
@@ -1379,7 +1379,7 @@ def test_eval_every_is_a_sweep_axis_zipped_with_steps_and_rounds():
 def test_local_work_distribution_in_the_spec_in_canonical_form():
     """local.epochs / local.steps may be a distribution (τ_i ~ Uniform{low..high}); the spec holds it
     with a fixed key order and ``per`` defaulting to ``round``; fixed per client is a different spec."""
-    from fedbench.engine.cell import spec_id
+    from fedbench.engine.rounds.cell import spec_id
 
     cfg = tiny()
     cfg["experiments"]["e"]["local"]["epochs"] = {"high": 5, "low": 2, "distribution": "uniform"}

@@ -178,7 +178,15 @@ def _fedbench_version(modules: list[str]) -> str:
 
 
 def _submodules(package: str) -> list[str]:
-    return sorted(f"{package}.{p.stem}" for p in _package_dir(package).glob("*.py") if p.stem != "__init__")
+    """Every module and subpackage below ``package`` (recursively), by dotted name."""
+    root = _package_dir(package)
+    names = set()
+    for path in root.rglob("*.py"):
+        parts = path.relative_to(root).with_suffix("").parts
+        parts = parts[:-1] if parts[-1] == "__init__" else parts
+        if parts and "__pycache__" not in parts:
+            names.add(".".join((package, *parts)))
+    return sorted(names)
 
 
 def train_version(algorithm: str, model: str) -> str:

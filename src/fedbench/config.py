@@ -133,7 +133,7 @@ _DATASET_BOUNDS = {
 _SOURCE_BOUNDS = {"libsvm_file": {"test_fraction": "[0, 1)", "n_features": "[1, inf)"},
                   "breast_cancer": {"test_fraction": "[0, 1)"}}
 #: Bernoulli client sampling draws round t of seed s from numpy's RandomState(s + t - 1), whose
-#: seeds are < 2^32 (fedbench.engine.sampling.sample_clients); so does binary_logreg's init numpy_legacy.
+#: seeds are < 2^32 (fedbench.engine.clients.sampling.sample_clients); so does binary_logreg's init numpy_legacy.
 BERNOULLI_SEED_LIMIT = 2**32
 
 
@@ -698,7 +698,7 @@ def _finish_local(local: dict, path: str) -> dict:
 
 def _lr_schedule(schedule: Any, path: str) -> dict:
     """``local.lr_schedule`` in canonical form ``{"milestones": [int, ...], "factor": float}``
-    (factor defaults to 0.1): the step schedule of :func:`fedbench.engine.loop.round_hparams`.
+    (factor defaults to 0.1): the step schedule of :func:`fedbench.engine.rounds.loop.round_hparams`.
 
     Raises:
         ConfigError: not a mapping, milestones missing, not integers >= 1 or not strictly
@@ -724,7 +724,7 @@ def _lr_schedule(schedule: Any, path: str) -> dict:
 def _local_work(amount: Any, path: str) -> int | dict | None:
     """``local.epochs`` / ``local.steps`` in canonical form: None, an int, or the distribution
     ``{"distribution", "low", "high", "per"}`` in that key order (``per`` defaults to ``"round"``;
-    drawn by :func:`fedbench.engine.batches.local_work`).
+    drawn by :func:`fedbench.engine.clients.batches.local_work`).
 
     Raises:
         ConfigError: low > high (key path ``<path>.high``).
@@ -852,7 +852,7 @@ def _dataset_settings(exp: dict, ecfg: dict, ds: str, dcfg: dict, known: dict, d
 def _check_chance_margin(collapse: Any, dataset: dict, path: str, dataset_id: str) -> None:
     """A collapse rule's ``chance_margin`` leaves room above chance: 1/C + margin < 1, C the
     dataset's number of classes where the registry knows it (else every run would count as at
-    chance, :func:`fedbench.engine.cell.collapse_reason`)."""
+    chance, :func:`fedbench.engine.rounds.cell.collapse_reason`)."""
     from fedbench.data.registry import train_classes
 
     margin = collapse.get("chance_margin") if isinstance(collapse, dict) else None
@@ -866,7 +866,7 @@ def _check_chance_margin(collapse: Any, dataset: dict, path: str, dataset_id: st
 def _check_algorithm_cell(name: str, hparams: dict, local: dict, path: str) -> None:
     """The algorithm module's own check of a cell's settings, made before any job: its optional
     ``check_cell(round_hparams)`` (:mod:`fedbench.algorithms`, e.g. FedAc needs ``local.steps`` and
-    no clipping) gets the hyperparameters of round 1 (:func:`fedbench.engine.loop.round_hparams`);
+    no clipping) gets the hyperparameters of round 1 (:func:`fedbench.engine.rounds.loop.round_hparams`);
     its ValueError becomes a ConfigError at ``path``, or at ``path.<hyperparameter>`` when the
     message starts with a hyperparameter's name ("variant must be one of ...")."""
     import fedbench.algorithms as algorithms
@@ -874,7 +874,7 @@ def _check_algorithm_cell(name: str, hparams: dict, local: dict, path: str) -> N
     check = getattr(algorithms.get_algorithm(name), "check_cell", None)
     if check is None:
         return
-    from fedbench.engine.loop import round_hparams
+    from fedbench.engine.rounds.loop import round_hparams
 
     try:
         check(round_hparams({"hparams": hparams, "local": local}, 1))
@@ -1148,11 +1148,11 @@ def _label_value(v: Any) -> str:
     distribution as ``uniform2-5`` (drawn per round) or ``uniform2-5.client`` (fixed per client); an
     lr schedule as ``step100-200x0.1`` (milestones, factor)."""
     if isinstance(v, dict) and "milestones" in v:
-        from fedbench.engine.loop import schedule_label
+        from fedbench.engine.rounds.loop import schedule_label
 
         return schedule_label(v)
     if isinstance(v, dict) and "distribution" in v:
-        from fedbench.engine.batches import work_label
+        from fedbench.engine.clients.batches import work_label
 
         return work_label(v)
     if isinstance(v, bool):
@@ -1397,7 +1397,7 @@ def expand_cells(config: dict) -> list[dict]:
     or None (see :func:`_augmentation`); and, for experiments with ``delta_histogram``,
     ``delta_histogram: {"rounds": [sorted ints]}`` ("last" resolved to the cell's rounds; a round
     beyond them is an error); ``collapse`` when the experiment sets it; ``eval_initial: True`` when
-    the experiment or dataset sets it true (a round-0 row, :meth:`fedbench.engine.cell.Cell.evaluate_initial`);
+    the experiment or dataset sets it true (a round-0 row, :meth:`fedbench.engine.rounds.cell.Cell.evaluate_initial`);
     ``uplink_entropy: False`` when the experiment turns the entropy measurement off;
     last, ``sweep``: None for a cell of no sweep, else
     ``{"label": <configured label>, "partition": <configured partition id>, "point": {axis: value},
@@ -1423,7 +1423,7 @@ def expand_cells(config: dict) -> list[dict]:
 
 def training_spec(cell: dict) -> dict:
     """The spec a cell is trained with: everything in it that changes its result (the cell less
-    :data:`REPORT_KEYS` and :data:`PATH_KEYS`). Its :func:`fedbench.engine.loop.spec_id` names the
+    :data:`REPORT_KEYS` and :data:`PATH_KEYS`). Its :func:`fedbench.engine.rounds.loop.spec_id` names the
     cell's results."""
     return {k: v for k, v in cell.items() if k not in REPORT_KEYS and k not in PATH_KEYS}
 
@@ -1498,7 +1498,7 @@ def train_resources(config: dict) -> dict[tuple[str, str], dict]:
 
 def stacked_experiments(config: dict) -> dict[str, int]:
     """``{experiment: stack_groups_per_job}`` for the experiments with ``stack: true``, in config
-    order: the workflow trains each set of their stackable cells (:func:`fedbench.engine.stacking.stack_key`
+    order: the workflow trains each set of their stackable cells (:func:`fedbench.engine.rounds.stacking.stack_key`
     of :func:`training_spec`: cells differing only in seed, local lr, lr_decay, weight_decay,
     clip_norm value, algorithm label and numeric hyperparameters) as one group, and up to
     ``stack_groups_per_job`` groups of a dataset one after another in one job. Runtime only: it

@@ -212,11 +212,11 @@ def price(jobs: Sequence[Job], learned: Mapping[str, dict], shipped: Mapping) ->
 def job_count(cells: Sequence[Mapping], groups_per_job: int | None) -> int:
     """How many training jobs an experiment's cells make in all: one per cell, or with stacking
     (``groups_per_job``: its stack_groups_per_job) its stack groups, up to that many per job per
-    dataset (fedbench.engine.stacking.stack_key)."""
+    dataset (fedbench.engine.rounds.stacking.stack_key)."""
     if groups_per_job is None:
         return len(cells)
     from fedbench.config import training_spec
-    from fedbench.engine.stacking import stack_key
+    from fedbench.engine.rounds.stacking import stack_key
 
     groups: dict[str, set] = {}
     for c in cells:

@@ -79,7 +79,7 @@ def remove_stale_temporaries(path: str | os.PathLike) -> list[Path]:
     never reaches the clean-up, and a checkpoint's temporary can be hundreds of MB.
 
     Only call this while owning ``path`` (for a training cell: holding its
-    :class:`fedbench.engine.lifetime.CellLock`), since a live writer's temporary is removed too.
+    :class:`fedbench.engine.rounds.lifetime.CellLock`), since a live writer's temporary is removed too.
     Returns the removed paths.
     """
     path = Path(path)

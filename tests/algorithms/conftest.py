@@ -1,6 +1,6 @@
 """Shared fixtures for the algorithm tests: a small heterogeneous logistic-regression federation
 (float64) and a reference round loop built from the engine's own pieces
-(:func:`fedbench.engine.local.train_client`, :func:`fedbench.engine.batches.local_batches`)."""
+(:func:`fedbench.engine.clients.local.train_client`, :func:`fedbench.engine.clients.batches.local_batches`)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import torch
 
-from fedbench.engine.batches import local_batches
-from fedbench.engine.holdout import holdout_batches, holdout_fraction, holdout_split, make_output_grad_fn
-from fedbench.engine.local import train_client
+from fedbench.engine.clients.batches import local_batches
+from fedbench.engine.clients.holdout import holdout_batches, holdout_fraction, holdout_split, make_output_grad_fn
+from fedbench.engine.clients.local import train_client
 from fedbench.models import build_model, make_grad_fn
 
 DIM, CLASSES = 5, 3
@@ -67,7 +67,7 @@ def run_rounds(alg, params0, clients, hparams, grad_fn, rounds=3, sampled=None, 
     """Run ``rounds`` rounds of ``alg``; ``sampled(t)`` gives the client ids of round t (default all).
 
     An algorithm with a held-out pass (Elastic Aggregation) gets the engine's split
-    (:func:`fedbench.engine.holdout.holdout_split`, keyed by ``seed``): it trains on D_k \\ B_k,
+    (:func:`fedbench.engine.clients.holdout.holdout_split`, keyed by ``seed``): it trains on D_k \\ B_k,
     n_k counts those rows, and its held-out pass runs on B_k with the logreg's output gradient.
 
     Returns (server_state, client_states, history); history holds per round the messages and the

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from fedbench.algorithms import elastic, elastic_fedavg, elastic_fedavgm, elastic_fedprox, fedavg, fedavgm, fedprox
-from fedbench.engine.holdout import holdout_size, make_output_grad_fn
+from fedbench.engine.clients.holdout import holdout_size, make_output_grad_fn
 from fedbench.metrics.communication import count_floats
 from fedbench.tree import tree_numel, tree_weighted_mean
 

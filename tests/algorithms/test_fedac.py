@@ -332,7 +332,7 @@ def toy():
 
 @pytest.mark.parametrize("algorithm", ["fedac", "mb_sgd", "mb_ac_sgd"])
 def test_registered_and_run_by_both_engines(toy, algorithm):
-    from fedbench.engine.loop import train
+    from fedbench.engine.rounds.loop import train
 
     assert algorithm in ALGORITHMS
     ds, part = toy
@@ -354,7 +354,7 @@ def test_registered_and_run_by_both_engines(toy, algorithm):
 
 
 def test_epochs_instead_of_steps_is_an_error(toy):
-    from fedbench.engine.loop import train
+    from fedbench.engine.rounds.loop import train
 
     ds, part = toy
     with pytest.raises(ValueError, match=r"fedac: needs a fixed number of local steps K \(local.steps\)"):

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from fedbench.algorithms import fedavg, get_algorithm
-from fedbench.engine.local import train_client
+from fedbench.engine.clients.local import train_client
 from fedbench.models import build_model, make_grad_fn
 from fedbench.tree import tree_add, tree_clone, tree_weighted_mean
 

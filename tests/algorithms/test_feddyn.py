@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from fedbench.algorithms import feddyn, get_algorithm
-from fedbench.engine.local import train_client
+from fedbench.engine.clients.local import train_client
 from fedbench.tree import tree_mean, tree_sub, tree_zeros_like
 
 

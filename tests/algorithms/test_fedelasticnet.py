@@ -15,8 +15,8 @@ from fedbench.algorithms import (
     get_algorithm,
     scaffold,
 )
-from fedbench.engine.batches import local_batches
-from fedbench.engine.local import train_client
+from fedbench.engine.clients.batches import local_batches
+from fedbench.engine.clients.local import train_client
 from fedbench.metrics.communication import count_floats, count_nonzeros
 from fedbench.tree import tree_mean, tree_numel, tree_threshold, tree_zeros_like
 

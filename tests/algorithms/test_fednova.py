@@ -306,7 +306,7 @@ def _engine_case(algorithm, hparams, local_over):
 
 @pytest.mark.parametrize("engine", ["sequential", "vectorized"])
 def test_engines_equal_steps_is_fedavg_unequal_epochs_is_not(engine):
-    from fedbench.engine.loop import train
+    from fedbench.engine.rounds.loop import train
 
     out = {}
     for local in ({"steps": 5}, {"epochs": 2}):
@@ -354,10 +354,10 @@ def test_quadratic_fixed_point_with_local_momentum(quadratics, rho):
 
 def test_fixed_point_with_drawn_tau_fixed_per_client(quadratics):
     """τ_i ~ Uniform{1..9} drawn once per client (``per: client``, the keyed draw of
-    :func:`fedbench.engine.batches.local_work`): FedNova's fixed point is the closed form with the
+    :func:`fedbench.engine.clients.batches.local_work`): FedNova's fixed point is the closed form with the
     drawn τ_i, mapped to itself by every round's real module functions to 1e-12. Redrawn per round,
     the same point is moved (no fixed point: τ_i^(t) changes)."""
-    from fedbench.engine.batches import local_work
+    from fedbench.engine.clients.batches import local_work
 
     eta, seed = 0.1, 11
     fixed = {"distribution": "uniform", "low": 1, "high": 9, "per": "client"}

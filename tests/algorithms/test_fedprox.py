@@ -4,7 +4,7 @@ import numpy as np
 import torch
 
 from fedbench.algorithms import fedavg, fedprox, get_algorithm
-from fedbench.engine.local import train_client
+from fedbench.engine.clients.local import train_client
 from fedbench.tree import tree_add, tree_axpy, tree_sub
 
 

@@ -2,7 +2,7 @@
 "Convergence and Accuracy Trade-Offs in Federated Learning and Meta-Learning", AISTATS 2021.
 
 On the federated quadratic problem (:mod:`fedbench.data.quadratic`, full-batch clients, full
-participation: the paper's deterministic setting), float64, through :func:`fedbench.engine.loop.train`:
+participation: the paper's deterministic setting), float64, through :func:`fedbench.engine.rounds.loop.train`:
 
 - Theorem 1: a client's message is exactly Q_i A_i (x − c_i) (1e-12), for Θ_{1:K}, Θ_K, an explicit Θ, α > 0;
 - Lemma 11: the engine's fixed point is x*(α, γ, Θ) = E[Q_i A_i]⁻¹E[Q_i A_i c_i] (1e-8) for the three
@@ -34,9 +34,9 @@ from fedbench.algorithms import ALGORITHMS, get_algorithm, local_update, maml
 from fedbench.data.partition import make_partition
 from fedbench.data.quadratic import client_quadratics, generate_quadratic, global_optimum
 from fedbench.data.store import Dataset
-from fedbench.engine.batches import local_batches
-from fedbench.engine.local import train_client
-from fedbench.engine.loop import train, train_seeds
+from fedbench.engine.clients.batches import local_batches
+from fedbench.engine.clients.local import train_client
+from fedbench.engine.rounds.loop import train, train_seeds
 from fedbench.models import build_model, make_grad_fn
 from fedbench.theory import quadratic as tq
 from fedbench.theory import rates

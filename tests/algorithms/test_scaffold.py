@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from fedbench.algorithms import fedavg, get_algorithm, scaffold
-from fedbench.engine.local import train_client
+from fedbench.engine.clients.local import train_client
 from fedbench.tree import tree_add, tree_mean, tree_zeros_like
 
 HP = {"lr": 0.1, "weight_decay": 0.0, "clip_norm": None}

@@ -1,5 +1,5 @@
-"""Shared by the engine tests: their helpers (test_vectorized._spec, _compare) importable under
---import-mode=importlib, and one torch thread per test (tiny tensors: intra-op threads only add
+"""Shared by the engine tests: their helpers (clients/test_vectorized._spec, _compare,
+rounds/test_loop._dataset, ...) importable under --import-mode=importlib, and one torch thread per test (tiny tensors: intra-op threads only add
 overhead)."""
 
 import sys
@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
-sys.path.insert(0, str(Path(__file__).parent))
+for _sub in ("rounds", "clients", "linear_fast"):
+    sys.path.insert(0, str(Path(__file__).parent / _sub))
 
 
 @pytest.fixture(autouse=True)

@@ -17,9 +17,9 @@ from test_loop import _dataset, _spec
 
 from fedbench.data.partition import make_partition, write_partition
 from fedbench.data.store import Dataset, write_dataset
-from fedbench.engine.cell import COLLAPSE_DEFAULTS, collapse_reason, collapse_rule
-from fedbench.engine.lifetime import CellBusyError, CellLock
-from fedbench.engine.loop import run_cell
+from fedbench.engine.rounds.cell import COLLAPSE_DEFAULTS, collapse_reason, collapse_rule
+from fedbench.engine.rounds.lifetime import CellBusyError, CellLock
+from fedbench.engine.rounds.loop import run_cell
 from fedbench.files import remove_stale_temporaries, temporary_sibling
 from fedbench.metrics.schema import check_metrics_table
 
@@ -155,7 +155,7 @@ def test_a_second_process_on_the_same_cell_is_refused(tmp_path):
     lock = tmp_path / ".checkpoint.pt.lock"
     holder = _python(f"""
         import sys, time
-        from fedbench.engine.lifetime import CellLock
+        from fedbench.engine.rounds.lifetime import CellLock
         with CellLock({str(lock)!r}, "e/d/p/a/seed=0"):
             print("locked", flush=True)
             time.sleep(60)
@@ -165,7 +165,7 @@ def test_a_second_process_on_the_same_cell_is_refused(tmp_path):
         with pytest.raises(CellBusyError, match=f"cell e/d/p/a/seed=0 .*pid {holder.pid}"):
             CellLock(lock, "e/d/p/a/seed=0").acquire()
         second = _python(f"""
-            from fedbench.engine.lifetime import CellLock
+            from fedbench.engine.rounds.lifetime import CellLock
             CellLock({str(lock)!r}, "e/d/p/a/seed=0").acquire()
             """, stderr=subprocess.PIPE, text=True)
         _, err = second.communicate(timeout=60)
@@ -197,7 +197,7 @@ def test_the_training_job_ends_when_its_parent_is_killed(tmp_path, through_shell
     pid_file = tmp_path / "child.pid"
     child = textwrap.dedent(f"""
         import os, time
-        from fedbench.engine.lifetime import exit_with_parent
+        from fedbench.engine.rounds.lifetime import exit_with_parent
         exit_with_parent(poll_seconds=0.2)
         open({str(pid_file)!r}, "w").write(str(os.getpid()))
         try:

@@ -1,5 +1,5 @@
 """Heterogeneous local work (τ_i drawn per client: ``local.epochs`` / ``local.steps`` a
-distribution, :func:`fedbench.engine.batches.local_work`) through both engines.
+distribution, :func:`fedbench.engine.clients.batches.local_work`) through both engines.
 
 - the engines agree (float64, 1e-10 relative) for FedAvg, FedNova and SCAFFOLD with τ_i ~
   Uniform{low..high} epochs or steps, drawn per round or fixed per client, under partial
@@ -18,12 +18,12 @@ from test_vectorized import DEVICES, SAMPLING, _compare, _rel, _spec, data  # no
 
 from fedbench.algorithms import get_algorithm
 from fedbench.data.partition import client_indices
-from fedbench.engine import vectorized
-from fedbench.engine.batches import local_work
-from fedbench.engine.loop import train, train_seeds
-from fedbench.engine.sampling import sample_clients
-from fedbench.engine.sequential import SequentialClients
-from fedbench.engine.vectorized import VectorizedClients, plan_groups
+from fedbench.engine.clients import vectorized
+from fedbench.engine.clients.batches import local_work
+from fedbench.engine.clients.sampling import sample_clients
+from fedbench.engine.clients.sequential import SequentialClients
+from fedbench.engine.clients.vectorized import VectorizedClients, plan_groups
+from fedbench.engine.rounds.loop import train, train_seeds
 from fedbench.models import build_model, make_grad_fn
 
 WORK = {"distribution": "uniform", "low": 1, "high": 4}

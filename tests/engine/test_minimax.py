@@ -10,7 +10,7 @@ import torch
 from test_vectorized import DEVICES, SAMPLING, _compare, _spec, data  # noqa: F401  (data: the fixture)
 
 from fedbench.algorithms import sgda
-from fedbench.engine.vectorized import PADDING_EFFICIENCY_FLOOR
+from fedbench.engine.clients.vectorized import PADDING_EFFICIENCY_FLOOR
 
 WORK = {"distribution": "uniform", "low": 1, "high": 4, "per": "round"}
 CASES = {
@@ -62,7 +62,7 @@ def test_float32_within_tolerance(data, case, device):  # noqa: F811
 
 def test_minimax_metrics_rows(data):  # noqa: F811
     """Both players' per-round metrics land in the metrics rows, equal across engines."""
-    from fedbench.engine.loop import train
+    from fedbench.engine.rounds.loop import train
 
     ds, part = data
     spec = _spec("fedavg") | {"algorithm": "fed_norm_sgda", "algorithm_name": "fed_norm_sgda",
@@ -82,7 +82,7 @@ def test_minimax_metrics_rows(data):  # noqa: F811
 @pytest.mark.parametrize("engine", ["sequential", "vectorized"])
 def test_fed_norm_is_local_sgda_with_equal_steps_full_participation(data, engine):  # noqa: F811
     """The exact identity through the engines: equal τ_i (local.steps), P = n, server lr 1."""
-    from fedbench.engine.loop import train
+    from fedbench.engine.rounds.loop import train
 
     ds, part = data
     out = {}
@@ -99,8 +99,8 @@ def test_fed_norm_is_local_sgda_with_equal_steps_full_participation(data, engine
 
 def test_pgd_accuracy_is_measured_for_robust_cells_only(data):  # noqa: F811
     """test_pgd_accuracy (ours): robust cells, in [0, clean accuracy of h_x]; null for fair cells."""
-    from fedbench.engine.evaluate import evaluate
-    from fedbench.engine.loop import train
+    from fedbench.engine.rounds.evaluate import evaluate
+    from fedbench.engine.rounds.loop import train
 
     ds, part = data
     rows, info = train(_minimax_spec("fed_norm_sgda_plus", "uniform", "robust") | {"eval_initial": True}, ds, part,

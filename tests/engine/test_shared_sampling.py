@@ -16,8 +16,8 @@ import torch
 from fedbench.algorithms import fedavg, get_algorithm
 from fedbench.data.partition import make_partition
 from fedbench.data.store import Dataset
-from fedbench.engine.batches import local_batches
-from fedbench.engine.vectorized import VectorizedClients
+from fedbench.engine.clients.batches import local_batches
+from fedbench.engine.clients.vectorized import VectorizedClients
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +45,7 @@ def _spec(algorithm: str, batch_size: int) -> dict:
 @pytest.mark.parametrize("batch_size", [1, 3])
 @pytest.mark.parametrize("compiled", [False, True])  # per-client draws and generic steps, or the compiled paths
 def test_engines_agree_on_shared_with_replacement(toy, algorithm, batch_size, compiled, monkeypatch):
-    from fedbench.engine.loop import train
+    from fedbench.engine.rounds.loop import train
 
     if compiled:
         monkeypatch.setattr(VectorizedClients, "compiled_min_seconds", 0)

@@ -4,7 +4,7 @@ Tolerances: the engine's loss and gradient against the closed forms log1p(exp(�
 −y σ(−y z) x: 1e-14 absolute and relative (float64; torch's logsumexp rounds log(1 + e^{−|z|}) to
 ~1e-16 absolute); the objective against a direct numpy formula: 1e-14 relative; finite differences:
 1e-7 relative (central differences, h = 1e-6); the engines against each other: 1e-10 relative
-(float64), as tests/engine/test_vectorized.py.
+(float64), as tests/engine/clients/test_vectorized.py.
 """
 
 import numpy as np
@@ -14,7 +14,7 @@ import torch
 from fedbench.config import ConfigError, check_config
 from fedbench.data.partition import make_partition
 from fedbench.data.store import Dataset
-from fedbench.engine.loop import train
+from fedbench.engine.rounds.loop import train
 from fedbench.models import MODELS, build_model, check_classes, make_grad_fn, make_loss_fn, model_options
 
 TOL = {"rtol": 1e-14, "atol": 1e-14}

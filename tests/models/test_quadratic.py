@@ -9,8 +9,8 @@ import torch
 from fedbench.algorithms import ALGORITHMS, get_algorithm
 from fedbench.data.partition import make_partition
 from fedbench.data.quadratic import client_quadratics, generate_quadratic
-from fedbench.engine.evaluate import evaluate
-from fedbench.engine.loop import train
+from fedbench.engine.rounds.evaluate import evaluate
+from fedbench.engine.rounds.loop import train
 from fedbench.models import build_model, make_grad_fn, make_loss_fn, model_options
 
 

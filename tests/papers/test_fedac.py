@@ -154,7 +154,7 @@ def test_a9a_mb_sgd_from_the_authors_w0_reproduces_their_published_run(k_steps):
     from fedbench.data.libsvm import read_svmlight
     from fedbench.data.partition import make_partition
     from fedbench.data.store import Dataset
-    from fedbench.engine.loop import train
+    from fedbench.engine.rounds.loop import train
     from fedbench.metrics.optimum import solve_optimum
 
     ref = fedac.reference_frame().filter((pl.col("dataset") == "a9a") & (pl.col("lambda") == 1e-3)

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from fedbench.analysis.paper_figures import read_histograms
-from fedbench.engine.sampling import sample_clients
+from fedbench.engine.clients.sampling import sample_clients
 from fedbench.metrics.communication import flatten
 from fedbench.metrics.histogram import DeltaHistogram
 from fedbench.papers.base import REFERENCE_DIR as REF

@@ -152,7 +152,7 @@ def test_library_edits_rerun_exactly_the_jobs_that_use_the_code(wf):
     assert trained(jobs) == cells
     assert rules(jobs) == ["aggregate", "all", "collect", "collect_folder", "compare", "train", "train"]
     # The engine, and what it imports (the RNG), is in every cell's version.
-    for path in ("src/fedbench/engine/sampling.py", "src/fedbench/rng.py"):
+    for path in ("src/fedbench/engine/clients/sampling.py", "src/fedbench/rng.py"):
         with wf.edited(path, code_edit):
             assert trained(wf.planned(TINY)) == cells, path
     # The digits reader re-prepares digits, and so its partition and cells; another reader nothing.
@@ -167,7 +167,8 @@ def test_library_edits_rerun_exactly_the_jobs_that_use_the_code(wf):
                                            "train", "train"]
     # Comments and docstrings change no version.
     doc_edit = lambda s: s.replace('"""', '"""Edited docstring. ', 1) + "\n# a comment\n"  # noqa: E731
-    with wf.edited("src/fedbench/engine/loop.py", doc_edit), wf.edited("src/fedbench/models/logreg.py", doc_edit):
+    with (wf.edited("src/fedbench/engine/rounds/loop.py", doc_edit),
+          wf.edited("src/fedbench/models/logreg.py", doc_edit)):
         assert wf.planned(TINY) == []
     assert wf.planned(TINY) == []
 

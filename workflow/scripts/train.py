@@ -1,6 +1,6 @@
 """Snakemake shim for rule train (one cell) and the stacked train rules of `stack: true`
 experiments (groups of stackable cells, each in lockstep, one group after another: params.sizes),
-both through fedbench.engine.loop.run_cells.
+both through fedbench.engine.rounds.loop.run_cells.
 A stacked job records each cell's fingerprint (rules/common.smk, cell_fingerprint) in its
 summary.json: that is how a later run knows the cell is done.
 
@@ -10,14 +10,14 @@ through fedbench.runlog.ProgressLog, so the progress bar (rounds, latest accurac
 line every few seconds instead of one ever-growing line. Where the job ran (host, Slurm job id)
 is printed first and recorded as "job" in summary.json.
 
-The job ends when the Snakemake that started it dies (fedbench.engine.lifetime.exit_with_parent),
-and run_cells holds each cell's lock (fedbench.engine.lifetime.CellLock) while it trains, so a
+The job ends when the Snakemake that started it dies (fedbench.engine.rounds.lifetime.exit_with_parent),
+and run_cells holds each cell's lock (fedbench.engine.rounds.lifetime.CellLock) while it trains, so a
 second job on the same cell fails at once, naming the process that trains it.
 """
 
 import sys
 
-from fedbench.engine.lifetime import exit_with_parent
+from fedbench.engine.rounds.lifetime import exit_with_parent
 
 # End with Snakemake, even a SIGKILLed one: no orphan left training (and writing this cell's
 # checkpoint) after the workflow is gone. Exits at once if the parent is already gone.
@@ -32,7 +32,7 @@ sys.stdout = sys.stderr = ProgressLog(_log, interval=10.0)
 from pathlib import Path  # noqa: E402
 
 from fedbench.data.errors import DamagedFileError  # noqa: E402
-from fedbench.engine.loop import run_cells  # noqa: E402
+from fedbench.engine.rounds.loop import run_cells  # noqa: E402
 from fedbench.runlog import ends_with_message  # noqa: E402
 
 out, params = snakemake.output, snakemake.params  # noqa: F821

@@ -61,11 +61,11 @@ Optional: a check before any job
     Raises ValueError when a cell's settings cannot run this algorithm (FedAc: local work in
     epochs, clipping, μ ≤ 0, an unknown ``variant``; Elastic Aggregation: an unknown
     ``sensitivity``). ``hparams`` are the round-1 hyperparameters
-    (:func:`fedbench.engine.loop.round_hparams`). The config check calls it for every cell and
+    (:func:`fedbench.engine.rounds.loop.round_hparams`). The config check calls it for every cell and
     reports the message at ``experiments.<e>.algorithms.<label>``, so the error comes before any
     job instead of inside one; the module's own functions keep their checks.
 
-Optional: a held-out pass (only Elastic Aggregation has one; see :mod:`fedbench.engine.holdout`)
+Optional: a held-out pass (only Elastic Aggregation has one; see :mod:`fedbench.engine.clients.holdout`)
 
 ``holdout_fraction(hparams) -> float``
     The fraction f ∈ [0, 1) of each client's training samples to hold out, drawn once before
@@ -82,7 +82,7 @@ Optional: a held-out pass (only Elastic Aggregation has one; see :mod:`fedbench.
 
 Optional: ``STRUCTURAL_HPARAMS: tuple[str, ...]``, the numeric hyperparameters that change a
 round's structure (Elastic Aggregation's ``sensitivity_fraction``, the held-out split's size):
-cells that differ in them are never trained together (:mod:`fedbench.engine.stacking`).
+cells that differ in them are never trained together (:mod:`fedbench.engine.rounds.stacking`).
 
 Minimax (two players): a minimax model (:mod:`fedbench.models.minimax`) keeps the ascent player y
 in the same parameter dict, as the leaves named ``y.*``, and its ``grad_fn`` differentiates f(x, y;

@@ -14,7 +14,7 @@ freshly received global θ^{t−1}, Ω_k ← 0 and for each minibatch x of B_k
 The algorithm declares this through the protocol's optional held-out pass
 (:mod:`fedbench.algorithms`): :func:`holdout_fraction` (what to hold out) and
 :func:`client_holdout_step` (one minibatch of B_k); both engines run it before local training,
-with the engine's ``output_grad_fn`` (:func:`fedbench.engine.holdout.make_output_grad_fn`). The
+with the engine's ``output_grad_fn`` (:func:`fedbench.engine.clients.holdout.make_output_grad_fn`). The
 local training itself is the base algorithm's, unchanged. The client uploads Ω_k beside its
 update Δ_k (3× FedAvg's per-round traffic, as the paper says).
 
@@ -31,14 +31,14 @@ float64 tensor; 0 before the first round), recorded by the engine as the ``boost
 Hyperparameters shared by the three modules (:data:`HPARAMS`): ``tau`` τ, ``rho`` ρ,
 ``sensitivity`` ∈ {"momentum", "average", "none"} and ``sensitivity_fraction`` (|B_k| / n_k,
 in (0, 1); it sets |B_k|, so it is listed in :data:`STRUCTURAL_HPARAMS`: cells that differ in it
-are never stacked, :mod:`fedbench.engine.stacking`). "none" is naive aggregation (ζ ≡ 1,
+are never stacked, :mod:`fedbench.engine.rounds.stacking`). "none" is naive aggregation (ζ ≡ 1,
 nothing held out, no Ω sent): exactly the base optimizer with the same data, the "naive" column
 of the paper's Table 1. τ = 0.5 and ρ = 0.95 are FL-bench's defaults: the supplement gives no
 values, so they are assumed; the fraction 10 % is the supplement's (§4, its "μ").
 
 Decisions where the supplement is silent:
 
-- |B_k| = min(n_k − 1, ⌈0.1 · n_k⌉) (:func:`fedbench.engine.holdout.holdout_size`): a client with
+- |B_k| = min(n_k − 1, ⌈0.1 · n_k⌉) (:func:`fedbench.engine.clients.holdout.holdout_size`): a client with
   fewer than 10 samples still holds out one, and one is always left to train on. A client with
   n_k = 1 holds out nothing and sends Ω_k = 0 (it lowers Ω by its weight, as a client whose
   output does not depend on θ would).
@@ -63,7 +63,7 @@ from fedbench.tree import Tree, tree_weighted_mean, tree_zeros_like
 
 HPARAMS: dict = {"tau": 0.5, "rho": 0.95, "sensitivity": "momentum", "sensitivity_fraction": 0.1}
 BOUNDS: dict[str, str] = {"tau": "[0, inf)", "rho": "[0, 1)"}
-#: Numeric hyperparameters that change a round's structure (:mod:`fedbench.engine.stacking`):
+#: Numeric hyperparameters that change a round's structure (:mod:`fedbench.engine.rounds.stacking`):
 #: the fraction sets |B_k|, hence every client's training rows and step count; cells that differ
 #: in it are not trained together.
 STRUCTURAL_HPARAMS: tuple[str, ...] = ("sensitivity_fraction",)
@@ -133,7 +133,7 @@ def client_holdout_step(step_state: dict, batch, hparams: dict, output_grad_fn) 
         step_state: the state from ``client_init`` (holds ``omega`` and ``omega_batches``).
         batch: (x, y) with x of shape (B, *feature_shape); y only marks padded rows (negative).
         output_grad_fn: ``(params, x, y) -> (grads, value)``, the gradient of the mean squared
-            output norm (:func:`fedbench.engine.holdout.make_output_grad_fn`).
+            output norm (:func:`fedbench.engine.clients.holdout.make_output_grad_fn`).
     """
     x, y = batch
     grads, _ = output_grad_fn(step_state["params"], x, y)

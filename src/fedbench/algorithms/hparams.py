@@ -7,7 +7,7 @@ the module reads a value with :func:`hparam`.
 
 Inside ``client_step`` and ``client_holdout_step`` a numeric hyperparameter may arrive as a 0-d
 tensor (one value per client under vmap: the vectorized engine stacking cells that differ in it,
-:mod:`fedbench.engine.stacking`); those functions read it with :func:`number`, which keeps a
+:mod:`fedbench.engine.rounds.stacking`); those functions read it with :func:`number`, which keeps a
 tensor as it is, and compute with it by arithmetic (no ``float()``, ``bool()`` or ``if x != 0``).
 Everything else (``client_init``, ``client_final``, ``server_*``) always gets Python numbers.
 """

@@ -15,7 +15,7 @@ weight decay is added after clipping (``torch.optim.SGD``), so decay is never cl
 Everything here is pure and branch-free on tensor values (no ``.item()``), so it runs under
 :func:`torch.func.vmap` over a client dimension. Hyperparameters may be Python numbers or 0-d
 tensors (one value per client under vmap, when the vectorized engine stacks cells with different
-values: :mod:`fedbench.engine.stacking`): Python numbers take the ``torch.add(..., alpha=x)``
+values: :mod:`fedbench.engine.rounds.stacking`): Python numbers take the ``torch.add(..., alpha=x)``
 path, tensors ``torch.addcmul`` (the same rounding: bitwise equal on CPU, tested).
 """
 

@@ -11,7 +11,7 @@
 
 Augmentation is not applied here: a prepared dataset stores each image once. ``augment: true``
 records :data:`CIFAR_AUGMENTATION` in meta.json under ``augmentation`` and the engine applies it to
-training minibatches (:mod:`fedbench.engine.augment`) as the FedDyn reference code does
+training minibatches (:mod:`fedbench.engine.clients.augment`) as the FedDyn reference code does
 (``utils_dataset.py`` of github.com/alpemreacar/FedDyn, the code of Acar et al., "Federated Learning
 Based on Dynamic Regularization", ICLR 2021, whose datasets and environment Kim et al.,
 "Communication-Efficient and Drift-Robust Federated Learning via Elastic Net", arXiv 2022, App. A.1,

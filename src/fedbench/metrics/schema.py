@@ -10,7 +10,7 @@ Identity columns
 Per-round columns
     round            1-based round index t after which the row was evaluated; 0 for the row of
                      the initial model θ⁰, written before round 1 when the cell's spec has
-                     ``eval_initial: true`` (:meth:`fedbench.engine.cell.Cell.evaluate_initial`).
+                     ``eval_initial: true`` (:meth:`fedbench.engine.rounds.cell.Cell.evaluate_initial`).
     clients_sampled  |P_t|, clients that trained in round t (0 in round 0).
     train_loss       loss of the server model θ^t on all clients' training data (mean per sample;
                      every training row of the partition, held-out rows of Elastic Aggregation
@@ -30,7 +30,7 @@ Per-round columns
                      per-sample L2 PGD attack in the ball ‖δ‖₂ ≤ r of the cell's ``radius``, the
                      learned perturbation y set aside (10 steps of size 2.5 r / 10 from δ = 0, a row
                      counts as robust when no iterate misclassifies it:
-                     :func:`fedbench.engine.evaluate.pgd_accuracy`). Ours: the paper reports the
+                     :func:`fedbench.engine.rounds.evaluate.pgd_accuracy`). Ours: the paper reports the
                      accuracy under the learned y only (``test_accuracy`` of those cells). NaN on a
                      diverged row.
     uplink_floats    cumulative count of scalars sent client → server, rounds 1..t (dense count:
@@ -47,7 +47,7 @@ Per-round columns
     wall_seconds     wall-clock seconds since the cell started training.
     status           ``ok``, or ``diverged`` on the row of the round where the loss or the
                      parameters became NaN/inf, or where the run collapsed with a finite loss
-                     (:func:`fedbench.engine.cell.collapse_reason`: loss above 100 · ln C, or
+                     (:func:`fedbench.engine.rounds.cell.collapse_reason`: loss above 100 · ln C, or
                      chance accuracy; loss and accuracy kept as measured). Training stops there
                      (no later rows); summary.json's ``status_reason`` says why.
 Algorithm metrics (:data:`ALGORITHM_METRICS`; the server state's ``metrics`` after round t, null

@@ -93,7 +93,7 @@ _TOY_CAPTION = (
 
 
 def _work(cell: Mapping) -> str:
-    from fedbench.engine.batches import work_label
+    from fedbench.engine.clients.batches import work_label
 
     local = cell.get("local") or {}
     unit = "epochs" if local.get("epochs") is not None else "steps"
