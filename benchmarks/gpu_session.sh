@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What a session lent a GPU runs, in one call (the device's time is short): the GPU targets of the
+# What a machine with a GPU runs, in one call (device time is short): the GPU measurements of the
 # minimax round (VGG-11, 15 clients) and of FedAc (the a9a λ = 1e-3 jobs on CUDA), then the CUDA
 # tests. Each part has its own time limit and log under $OUT (default: ./gpu_out); the last lines
 # printed are a summary. The device image has torch, numpy, pyarrow, numba, scipy and pytest but

@@ -1,5 +1,5 @@
 """Costs of federated minimax training (Sharma, Panda & Joshi, "Federated Minimax Optimization With
-Client Heterogeneity", TMLR 2023): the issue's two CPU measurements, side by side in one process.
+Client Heterogeneity", TMLR 2023): two CPU measurements, side by side in one process.
 
 1. A Fed-Norm-SGDA+ local step against a Local SGDA step (the "+" variants take the y-gradient at
    the snapshot x̂: two gradient calls per step; target ≤ 2.1×). Per client-step cost from two
@@ -11,7 +11,7 @@ Client Heterogeneity", TMLR 2023): the issue's two CPU measurements, side by sid
 
 Synthetic CIFAR-shaped data (Gaussian images, 10 classes, Dir-free equal split): the costs do not
 depend on the pixel values. One torch thread per run unless --threads. ``--device cuda`` runs both
-measurements on the GPU (the issue's GPU target: the vectorized round ≥ 5× the loop); the round
+measurements on the GPU (target there: the vectorized round ≥ 5× the loop); the round
 also prints the vectorized engine's padding efficiency (real / executed client-steps: 1 in eager
 chunks, whose finished clients leave; ≥ 0.9 under CUDA graphs, whose steps run padded, grouped by
 step count by ``plan_groups`` with the floor ``PADDING_EFFICIENCY_FLOOR``). ``--unit epochs``
