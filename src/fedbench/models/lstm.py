@@ -24,7 +24,7 @@ with zero initial (h, c). Two implementations of the same layer, chosen per call
 - on plain tensors (evaluation, the sequential reference, one-client chunks): PyTorch's fused
   ``torch.lstm`` (the kernel ``nn.LSTM`` calls). On this project's 2-core CPU one client-step
   (B = 20, T = 80, 2 × 100) took 30–35 ms fused against 78–93 ms for the explicit cell, and
-  54 ms per client for the explicit cell vmapped over 10 clients (benchmarks/RESULTS.md, W4),
+  54 ms per client for the explicit cell vmapped over 10 clients (W4's model),
   hence :data:`BATCH_CLIENTS_ON_CPU` = False.
 
 The two agree to float rounding (forward and every gradient: tests/models/test_lstm.py).
