@@ -5,8 +5,8 @@
 # printed are a summary. The device image has torch, numpy, pyarrow, numba, scipy and pytest but
 # not fedbench's workflow packages, so fedbench runs from src/ (PYTHONPATH) and no Snakemake job runs.
 #
-#     OUT=/tmp/gpu bash benchmarks/gpu_session.sh
-#     OUT=/tmp/gpu PARTS="cuda_tests fedac" bash benchmarks/gpu_session.sh     # some parts only
+#     OUT=/tmp/gpu bash benchmarks/gpu_checks.sh
+#     OUT=/tmp/gpu PARTS="cuda_tests fedac" bash benchmarks/gpu_checks.sh     # some parts only
 #
 # Parts: minimax (the VGG-11 round at 64·10 and 3,333 samples a client), cuda_tests (every CUDA
 # test of tests/engine), layouts (one step of the whole-rounds tensor path in three layouts),
