@@ -41,7 +41,7 @@ MIN_RUNTIME = 30
 
 
 def _mean_amount(v) -> float | None:
-    """An int count, or the mean of a ``{"low", "high"}`` distribution (fedbench.config._local_work)."""
+    """An int count, or the mean of a ``{"low", "high"}`` distribution (fedbench.config.settings._local_work)."""
     if v is None:
         return None
     if isinstance(v, Mapping):

@@ -117,7 +117,7 @@ def test_a_retry_asks_for_more_time_and_memory(tmp_path):
     attempts = re.findall(r"^\s+resources: .*mem_mb=(\d+)", out, re.M)
     assert attempts == ["700", "1400", "2100"], out[-3000:]
     # a local run declares no scheduler-only resources: its job blocks show none (the runtime
-    # still grows with the attempt for a cluster: tests/test_config.py::test_job_resources_grow...)
+    # still grows with the attempt for a cluster: tests/config/test_runtime.py::test_job_resources_grow...)
     train_lines = re.findall(r"^\s+resources: .*mem_mb=.*$", out, re.M)
     slurm_only = [line for line in train_lines if re.search(r"runtime|cpus_per_task|slurm_partition|gres", line)]
     assert not slurm_only, out[-3000:]

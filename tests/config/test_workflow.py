@@ -1,5 +1,5 @@
-"""The bad-config battery of issue 15 (tests/config_battery.yaml): one-change mutations of the
-shipped configs, each rejected before any job with a message naming its key path (and the fix,
+"""fedbench.config.workflow: the bad-config battery (tests/config/battery.yaml): one-change mutations
+of the shipped configs, each rejected before any job with a message naming its key path (and the fix,
 where the entry gives a hint), or accepted where the config is valid.
 
 - in-process, every entry, through :func:`fedbench.config.workflow_config` given exactly what
@@ -7,7 +7,7 @@ where the entry gives a hint), or accepted where the config is valid.
   as Snakemake parses them): a few seconds for the whole battery;
 - a few representative entries through a real ``snakemake -n`` (slow);
 - every entry through a real ``snakemake -n --cores 1``, by hand (minutes):
-  ``python tests/test_config_battery.py --snakemake [ID ...]`` prints one line per entry and the
+  ``python tests/config/test_workflow.py --snakemake [ID ...]`` prints one line per entry and the
   counts: rejected before any job with the key path, accepted (valid), and the holes.
 """
 
@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-REPO = Path(__file__).resolve().parents[1]
-BATTERY = yaml.safe_load((Path(__file__).parent / "config_battery.yaml").read_text())
+REPO = Path(__file__).resolve().parents[2]
+BATTERY = yaml.safe_load((Path(__file__).parent / "battery.yaml").read_text())
 BY_ID = {e["id"]: e for e in BATTERY}
 
 
@@ -162,5 +162,5 @@ def _main(ids: list[str]) -> int:
 
 if __name__ == "__main__":
     if sys.argv[1:2] != ["--snakemake"]:
-        sys.exit("usage: python tests/test_config_battery.py --snakemake [ID ...]")
+        sys.exit("usage: python tests/config/test_workflow.py --snakemake [ID ...]")
     sys.exit(_main(sys.argv[2:]))
