@@ -191,20 +191,20 @@ def warm_compiled() -> float:
     loaded from numba's cache), which a job pays once, in its first round: paid here, before the
     timed rounds, so that scaling the rounds does not scale it."""
     t0 = time.perf_counter()
-    from fedbench.engine.linear_fast import keyed_integers, linear_steps
+    from fedbench.engine.linear_fast import cpu_rounds, keyed_integers, rows, step_kernels
 
     keyed_integers.uniform_rows([0], 1, [0], 10, (1, 1))
     keyed_integers.permutations([0], 1, [0], 10, 1)
     state = np.zeros((1, 2, 3))
-    csr = linear_steps.sparse_rows(np.eye(3))
-    linear_steps._run_sparse(state, *csr, 1, np.zeros((1, 1, 1), dtype=np.int64), np.zeros((1, 1, 1), dtype=np.int64),
+    csr = rows.sparse_rows(np.eye(3))
+    step_kernels._run_sparse(state, *csr, 1, np.zeros((1, 1, 1), dtype=np.int64), np.zeros((1, 1, 1), dtype=np.int64),
                              np.zeros(1, dtype=np.int64), np.ones((1, 2)), np.ones((1, 2, 2)), np.ones((1, 2)), True, 1,
                              3, False, np.zeros(1), np.zeros(1), 0, 1)
     three, four, i64 = np.ones((1, 1, 1)), np.ones((1, 1, 1, 1)), np.zeros(1, dtype=np.int64)
-    linear_steps._run_rounds(np.zeros((1, 1, 3)), *csr, 1, np.zeros(3, dtype=np.int64), np.arange(3)[None], i64,
-                             np.full(1, 3), i64, i64, 1, i64, i64, np.ones(1, dtype=np.int64), np.ones(1), three, four,
-                             three, four, four, four, four, four, three, 1, 1, True, 1, 3, False, 1, 1, 1,
-                             np.zeros((1, 1), dtype=np.int64), np.zeros((1, 1), dtype=np.bool_))
+    cpu_rounds._run_rounds(np.zeros((1, 1, 3)), *csr, 1, np.zeros(3, dtype=np.int64), np.arange(3)[None], i64,
+                           np.full(1, 3), i64, i64, 1, i64, i64, np.ones(1, dtype=np.int64), np.ones(1), three, four,
+                           three, four, four, four, four, four, three, 1, 1, True, 1, 3, False, 1, 1, 1,
+                           np.zeros((1, 1), dtype=np.int64), np.zeros((1, 1), dtype=np.bool_))
     return time.perf_counter() - t0
 
 
@@ -277,7 +277,7 @@ def lane_loops_floor_ns(data_dir: str, lanes: int = 18, rows: int = 1 << 16) -> 
     import numba
 
     sys.path.insert(0, str(REPO / "src"))
-    from fedbench.engine.linear_fast.linear_steps import _logits_lanes
+    from fedbench.engine.linear_fast.logits import _logits_lanes
 
     @numba.njit(fastmath={"contract"})
     def logits(w, indptr, indices, values, picked, z):

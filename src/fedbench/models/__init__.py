@@ -243,7 +243,7 @@ def make_grad_fn(model: Model) -> Callable[[Tree, torch.Tensor, torch.Tensor], t
 
     Grads of parameters the loss does not touch are zeros, as ``grad_and_value`` gives them.
     The function carries ``model_apply`` (``model.apply``): the vectorized engine's fast path for
-    linear models (:mod:`fedbench.engine.linear_fast.linear_steps`) writes this gradient out for the models it knows.
+    linear models (:mod:`fedbench.engine.linear_fast.logits`) writes this gradient out for the models it knows.
     """
     loss_fn = make_loss_fn(model)
     transformed = torch.func.grad_and_value(loss_fn)

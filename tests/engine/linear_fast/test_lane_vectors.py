@@ -18,7 +18,7 @@ from fedbench.engine.linear_fast.lane_vectors import (
     scaled_messages_into,
 )
 
-_FLAGS = {"contract"}  # linear_steps._LANE_FLAGS
+_FLAGS = {"contract"}  # logits._LANE_FLAGS
 LANES = [1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 18, 20, 24, 31, 32, 41]
 
 

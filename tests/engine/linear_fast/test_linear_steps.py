@@ -13,7 +13,9 @@ from fedbench.algorithms import ALGORITHMS, fedac, get_algorithm
 from fedbench.data.partition import make_partition
 from fedbench.data.store import Dataset
 from fedbench.engine.clients.vectorized import VectorizedClients
-from fedbench.engine.linear_fast.linear_steps import affine_form, lane_groups, sparse_rows
+from fedbench.engine.linear_fast.cpu_rounds import lane_groups
+from fedbench.engine.linear_fast.forms import affine_form
+from fedbench.engine.linear_fast.rows import sparse_rows
 from fedbench.engine.rounds.loop import train_seeds
 
 RTOL = 1e-10
@@ -425,7 +427,7 @@ def test_products_scaled_and_shared_point_paths_equal_the_round_by_round_steps_a
     gives the rows of the round-by-round compiled steps (every coordinate, step by step; float64,
     1e-12) and of the generic path (1e-10); each runs the mode it was given, and
     :func:`round_mode` gives the minibatch baselines the shared-point path."""
-    from fedbench.engine.linear_fast import linear_steps
+    from fedbench.engine.linear_fast import cpu_rounds, linear_steps
 
     ds = _dataset(True, classes=3 if model == "logreg" else 2, d=64)
     specs = _round_specs(algorithm, model, steps=steps, batch_size=batch_size, variant=variant, rounds=5, eval_every=2)
@@ -445,8 +447,8 @@ def test_products_scaled_and_shared_point_paths_equal_the_round_by_round_steps_a
     monkeypatch.setattr(linear_steps, "_run_rounds", spy)
     one_point = algorithm.startswith("mb_")
     one_sequence = algorithm == "fedavg"  # n = 1: the scaled path
-    forced = ([linear_steps.PRODUCTS] + ([linear_steps.SCALED] if one_sequence else [])
-              + ([linear_steps.ONE_STEP] if one_point else []))
+    forced = ([cpu_rounds.PRODUCTS] + ([cpu_rounds.SCALED] if one_sequence else [])
+              + ([cpu_rounds.ONE_STEP] if one_point else []))
     for mode in forced:
         monkeypatch.setattr(linear_steps, "round_mode", lambda *a, mode=mode: mode)
         fast, _ = _run_rounds_spy(specs, ds, True, monkeypatch)
@@ -456,7 +458,7 @@ def test_products_scaled_and_shared_point_paths_equal_the_round_by_round_steps_a
         _assert_rows_equal(fast, generic)
     monkeypatch.setattr(linear_steps, "round_mode", real_mode)
     _run_rounds_spy(specs, ds, True, monkeypatch)
-    assert (set(modes) == {linear_steps.ONE_STEP}) == one_point
+    assert (set(modes) == {cpu_rounds.ONE_STEP}) == one_point
 
 
 @pytest.mark.parametrize("algorithm,variant,steps,batch_size", [("fedac", "I", 1, 3), ("mb_sgd", None, 4, 1),
@@ -491,7 +493,7 @@ def test_fedavg_without_weight_decay_does_not_take_the_shared_point(steps, monke
     """FedAvg with weight decay 0 has q A = q and A c = c (A = q = 1) but its gradients move the
     point (q c = −η): :func:`round_mode` must not give it the shared-point path, and its rows equal
     the generic path's (1e-10). Until stop 33 it took the shared point and was wrong."""
-    from fedbench.engine.linear_fast import linear_steps
+    from fedbench.engine.linear_fast import cpu_rounds, linear_steps
 
     ds = _dataset(True)
     specs = _round_specs("fedavg", steps=steps)
@@ -500,7 +502,7 @@ def test_fedavg_without_weight_decay_does_not_take_the_shared_point(steps, monke
     modes, real = [], linear_steps.round_mode
     monkeypatch.setattr(linear_steps, "round_mode", lambda *a: modes.append(real(*a)) or modes[-1])
     fast, calls = _run_rounds_spy(specs, ds, True, monkeypatch)
-    assert calls and modes and linear_steps.ONE_STEP not in modes
+    assert calls and modes and cpu_rounds.ONE_STEP not in modes
     generic, _ = _run_rounds_spy(specs, ds, False, monkeypatch)
     _assert_rows_equal(fast, generic)
 
@@ -509,27 +511,27 @@ def test_round_mode_takes_products_but_scaled_for_long_rounds_of_one_sequence():
     """K = 1 or a point the gradients do not move (q A = q, A c = c, q c = 0): one shared point; else the
     products path, but the scaled path for one sequence (FedAvg) beyond :data:`SCALED_FROM_ROWS`
     rows a client's round (K·B), unless a cell's |a|⁻ᴷ passes :data:`SCALED_MAX_GROWTH`."""
-    from fedbench.engine.linear_fast import linear_steps as ls
+    from fedbench.engine.linear_fast import cpu_rounds as cr
 
     fedac_q, fedac_a, fedac_c = np.array([[1.0, 0.0]]), np.array([[[0.9, 0.1], [0.0, 1.0]]]), np.array([[-0.1, -0.2]])
     fedavg = np.array([[1.0], [1.0]]), np.array([[[0.99]], [[0.5]]]), np.array([[-0.1], [-0.5]])
     fixed = np.array([[1.0, 0.0]]), np.eye(2)[None], np.array([[0.0, -0.1]])  # Mb-SGD: (w, Σ ∇f)
     no_decay = np.array([[1.0]]), np.array([[[1.0]]]), np.array([[-0.1]])  # FedAvg, weight decay 0: the point moves
-    top = ls.SCALED_FROM_ROWS
-    assert ls.round_mode(1, 1, fedac_q, fedac_a, fedac_c) == ls.ONE_STEP
-    assert ls.round_mode(16, 3, *fixed) == ls.ONE_STEP
-    assert ls.round_mode(2, 1, *no_decay) == ls.PRODUCTS
-    assert ls.round_mode(16, 3, *no_decay) == ls.SCALED
-    assert ls.round_mode(2, 1, *fedavg) == ls.PRODUCTS
-    assert ls.round_mode(top, 1, *fedavg) == ls.PRODUCTS
-    assert ls.round_mode(top + 1, 1, *fedavg) == ls.SCALED
-    assert ls.round_mode(top // 2 + 1, 2, *fedavg) == ls.SCALED
-    assert ls.round_mode(2, 1, fedac_q, fedac_a, fedac_c) == ls.PRODUCTS
-    assert ls.round_mode(256, 4, fedac_q, fedac_a, fedac_c) == ls.PRODUCTS
+    top = cr.SCALED_FROM_ROWS
+    assert cr.round_mode(1, 1, fedac_q, fedac_a, fedac_c) == cr.ONE_STEP
+    assert cr.round_mode(16, 3, *fixed) == cr.ONE_STEP
+    assert cr.round_mode(2, 1, *no_decay) == cr.PRODUCTS
+    assert cr.round_mode(16, 3, *no_decay) == cr.SCALED
+    assert cr.round_mode(2, 1, *fedavg) == cr.PRODUCTS
+    assert cr.round_mode(top, 1, *fedavg) == cr.PRODUCTS
+    assert cr.round_mode(top + 1, 1, *fedavg) == cr.SCALED
+    assert cr.round_mode(top // 2 + 1, 2, *fedavg) == cr.SCALED
+    assert cr.round_mode(2, 1, fedac_q, fedac_a, fedac_c) == cr.PRODUCTS
+    assert cr.round_mode(256, 4, fedac_q, fedac_a, fedac_c) == cr.PRODUCTS
     # 0.5⁻³³² ≈ 8.7e99, 0.5⁻³³³ ≈ 1.7e100: one cell past the bound sends the group to the products path
-    assert ls.round_mode(332, 1, *fedavg) == ls.SCALED
-    assert ls.round_mode(333, 1, *fedavg) == ls.PRODUCTS
-    assert ls.round_mode(64, 1, np.array([[1.0]]), np.array([[[0.0]]]), np.array([[-1.0]])) == ls.PRODUCTS
+    assert cr.round_mode(332, 1, *fedavg) == cr.SCALED
+    assert cr.round_mode(333, 1, *fedavg) == cr.PRODUCTS
+    assert cr.round_mode(64, 1, np.array([[1.0]]), np.array([[[0.0]]]), np.array([[-1.0]])) == cr.PRODUCTS
 
 
 @pytest.mark.parametrize("model_name,classes", [("binary_logreg", 2), ("logreg", 3)])

@@ -1,5 +1,5 @@
 """Loops over the lanes (cells) of one coordinate, written as explicit vector code for the compiled
-(numba) kernels of :mod:`fedbench.engine.linear_fast.linear_steps`.
+(numba) kernels of :mod:`fedbench.engine.linear_fast.round_items` and :mod:`~fedbench.engine.linear_fast.logits`.
 
 A client-step of batch-1 logistic regression touches a row's ~14 coordinates, and at each of them
 the kernels run a loop over the L lanes of a stacked group (18 η values in FedAc's grids): the
@@ -255,7 +255,7 @@ def scaled_dot2_into(typingctx, z, v, h, q, i0, x0, i1, x1, n):
     """z[i] += x0 (v[i0 + i] + q[i] h[i0 + i]) + x1 (v[i1 + i] + q[i] h[i1 + i]) for i < n, as that
     loop compiles with contraction: each point fma(q, h, v), then z + fma(x0, ·, x1 · ·). Two
     non-zeros of a row read against the shared point ``v`` plus q times the client's scaled part
-    ``h`` (:func:`fedbench.engine.linear_fast.linear_steps._round_item_scaled`); ``q`` [n] from index 0.
+    ``h`` (:func:`fedbench.engine.linear_fast.round_items._round_item_scaled`); ``q`` [n] from index 0.
 
     Raises:
         numba.core.errors.TypingError: at compile time, when an array is not 1-d C-contiguous
@@ -397,7 +397,7 @@ def products_into(typingctx, z, gr, rows, dz, d0, ds, hx, h0, hs, n):
         z[l] = fma(gr[j], dz[d0 + j·ds + l] · hx[h0 + j·hs + l], z[l])
 
     a row's products with its segment's earlier rows x_j times their logit gradients and q Aᵗ⁻¹⁻ʲ c
-    (:func:`fedbench.engine.linear_fast.linear_steps._round_item_products`): the loop ``for j: if gr[j] != 0:
+    (:func:`fedbench.engine.linear_fast.round_items._round_item_products`): the loop ``for j: if gr[j] != 0:
     for l: z[l] += gr[j] * (dz[…] * hx[…])`` compiled with contraction, bit for bit. Each lane's
     sum is its own chain in j's order (the same with any number of lanes); up to 4 vectors of 8
     lanes are carried side by side in registers across the j, so the chains overlap and z is read
@@ -460,7 +460,7 @@ def gather_point_into(typingctx, z, u, cols, vals, m, col_off, bias_k, wn, q, n_
     bias_k ≥ 0: a row read against a client's state s_r at the start of its products segment (its
     n sequences side by side at a coordinate, wn = n·L), times q Aᵗ⁻ʳ (``q`` [n, L], C order), and
     a row's products with the segment's earlier rows (n_seq = 1, q = 1)
-    (:func:`fedbench.engine.linear_fast.linear_steps._round_item_products`). The bits of the loops ``y = 0; for
+    (:func:`fedbench.engine.linear_fast.round_items._round_item_products`). The bits of the loops ``y = 0; for
     i: for l: y[r·L + l] += x_i u[…]``, then ``for r: for l: z[l] += q[…] y[…]``, compiled with
     contraction; a y is kept in registers, up to 4 vectors of 8 lanes side by side.
 

@@ -2,8 +2,8 @@
 on CUDA.
 
 :mod:`fedbench.engine.linear_fast.tensor_rounds` reads each algorithm's round off the algorithm itself as
-linear maps (:func:`fedbench.engine.linear_fast.linear_steps.round_form`,
-:func:`~fedbench.engine.linear_fast.linear_steps.affine_form`):
+linear maps (:func:`fedbench.engine.linear_fast.forms.round_form`,
+:func:`~fedbench.engine.linear_fast.forms.affine_form`):
 for the n ≤ 2 step sequences s of a client (FedAc: w^md's two parents w^ag and w), the server's
 n_s ≤ 2 sequences S and the n_e ≤ 2 entries e of a message,
 

@@ -3,7 +3,7 @@ whole-rounds path on CUDA.
 
 For FedAc's protocol (Yuan & Ma, "Federated Accelerated Stochastic Gradient Descent", NeurIPS 2020,
 §5: M workers with batch size 1, full participation, an ℓ2-regularized linear model) the CPU engine
-runs whole rounds in compiled loops (:mod:`fedbench.engine.linear_fast.linear_steps`, numba). On a GPU the
+runs whole rounds in compiled loops (:mod:`fedbench.engine.linear_fast.cpu_rounds`, numba). On a GPU the
 generic path is launch-bound instead: every round runs each stacked cell's ``client_init``,
 ``client_final`` and server update in Python and, for a chunk that stacks several learning rates,
 its vmapped steps eagerly (measured on an H200: ~70 ms of host time per round and ~4.5 ms per step
@@ -18,8 +18,8 @@ client of every stacked cell at once, in one of two versions:
   [groups, lanes, n, M, d] (epsilon's 2,000 features; no Triton).
 
 The rules are the algorithm's own, read off it as the CPU path reads them
-(:func:`fedbench.engine.linear_fast.linear_steps.round_form` and
-:func:`~fedbench.engine.linear_fast.linear_steps.affine_form`):
+(:func:`fedbench.engine.linear_fast.forms.round_form` and
+:func:`~fedbench.engine.linear_fast.forms.affine_form`):
 for n step sequences s (FedAc: w, w^ag), server sequences S and message entries e,
 
     s ← B S                                   (client_init)
@@ -28,7 +28,7 @@ for n step sequences s (FedAc: w, w^ag), server sequences S and message entries 
 
 with ∇f(p; b) = (1/B) Σ_b (σ(x_bᵀp) − y_b) x_b, the gradient of the mean cross-entropy of the
 logits [0, xᵀp] (``binary_logreg``). The stacked cells whose clients draw the same rows (one seed's
-learning-rate grid, :func:`~fedbench.engine.linear_fast.linear_steps.lane_groups`) are the lanes of one group:
+learning-rate grid, :func:`~fedbench.engine.linear_fast.cpu_rounds.lane_groups`) are the lanes of one group:
 a step gathers each group's rows once. The rows are the engine's keyed draws
 (:func:`fedbench.engine.linear_fast.keyed_integers.uniform_rows_rounds`, bit for bit numpy's
 ``generator(seed, t, k, "batches").integers``), drawn on the host's threads for a span of rounds
@@ -53,7 +53,9 @@ import numpy as np
 import torch
 
 from fedbench.engine.linear_fast import keyed_integers
-from fedbench.engine.linear_fast.linear_steps import LINEAR_MODELS, cell_forms, lane_groups, sequence_keys
+from fedbench.engine.linear_fast.cpu_rounds import lane_groups
+from fedbench.engine.linear_fast.forms import cell_forms, sequence_keys
+from fedbench.engine.linear_fast.linear_steps import LINEAR_MODELS
 from fedbench.tree import _mean_weights
 
 #: Host memory for a segment's row indices (int64) is bounded by drawing at most this many
