@@ -1,6 +1,6 @@
 """Shared by the engine tests: their helpers (clients/test_vectorized._spec, _compare,
-rounds/test_loop._dataset, ...) importable under --import-mode=importlib, and one torch thread per test (tiny tensors: intra-op threads only add
-overhead)."""
+rounds/test_loop._dataset, ...) importable under --import-mode=importlib, and one torch thread
+per test (tiny tensors: intra-op threads only add overhead)."""
 
 import sys
 from pathlib import Path

@@ -61,7 +61,7 @@ Optional: a check before any job
     Raises ValueError when a cell's settings cannot run this algorithm (FedAc: local work in
     epochs, clipping, μ ≤ 0, an unknown ``variant``; Elastic Aggregation: an unknown
     ``sensitivity``). ``hparams`` are the round-1 hyperparameters
-    (:func:`fedbench.engine.rounds.loop.round_hparams`). The config check calls it for every cell and
+    (:meth:`fedbench.engine.spec.CellSpec.round_hparams`). The config check calls it for every cell and
     reports the message at ``experiments.<e>.algorithms.<label>``, so the error comes before any
     job instead of inside one; the module's own functions keep their checks.
 

@@ -98,13 +98,13 @@ def format_value(v) -> str:
     """An axis value as the cell labels write it: floats with ``repr``, ints with ``str``,
     ``null`` for None, ``true``/``false`` for booleans, a local-work distribution as
     ``uniform2-5`` (:func:`fedbench.engine.clients.batches.work_label`), an lr schedule as ``step100-200x0.1``
-    (:func:`fedbench.engine.rounds.loop.schedule_label`); anything else with ``str``."""
+    (:func:`fedbench.engine.spec.schedule_label`); anything else with ``str``."""
     if isinstance(v, Mapping) and "distribution" in v:
         from fedbench.engine.clients.batches import work_label
 
         return work_label(v)
     if isinstance(v, Mapping) and "milestones" in v:
-        from fedbench.engine.rounds.loop import schedule_label
+        from fedbench.engine.spec import schedule_label
 
         return schedule_label(v)
     if v is None:

@@ -16,7 +16,9 @@ from test_vectorized import _compare, _spec
 from fedbench.data.partition import make_partition
 from fedbench.data.store import Dataset
 from fedbench.engine.clients import augment
-from fedbench.engine.rounds.loop import augmentation_of, spec_id, train
+from fedbench.engine.rounds.cell import spec_id
+from fedbench.engine.rounds.loop import train
+from fedbench.engine.spec import CellSpec
 from fedbench.rng import PURPOSES
 
 DEVICES = [
@@ -123,6 +125,11 @@ def test_augmentation_off_is_bitwise_the_unaugmented_path(images, engine, monkey
     drop = ("wall_seconds", "hparams_id")
     assert [{k: v for k, v in r.items() if k not in drop} for r in rows_a] == \
         [{k: v for k, v in r.items() if k not in drop} for r in rows_b]
+
+
+def augmentation_of(keys: dict, ds) -> dict | None:
+    """The record a cell of these spec keys trains with on dataset ``ds``."""
+    return CellSpec.of(_spec("fedavg", **keys)).augmentation_for(ds.meta)
 
 
 def test_the_spec_decides_else_the_dataset_meta(images):

@@ -17,7 +17,8 @@ import torch.nn.functional as F
 from fedbench.data.partition import make_partition
 from fedbench.data.store import Dataset
 from fedbench.engine.clients.vectorized import CPU_STACK_MAX_MACS, IGNORE_INDEX, _select, auto_chunk_size, plan_groups
-from fedbench.engine.rounds.loop import ENGINES, resolve_engine, spec_id, train
+from fedbench.engine.rounds.cell import spec_id
+from fedbench.engine.rounds.loop import ENGINES, resolve_engine, train
 from fedbench.models import build_model, make_grad_fn
 from fedbench.tree import tree_numel
 
@@ -180,9 +181,9 @@ def test_same_cell_twice_is_bitwise_identical(data, algorithm, device):
 
 
 def test_vectorized_is_the_default_and_engine_is_not_identity():
-    assert resolve_engine(None, {}) == "vectorized" and set(ENGINES) == {"vectorized", "sequential"}
-    assert resolve_engine(None, {"engine": "sequential"}) == "sequential"
-    assert resolve_engine("vectorized", {"engine": "sequential"}) == "vectorized"
+    assert resolve_engine(None, None) == "vectorized" and set(ENGINES) == {"vectorized", "sequential"}
+    assert resolve_engine(None, "sequential") == "sequential"
+    assert resolve_engine("vectorized", "sequential") == "vectorized"
     with pytest.raises(ValueError, match="engine must be one of"):
         resolve_engine("turbo")
     base = _spec("fedavg")

@@ -12,8 +12,9 @@ import pytest
 
 from fedbench.data.partition import make_partition, write_partition
 from fedbench.data.store import Dataset, write_dataset
+from fedbench.engine.rounds.cell import spec_id
 from fedbench.engine.rounds.checkpoint import load_checkpoint
-from fedbench.engine.rounds.loop import run_cell, spec_id, train
+from fedbench.engine.rounds.loop import run_cell, train
 
 
 def _dataset(n=400, d=8, c=4, seed=0):

@@ -7,7 +7,8 @@ import torch
 
 from fedbench.data.partition import make_partition, write_partition
 from fedbench.data.store import Dataset, write_dataset
-from fedbench.engine.rounds.loop import run_cell, spec_id, train
+from fedbench.engine.rounds.cell import spec_id
+from fedbench.engine.rounds.loop import run_cell, train
 from fedbench.metrics.schema import check_metrics_table
 
 
@@ -452,7 +453,10 @@ def test_collapse_rule_ignores_the_round_0_row():
 def test_round_hparams_step_schedule_divides_the_lr_after_each_milestone():
     """Sharma, Panda & Joshi (TMLR 2023), Table 3: η = 0.02 in rounds 1–100, 2e-3 in 101–200,
     2e-4 after; on top of lr_decay; without a schedule lr · lr_decay^(t−1) as before."""
-    from fedbench.engine.rounds.loop import round_hparams
+    from fedbench.engine.spec import CellSpec
+
+    def round_hparams(spec, t):
+        return CellSpec.of(spec).round_hparams(t)
 
     spec = _spec()
     spec["local"] = spec["local"] | {"lr": 0.02, "lr_schedule": {"milestones": [100, 200], "factor": 0.1}}

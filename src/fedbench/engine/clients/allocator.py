@@ -10,7 +10,8 @@ takes a page fault per 4 KiB. :func:`keep_freed_memory` raises the trim threshol
 its dynamic range (``mallopt(3)``; this is what ``MALLOC_TRIM_THRESHOLD_`` / ``MALLOC_MMAP_THRESHOLD_`` do from
 the environment, and what jemalloc/tcmalloc do by design).
 
-Measured on this project's 2-core CPU (benchmarks/RESULTS.md, "Two changes"): a W1 2NN step
+Measured on this project's 2-core CPU (benchmarks/RESULTS.md, "Where clients are stacked, and the
+allocator"): a W1 2NN step
 (B = 50) vmapped over 25 clients, 1.47 → 0.84 ms per client; a W4 round at p = 1.0, 18.1 → 12.4 s
 (vectorized engine) and 16.4 → 11.5 s (plain PyTorch loop); W1 at p = 1.0, 5.76 → 5.17 s.
 Peak memory is not raised (the same buffers are reused); freed memory up to 1 GiB is not

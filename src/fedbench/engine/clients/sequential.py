@@ -16,7 +16,7 @@ its own hyperparameters.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from types import ModuleType
 
 import numpy as np
@@ -27,6 +27,7 @@ from fedbench.engine.clients.batches import local_batches
 from fedbench.engine.clients.holdout import holdout_batches
 from fedbench.engine.clients.interface import RoundResult
 from fedbench.engine.clients.local import train_client
+from fedbench.engine.spec import LocalWork
 
 
 class SequentialClients:
@@ -47,14 +48,14 @@ class SequentialClients:
     This builds the engine for one cell; :meth:`stacked` adds more cells (seeds) to it.
     """
 
-    def __init__(self, algorithm: ModuleType, grad_fn, client_data, clients, local: dict, seed: int,
+    def __init__(self, algorithm: ModuleType, grad_fn, client_data, clients, local: Mapping | LocalWork, seed: int,
                  augmentation: dict | None = None, holdout_data=None, output_grad_fn=None):
         if holdout_data is not None and output_grad_fn is None:
             raise ValueError("SequentialClients: held-out data needs output_grad_fn")
         self.algo, self.grad_fn = algorithm, grad_fn
         self.output_grad_fn = output_grad_fn
         self.aug = augmentation
-        self.local = local
+        self.local = LocalWork.of(local)
         # per cell c: its seed, client data, training rows, held-out data and persistent client states
         self.seeds = [int(seed)]
         self.client_data, self.clients, self.holdout_data = [client_data], [clients], [holdout_data]
@@ -63,7 +64,8 @@ class SequentialClients:
 
     @classmethod
     def stacked(cls, algorithm: ModuleType, model, grad_fn, x_all: torch.Tensor, y_all: torch.Tensor,
-                seeds: Sequence[int], clients: Sequence[Sequence[np.ndarray]], local: dict, chunk_size=None,
+                seeds: Sequence[int], clients: Sequence[Sequence[np.ndarray]], local: Mapping | LocalWork,
+                chunk_size=None,
                 step_overhead: float | None = None, augmentation: dict | None = None,
                 holdout: Sequence[Sequence[np.ndarray]] | None = None, output_grad_fn=None) -> SequentialClients:
         """The engine for C stackable cells (:mod:`fedbench.engine.rounds.stacking`), with the arguments of
@@ -135,16 +137,16 @@ class SequentialClients:
         messages, losses = [], []
         for k in np.asarray(sampled).tolist():
             xk, yk = client_data[k]
-            batches = local_batches(seed, t, k, len(clients[k]), self.local["batch_size"],
-                                    epochs=self.local.get("epochs"), steps=self.local.get("steps"),
-                                    replacement=bool(self.local.get("replacement", False)))
+            batches = local_batches(seed, t, k, len(clients[k]), self.local.batch_size,
+                                    epochs=self.local.epochs, steps=self.local.steps,
+                                    replacement=self.local.replacement)
             aug = None
             if self.aug is not None:
                 aug = (self.aug, augmentation.draw(self.aug, seed, t, k, [len(b) for b in batches]))
             held = None
             if holdout_data is not None:
                 xh, yh = holdout_data[k]
-                held = (xh, yh, holdout_batches(seed, t, k, len(yh), int(self.local["batch_size"])))
+                held = (xh, yh, holdout_batches(seed, t, k, len(yh), self.local.batch_size))
             msg, cstate, loss = train_client(self.algo, server, states.get(k), xk, yk, batches, hp,
                                              self.grad_fn, augment=aug, holdout=held,
                                              output_grad_fn=self.output_grad_fn)

@@ -150,6 +150,7 @@ from fedbench.engine.clients import graphs
 from fedbench.engine.clients.batches import local_batches, stacked_batches, uniform_shape
 from fedbench.engine.clients.holdout import holdout_batches
 from fedbench.engine.clients.interface import RoundResult
+from fedbench.engine.spec import LocalWork
 from fedbench.tree import tree_numel
 
 #: The label of a padded row: cross-entropy's default ``ignore_index``.
@@ -548,7 +549,7 @@ class VectorizedClients:
     tensor_rounds = False
 
     def __init__(self, algorithm: ModuleType, model, grad_fn, x_all: torch.Tensor, y_all: torch.Tensor,
-                 clients: Sequence[np.ndarray], local: dict, seed: int, chunk_size=None,
+                 clients: Sequence[np.ndarray], local: Mapping | LocalWork, seed: int, chunk_size=None,
                  step_overhead: float | None = None, augmentation: dict | None = None,
                  holdout: Sequence[np.ndarray] | None = None, output_grad_fn=None):
         if holdout is not None and output_grad_fn is None:
@@ -564,7 +565,7 @@ class VectorizedClients:
         self.clients, self._slot, self._distinct = _as_rows(clients)
         self.m = len(self.clients)
         self._sizes = np.array([len(r) for r in self._distinct], dtype=np.int64)[self._slot]  # n_k
-        self.local = local
+        self.local = LocalWork.of(local)
         self.seed = int(seed)
         # Seed stacking (:meth:`stacked`): client g belongs to cell cell_of[g] and draws its
         # randomness with the keys (key_seed[g], t, key_id[g], ...). One cell: (seed, t, g).
@@ -595,7 +596,8 @@ class VectorizedClients:
 
     @classmethod
     def stacked(cls, algorithm: ModuleType, model, grad_fn, x_all: torch.Tensor, y_all: torch.Tensor,
-                seeds: Sequence[int], clients: Sequence[Sequence[np.ndarray]], local: dict, chunk_size=None,
+                seeds: Sequence[int], clients: Sequence[Sequence[np.ndarray]], local: Mapping | LocalWork,
+                chunk_size=None,
                 step_overhead: float | None = None, augmentation: dict | None = None,
                 holdout: Sequence[Sequence[np.ndarray]] | None = None, output_grad_fn=None) -> VectorizedClients:
         """One engine for C stackable cells (:mod:`fedbench.engine.rounds.stacking`: seeds, hyperparameter
@@ -645,8 +647,7 @@ class VectorizedClients:
         ids = np.unique(np.asarray(sampled, dtype=np.int64))
         sizes = self._sizes[ids]
         distinct = np.unique(sizes)
-        bs, epochs, steps = int(local["batch_size"]), local.get("epochs"), local.get("steps")
-        replacement = bool(local.get("replacement", False))
+        bs, epochs, steps, replacement = local.batch_size, local.epochs, local.steps, local.replacement
         parts = [] if len(ids) and all(n >= 1 and uniform_shape(int(n), bs, epochs, steps) for n in distinct) else None
         for n in distinct if parts is not None else ():
             at = np.flatnonzero(sizes == n)
@@ -661,8 +662,8 @@ class VectorizedClients:
 
     def _client_batches(self, t: int, k: int) -> list[np.ndarray]:
         return local_batches(int(self.key_seed[k]), t, int(self.key_id[k]), len(self.clients[k]),
-                             self.local["batch_size"], epochs=self.local.get("epochs"), steps=self.local.get("steps"),
-                             replacement=bool(self.local.get("replacement", False)))
+                             self.local.batch_size, epochs=self.local.epochs, steps=self.local.steps,
+                             replacement=self.local.replacement)
 
     def _uniform_batches(self, members: Sequence[int], batches: dict, draws):
         """:meth:`_group_tensors` without a Python loop over clients, for the common case where
@@ -947,7 +948,7 @@ class VectorizedClients:
 
         held = None
         if self.holdout is not None:
-            bs = int(self.local["batch_size"])
+            bs = self.local.batch_size
             held = {int(k): holdout_batches(int(self.key_seed[k]), t, int(self.key_id[k]),
                                             len(self.holdout[int(k)]), bs)
                     for k in sampled}
@@ -1095,10 +1096,10 @@ class VectorizedClients:
             after that round and the communication counts of the rounds run).
         """
         local = self.local
-        k, b = local.get("steps"), int(local["batch_size"])
+        k, b = local.steps, local.batch_size
         if (not self.fast_steps or self.aug is not None or self.holdout is not None
                 or self.store is not None or not isinstance(k, int) or isinstance(k, bool) or k < 1
-                or local.get("epochs") is not None or not local.get("replacement")):
+                or local.epochs is not None or not local.replacement):
             return None
         compiled = self.device.type == "cpu" and not self.tensor_rounds
         bounds = [(int(self.offsets[c]), int(self.offsets[c + 1])) for c in cells]
@@ -1145,9 +1146,9 @@ class VectorizedClients:
         """Whether the compiled paths save more than :attr:`compiled_min_seconds` in this job (never
         with drawn local work, ``local.epochs``/``steps`` a distribution: its clients' step counts
         differ, which the compiled paths do not take)."""
-        if isinstance(self.local.get("steps"), Mapping) or isinstance(self.local.get("epochs"), Mapping):
+        if self.local.drawn:
             return False
-        k = int(self.local.get("steps") or 1)
+        k = int(self.local.steps or 1)
         per_round = clients_per_round * 20e-6 + k * (5e-4 + clients_per_round * 2e-6)
         return (self.planned_rounds or 1) * per_round >= self.compiled_min_seconds
 
@@ -1239,7 +1240,7 @@ class VectorizedClients:
             state = self.algo.client_init(server, None, hp)
             n_trees = sum(1 for v in state.values() if isinstance(v, dict))
             self._chunk_cache = auto_chunk_size(self.model.apply, params, self.x_all[:1],
-                                                int(self.local["batch_size"]), n_trees, self.device,
+                                                self.local.batch_size, n_trees, self.device,
                                                 self.model.batch_clients_on_cpu)
         return self._chunk_cache
 

@@ -8,7 +8,8 @@ library (SVML) would, but would give the vector body and the loop's scalar remai
 last bits, and a lane's numbers must not depend on how many lanes share its loop. The two
 functions below are plain float64 arithmetic (a range reduction, a polynomial, a scale by a power
 of two), the same instructions in the vector body and the remainder, so every lane gets the same
-bits at any lane count; vectorized, they take ~0.6 ns a value (benchmarks/RESULTS.md, stop 30).
+bits at any lane count; vectorized, they take ~0.6 ns a value (benchmarks/RESULTS.md, "The
+minibatch baselines' ceiling").
 
 Accuracy (``tests/engine/linear_fast/test_lane_math.py``, against mpmath at 60 digits): within 1 ulp of the
 true value, as libm's (measured on 40,000 arguments each: at most 0.83 ulp for :func:`exp_nonpos`,

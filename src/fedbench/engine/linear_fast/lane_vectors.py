@@ -6,9 +6,8 @@ the kernels run a loop over the L lanes of a stacked group (18 η values in FedA
 logit's terms, the gradient's scatter, a message's sum and count. Such a loop is short, and numba
 compiles it through LLVM's loop vectorizer, which adds a run-time check that its arrays do not
 overlap (numba marks none ``noalias``), a vector body of 32 lanes that 18 lanes never enter, a
-4-lane remainder and a scalar one. Measured on a 2-core AMD EPYC (AVX-512, stop 35,
-``benchmarks/RESULTS.md``): the sum and count of a message at one coordinate took 7.4 ns at 18
-lanes that way, 4.2 ns written as below.
+4-lane remainder and a scalar one: at 18 lanes most of the work then runs in the scalar
+remainder.
 
 Each function here is a numba intrinsic that emits, for lanes 0..n−1, vectors of 8 float64 while 8
 are left, then at most one vector each of 4, 2 and 1 (n's bits): no loop of LLVM's to vectorize,

@@ -22,8 +22,7 @@ a9a), and writes only its tiles' weighted message sums, non-zero counts and non-
 :func:`server_kernel` then sums those partial sums in a fixed order (the same bits every run),
 applies E and F, and records the first round at which a lane stopped being finite. Two launches a
 round, no host synchronisation; per round the memory traffic is the gathered rows and the partial
-sums, not the [clients, d] state (the torch version moved that state ~10 times per step:
-``benchmarks/RESULTS.md``, "GPU").
+sums, not the [clients, d] state that the torch version reads and writes at every step.
 
 Grid: ``clients_kernel`` over (P lanes, NBLK client blocks), a block holding TILES tiles of
 BLOCK_M clients; ``server_kernel`` over the P lanes. The tile is BLOCK_M × BLOCK_D float64 per
@@ -43,7 +42,7 @@ import triton.language as tl
 #: The widest row the register tiles take (BLOCK_D); wider rows run on the torch version.
 MAX_BLOCK_D = 256
 # The tile's shape, chosen by benchmarks/round_kernel_tiles.py on an H100 (benchmarks/RESULTS.md,
-# "GPU (NVIDIA H100), 2026-11-26"): at M = 8,192, 54 lanes, a9a's d = 123, these gave 0.37 ms a
+# "The round kernels' tile shape (H100)"): at M = 8,192, 54 lanes, a9a's d = 123, these gave 0.37 ms a
 # round at K = 1 and 3.7 ms at K = 16, against 0.51 and 6.7 ms for 1,024 elements and 4 warps.
 #: Elements of one sequence's tile (BLOCK_M · BLOCK_D).
 TILE = 512

@@ -56,6 +56,7 @@ from fedbench.engine.clients.holdout import holdout_split
 from fedbench.engine.clients.sampling import sample_clients
 from fedbench.engine.rounds.checkpoint import CHECKPOINT_FORMAT, load_checkpoint, save_checkpoint
 from fedbench.engine.rounds.evaluate import evaluate, pgd_accuracy, regularized_objective
+from fedbench.engine.spec import CellSpec
 from fedbench.metrics.communication import as_delta, count_floats, count_nonzeros, entropy_bits, flatten
 from fedbench.metrics.histogram import DeltaHistogram
 from fedbench.metrics.schema import ALGORITHM_METRICS
@@ -186,7 +187,7 @@ class Cell:
     partition, server state, communication counters, metrics rows, status and checkpoint.
 
     Args:
-        spec: the resolved cell spec.
+        spec: the cell's resolved spec.
         partition: its partition table (client_id, sample_index, split).
         algo, model: the algorithm module and the model.
         x_train, y_train: the whole training split on the compute device.
@@ -202,15 +203,14 @@ class Cell:
     counts the training rows.
     """
 
-    def __init__(self, spec: dict, partition: pa.Table, algo, model, x_train: torch.Tensor,
+    def __init__(self, spec: CellSpec, partition: pa.Table, algo, model, x_train: torch.Tensor,
                  y_train: torch.Tensor, test: tuple[torch.Tensor, torch.Tensor], held_fraction: float,
                  dtype: torch.dtype, dev: torch.device, num_classes: int | None = None,
                  rows: tuple[list[np.ndarray], np.ndarray] | None = None):
         self.spec, self.algo, self.model, self.test = spec, algo, model, test
-        minimax = (spec.get("model") or {}).get("minimax") or {}
         #: robust minimax cells: the radius r of the PGD attack of ``test_pgd_accuracy`` (None: not measured)
-        self.pgd_radius = float(spec["hparams"].get("radius", 1.0)) if minimax.get("problem") == "robust" else None
-        self.seed = int(spec["seed"])
+        self.pgd_radius = spec.pgd_radius
+        self.seed = spec.seed
         # each client's train rows and their union (ascending, O(n) also for shared partitions); ``rows``:
         # the two already read from this partition (the cells of a learning-rate grid share one table)
         all_clients, used = rows if rows is not None else partition_rows(partition)
@@ -227,26 +227,26 @@ class Cell:
                                                     seed=self.seed).items()}
         kw = {"client_weights": self.weights} if "client_weights" in inspect.signature(algo.server_init).parameters \
             else {}  # the minimax algorithms' unbiased reweighting needs every n_k
-        self.server = algo.server_init(params, dict(spec["hparams"]), self.m, **kw)
+        self.server = algo.server_init(params, dict(spec.hparams), self.m, **kw)
         self.dev = dev
         self.identity = {
-            "experiment": spec["experiment"],
-            "dataset": spec["dataset"],
-            "partition": spec["partition"],
-            "algorithm": spec["algorithm"],
-            "algorithm_name": spec["algorithm_name"],
-            "hparams_id": spec_id(spec),
+            "experiment": spec.experiment,
+            "dataset": spec.dataset,
+            "partition": spec.partition,
+            "algorithm": spec.algorithm,
+            "algorithm_name": spec.algorithm_name,
+            "hparams_id": spec_id(spec.record),
             "seed": self.seed,
         }
         self.counters = (0, 0, 0, 0.0, 0.0)  # uplink floats, non-zeros, downlink floats, entropy, entropy (Δ)
         self.hist = None
-        if spec.get("delta_histogram") is not None:
-            self.hist = DeltaHistogram(spec["delta_histogram"]["rounds"])
+        if spec.delta_histogram_rounds is not None:
+            self.hist = DeltaHistogram(list(spec.delta_histogram_rounds))
         self.rows: list[dict] = []
         self.status = "ok"
         self.status_reason = None
         self.num_classes = num_classes
-        self.collapse = collapse_rule(spec)
+        self.collapse = collapse_rule(spec.record)
         self.first_round = 1
         self.t_start = time.perf_counter()
 
@@ -268,7 +268,7 @@ class Cell:
     def evaluates_at(self, t: int, diverged: bool = False) -> bool:
         """Whether round t's row is written (and the model evaluated): every ``eval_every`` rounds,
         the last round, and a round in which the cell diverged."""
-        return bool(diverged) or t % self.spec["eval_every"] == 0 or t == int(self.spec["rounds"])
+        return bool(diverged) or t % self.spec.eval_every == 0 or t == self.spec.rounds
 
     def evaluation(self, params: dict, given: tuple | None = None) -> tuple:
         """(train loss, train accuracy, test loss, test accuracy, test worst-class accuracy) of
@@ -302,7 +302,7 @@ class Cell:
             raise RuntimeError(f"evaluate_initial: the cell already has rows up to round {self.rows[-1]['round']}")
         params = self.server["params"]
         train_loss, train_acc, test_loss, test_acc, test_worst = self.evaluation(params, evaluation)
-        h0 = None if self.spec.get("uplink_entropy") is False else 0.0
+        h0 = 0.0 if self.spec.uplink_entropy else None
         self.rows.append({**self.identity, "round": 0, "clients_sampled": 0,
                           "train_loss": train_loss, "train_accuracy": train_acc,
                           "train_objective": self.objective(train_loss, params),
@@ -327,12 +327,11 @@ class Cell:
     def objective(self, train_loss: float, params: dict) -> float:
         """The ``train_objective`` column: ``train_loss`` + (λ/2)‖θ‖², λ = the spec's
         ``local.weight_decay`` (:func:`fedbench.engine.rounds.evaluate.regularized_objective`)."""
-        return regularized_objective(train_loss, params, self.spec["local"].get("weight_decay"))
+        return regularized_objective(train_loss, params, self.spec.local.weight_decay)
 
     def sample(self, t: int) -> np.ndarray:
         """Step 1: the clients P_t of round t (ascending ids), keyed by (seed, t)."""
-        sampling = self.spec["sampling"]
-        return sample_clients(sampling["scheme"], self.m, sampling["participation"], self.seed, t)
+        return sample_clients(self.spec.scheme, self.m, self.spec.participation, self.seed, t)
 
     def end_round(self, t: int, sampled: np.ndarray, result, hp: dict, client_states, checkpoint_path,
                   checkpoint_every: int) -> None:
@@ -357,7 +356,7 @@ class Cell:
         up_floats += sum(count_floats(msg) for msg in result.counted)
         up_nnz += sum(count_nonzeros(msg) for msg in result.counted)
         down_floats += down * len(sampled)
-        measured = spec.get("uplink_entropy") is not False  # false: not measured, null columns
+        measured = spec.uplink_entropy  # false: not measured, null columns
         if not diverged:
             # The Δ convention: differs only for messages holding a model θ_k (FedDyn).
             # (the keys every message has; the vectorized engine's StackedMessages know them without
@@ -395,7 +394,7 @@ class Cell:
             ValueError: the cell measures the uplink entropy or keeps Δ histograms (they need
                 every round's messages).
         """
-        if self.spec.get("uplink_entropy") is not False or self.hist is not None:
+        if self.spec.uplink_entropy or self.hist is not None:
             raise ValueError("end_rounds: the uplink entropy and Δ histograms need every round's messages")
         down = count_floats(self.algo.broadcast(self.server))
         self.server = result["server"]
@@ -410,7 +409,7 @@ class Cell:
         """Evaluation, metrics row, collapse and checkpoint after round t's server update (``clients``
         the number that trained; ``diverged``: a client's loss or the new parameters not finite)."""
         spec = self.spec
-        rounds = int(spec["rounds"])
+        rounds = spec.rounds
         algo_metrics = algorithm_metrics(self.server)
         up_floats, up_nnz, down_floats, up_entropy, up_entropy_delta = self.counters
         if self.evaluates_at(t, diverged):
@@ -438,7 +437,7 @@ class Cell:
                     diverged = True
                     self.status = self.rows[-1]["status"] = "diverged"
                     self.status_reason = reason
-                    print(f"{spec['algorithm']} seed={self.seed}: {reason}; stopping this cell", file=sys.stderr)
+                    print(f"{spec.algorithm} seed={self.seed}: {reason}; stopping this cell", file=sys.stderr)
         if diverged:
             return
         if checkpoint_path is not None and checkpoint_every and t % checkpoint_every == 0 and t < rounds:

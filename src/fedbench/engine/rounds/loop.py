@@ -37,7 +37,8 @@ Algorithms that hold out data (Elastic Aggregation's sensitivity subset B_k;
 :mod:`fedbench.engine.clients.holdout`) get their split once, before round 1, keyed (seed, 0, k,
 "holdout"): the engines train on D_k \\ B_k (n_k counts those rows) and run the algorithm's
 held-out pass on B_k each round. Training minibatches of image datasets are augmented when the
-cell says so (:func:`augmentation_of`; :mod:`fedbench.engine.clients.augment`): draws keyed by
+cell says so (:meth:`fedbench.engine.spec.CellSpec.augmentation_for`;
+:mod:`fedbench.engine.clients.augment`): draws keyed by
 (seed, t, k, "augment"), identical in both engines. Evaluation never sees augmented data.
 
 Stacking: :func:`train_seeds` (and :func:`run_cells`, the workflow's ``stack: true``) runs
@@ -73,25 +74,17 @@ from fedbench.engine.clients.holdout import holdout_fraction, make_output_grad_f
 from fedbench.engine.clients.interface import ClientEngine
 from fedbench.engine.clients.sequential import SequentialClients
 from fedbench.engine.clients.vectorized import VectorizedClients
-from fedbench.engine.rounds.cell import Cell, identity_of, partition_rows, spec_id  # noqa: F401 - re-exported (callers import them from here)
+from fedbench.engine.rounds.cell import Cell, partition_rows
 from fedbench.engine.rounds.lifetime import CellLock
 from fedbench.engine.rounds.output import write_cell
-from fedbench.engine.rounds.stacking import cell_name, check_stackable  # noqa: F401 - check_stackable re-exported
+from fedbench.engine.rounds.stacking import check_stackable
+from fedbench.engine.spec import CellSpec, LocalWork
 from fedbench.files import remove_stale_temporaries
 from fedbench.models import build_model, make_grad_fn
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 ENGINES = ("vectorized", "sequential")
 DEFAULT_ENGINE = "vectorized"
-
-
-def augmentation_of(spec: dict, dataset: Dataset) -> dict | None:
-    """The augmentation record a cell trains with: the spec's ``augmentation`` when the spec has
-    that key (the config resolved it: :func:`fedbench.config.expand_cells`; None = off), else the
-    dataset's ``meta["augmentation"]`` (None when absent)."""
-    if "augmentation" in spec:
-        return spec["augmentation"]
-    return dataset.meta.get("augmentation")
 
 
 def resolve_device(device: str = "auto") -> torch.device:
@@ -105,20 +98,20 @@ def resolve_device(device: str = "auto") -> torch.device:
     return torch.device(device)
 
 
-def resolve_engine(engine: str | None, spec: dict | None = None) -> str:
-    """The engine to use: the argument, else ``spec["engine"]``, else :data:`DEFAULT_ENGINE`.
+def resolve_engine(engine: str | None, spec_engine: str | None = None) -> str:
+    """The engine to use: the argument, else the spec's (``spec_engine``), else :data:`DEFAULT_ENGINE`.
 
     Raises:
         ValueError: unknown engine name.
     """
-    name = engine if engine is not None else (spec or {}).get("engine") or DEFAULT_ENGINE
+    name = engine if engine is not None else spec_engine or DEFAULT_ENGINE
     if name not in ENGINES:
         raise ValueError(f"engine must be one of {', '.join(ENGINES)} (got {name!r})")
     return name
 
 
 def make_engine(name: str, algo, model, grad_fn, x_train: torch.Tensor, y_train: torch.Tensor,
-                seeds: list[int], clients: list, local: dict, **options) -> ClientEngine:
+                seeds: list[int], clients: list, local: LocalWork, **options) -> ClientEngine:
     """The client engine ``name`` (one of :data:`ENGINES`) for the cells of ``seeds``, cell c's
     clients training on the rows ``clients[c]``; ``options`` (chunk_size, augmentation, holdout,
     output_grad_fn) as for :meth:`fedbench.engine.clients.vectorized.VectorizedClients.stacked`."""
@@ -127,7 +120,7 @@ def make_engine(name: str, algo, model, grad_fn, x_train: torch.Tensor, y_train:
 
 
 def train(
-    spec: dict,
+    spec: dict | CellSpec,
     dataset: Dataset,
     partition: pa.Table,
     device: str = "auto",
@@ -140,14 +133,14 @@ def train(
     """Train one cell in memory (resuming from ``checkpoint_path`` when it holds this cell's state).
 
     Args:
-        spec: the resolved cell spec (see :func:`fedbench.config.expand_cells`).
+        spec: the cell's training spec (:func:`fedbench.config.training_spec`), or it resolved.
         dataset: the prepared dataset.
         partition: the partition table (client_id, sample_index, split).
         device: "auto" | "cpu" | "cuda".
         progress: show a tqdm bar (rounds, latest accuracy) on stderr.
-        engine: "vectorized" | "sequential" | None (= ``spec.get("engine")``, else vectorized).
-        chunk_size: vectorized engine only: clients per vectorized chunk; None/"auto" =
-            ``spec.get("chunk_size")``, else an automatic memory-bounded size.
+        engine: "vectorized" | "sequential" | None (= the spec's ``engine``, else vectorized).
+        chunk_size: vectorized engine only: clients per vectorized chunk; None/"auto" = the spec's
+            ``chunk_size``, else an automatic memory-bounded size.
         checkpoint_path: where to write/read the resume checkpoint (None: no checkpointing).
         checkpoint_every: write it after every k-th round (0: never write; an existing
             checkpoint is still resumed from).
@@ -161,37 +154,8 @@ def train(
                        checkpoint_every=checkpoint_every)[0]
 
 
-def round_hparams(spec: dict, t: int) -> dict:
-    """Cell ``spec``'s hyperparameters in round ``t`` (1-based): its ``hparams`` plus ``lr`` (:func:`round_lr`),
-    ``weight_decay``, ``clip_norm`` and ``local_steps`` (local.steps when it is one int K for every
-    client; None when local work is given in epochs or drawn per client,
-    :func:`fedbench.engine.clients.batches.local_work`): what the algorithm's functions get."""
-    local = spec["local"]
-    steps = local.get("steps")
-    return {**spec["hparams"], "lr": round_lr(local, t),
-            "weight_decay": local["weight_decay"], "clip_norm": local["clip_norm"],
-            "local_steps": steps if isinstance(steps, int) else None}
-
-
-def schedule_label(schedule: dict) -> str:
-    """An ``lr_schedule`` in cell labels and sweep plots: ``step100-200x0.1`` (milestones, factor)."""
-    return f"step{'-'.join(str(m) for m in schedule['milestones'])}x{schedule.get('factor', 0.1)!r}"
-
-
-def round_lr(local: dict, t: int) -> float:
-    """The client learning rate η_l of round ``t`` (1-based) of a cell's ``local`` settings:
-    ``lr · lr_decay^(t−1) · factor^m`` with m the number of ``lr_schedule.milestones`` strictly
-    below t (no schedule: m = 0). Milestones [100, 200] with factor 0.1 give rounds 1–100 the lr,
-    101–200 lr/10 and from 201 on lr/100: Sharma, Panda & Joshi (TMLR 2023), Table 3."""
-    lr = local["lr"] * local["lr_decay"] ** (t - 1)
-    schedule = local.get("lr_schedule")
-    if schedule:
-        lr *= schedule["factor"] ** sum(1 for m in schedule["milestones"] if t > m)
-    return lr
-
-
 def train_seeds(
-    specs: list[dict],
+    specs: list[dict | CellSpec],
     dataset: Dataset,
     partitions: list[pa.Table],
     device: str = "auto",
@@ -204,7 +168,8 @@ def train_seeds(
     """Train several stackable cells in lockstep (stacking: seeds, and hyperparameter values).
 
     Each round, the sampled clients of every cell are trained in one call of the client engine
-    (:func:`make_engine`), each cell with its own round hyperparameters (:func:`round_hparams`);
+    (:func:`make_engine`), each cell with its own round hyperparameters
+    (:meth:`fedbench.engine.spec.CellSpec.round_hparams`);
     the vectorized engine trains them as one set
     (:meth:`fedbench.engine.clients.vectorized.VectorizedClients.stacked`), so C cells of a small
     model (where one round's clients do not fill the machine: W3-shaped logistic regression, the
@@ -214,7 +179,8 @@ def train_seeds(
     checkpoints. With ``engine: sequential`` the cells run one after the other within each round.
 
     Args:
-        specs: the cells (:func:`fedbench.engine.rounds.stacking.check_stackable`: equal
+        specs: the cells' training specs, resolved here once (:meth:`fedbench.engine.spec.CellSpec.of`;
+            :func:`fedbench.engine.rounds.stacking.check_stackable`: equal
             :func:`fedbench.engine.rounds.stacking.stack_key`; seed, label, local lr, lr_decay,
             weight_decay, clip_norm value and numeric non-structural hyperparameters may differ).
         dataset: the prepared dataset (shared).
@@ -233,30 +199,31 @@ def train_seeds(
     another size may sum in another order; ``tests/engine/rounds/test_loop.py`` for seeds,
     ``tests/engine/rounds/test_stacking.py`` for hyperparameters: 1e-10 relative in float64).
     """
-    check_stackable(specs)
+    specs = [CellSpec.of(s) for s in specs]
+    check_stackable([s.record for s in specs])
     checkpoint_paths = [None] * len(specs) if checkpoint_paths is None else list(checkpoint_paths)
     if not (len(specs) == len(partitions) == len(checkpoint_paths)):
         raise ValueError(f"train_seeds: {len(specs)} specs, {len(partitions)} partitions and "
                          f"{len(checkpoint_paths)} checkpoint paths; give one of each per cell")
     spec = specs[0]
     dev = resolve_device(device)
-    engine = resolve_engine(engine, spec)
+    engine = resolve_engine(engine, spec.engine)
     keep_freed_memory()
     if chunk_size is None:
-        chunk_size = spec.get("chunk_size")
-    dtype = DTYPES[spec["dtype"]]
-    local = spec["local"]  # batch size, epochs, steps: equal for stackable cells
-    algo = get_algorithm(spec["algorithm_name"])
-    held_fraction = holdout_fraction(algo, dict(spec["hparams"]))  # its hyperparameters are structural
+        chunk_size = spec.chunk_size
+    dtype = DTYPES[spec.dtype]
+    local = spec.local  # batch size, epochs, steps: equal for stackable cells
+    algo = get_algorithm(spec.algorithm_name)
+    held_fraction = holdout_fraction(algo, dict(spec.hparams))  # its hyperparameters are structural
     # Integer inputs (Shakespeare's character ids) stay integer ids; real inputs take the cell's dtype.
     x_dtype = dtype if np.issubdtype(dataset.x_train.dtype, np.floating) else torch.int64
     x_train = torch.tensor(dataset.x_train, dtype=x_dtype, device=dev)  # one copy, converted as it is made
     y_train = torch.tensor(dataset.y_train, dtype=torch.int64, device=dev)
     test = (torch.tensor(dataset.x_test, dtype=x_dtype, device=dev),
             torch.tensor(dataset.y_test, dtype=torch.int64, device=dev))
-    model = build_model(spec["model"], dataset.feature_shape, dataset.num_classes)
+    model = build_model(spec.model, dataset.feature_shape, dataset.num_classes)
     grad_fn = make_grad_fn(model)
-    aug = check_record(augmentation_of(spec, dataset), dataset.feature_shape)
+    aug = check_record(spec.augmentation_for(dataset.meta), dataset.feature_shape)
     output_grad_fn = make_output_grad_fn(model.apply) if held_fraction > 0 else None
 
     rows = {}  # read once per partition table: the cells of a seed's learning-rate grid share one
@@ -270,24 +237,24 @@ def train_seeds(
                           holdout=[c.held for c in cells] if held_fraction > 0 else None,
                           output_grad_fn=output_grad_fn)
     if hasattr(clients, "planned_rounds"):  # the vectorized engine: whether its compiled paths pay
-        clients.planned_rounds = int(spec["rounds"])
+        clients.planned_rounds = spec.rounds
     fused = fusable(specs) and hasattr(clients, "train_rounds")
     fresh = []
     for i, (cell, path) in enumerate(zip(cells, checkpoint_paths)):
         states = cell.resume(path)
         if states is not None:
             clients.load_client_states(states, i)
-        elif cell.spec.get("eval_initial"):  # a fresh start: θ⁰'s row (a checkpoint already holds it)
+        elif cell.spec.eval_initial:  # a fresh start: θ⁰'s row (a checkpoint already holds it)
             fresh.append(cell)
     initial = evaluate_cells(clients, fresh, [c.server["params"] for c in fresh]) if fused else [None] * len(fresh)
     for cell, evaluation in zip(fresh, initial):
         cell.evaluate_initial(evaluation)
 
-    rounds = int(spec["rounds"])
+    rounds = spec.rounds
     first_round = min(c.first_round for c in cells)
     seeds = ",".join(str(c.seed) for c in cells)
-    desc = (f"{spec['algorithm']} seed{'s' * (len(cells) > 1)}={seeds}" if len({s["algorithm"] for s in specs}) == 1
-            else f"{spec['algorithm_name']} ×{len(cells)} cells")
+    desc = (f"{spec.algorithm} seed{'s' * (len(cells) > 1)}={seeds}" if len({s.algorithm for s in specs}) == 1
+            else f"{spec.algorithm_name} ×{len(cells)} cells")
     bar = tqdm(desc=desc,
                disable=not progress, file=sys.stderr, mininterval=2.0, unit="round", initial=first_round - 1,
                total=rounds)
@@ -298,7 +265,7 @@ def train_seeds(
             break
         if fused:  # rounds t..end in one call of the engine, where it can (else: round by round from here)
             end = segment_end(cells, t, checkpoint_paths, checkpoint_every)
-            hps = [round_hparams(cells[i].spec, t) for i in active]
+            hps = [cells[i].spec.round_hparams(t) for i in active]
             done = clients.train_rounds([cells[i].server for i in active], hps, t, end, active)
             if done is not None:
                 last, results = done
@@ -312,7 +279,7 @@ def train_seeds(
                 t = last + 1
                 continue
             fused = False
-        hps = [round_hparams(cells[i].spec, t) for i in active]
+        hps = [cells[i].spec.round_hparams(t) for i in active]
         sampled = [cells[i].sample(t) for i in active]
         results = clients.train_cells([cells[i].server for i in active], sampled, hps, t, cells=active)
         for i, s, result, hp in zip(active, sampled, results, hps):
@@ -360,15 +327,14 @@ def evaluate_cells(clients, cells: list[Cell], params: list[dict]) -> list[tuple
     return out
 
 
-def fusable(specs: list[dict]) -> bool:
+def fusable(specs: list[CellSpec]) -> bool:
     """Whether cells of these specs may have several rounds run in one call of the engine
     (:meth:`fedbench.engine.clients.vectorized.VectorizedClients.train_rounds`, which checks the rest):
     full participation (every client every round: nothing is drawn), the same hyperparameters
     every round (no ``lr_decay``, no ``lr_schedule``), and nothing recorded that needs every
     round's messages (``uplink_entropy: false``, no ``delta_histogram``)."""
-    return all(s["sampling"]["participation"] == 1.0 and s["local"].get("lr_decay", 1.0) == 1.0
-               and not s["local"].get("lr_schedule") and s.get("uplink_entropy") is False
-               and s.get("delta_histogram") is None for s in specs)
+    return all(s.participation == 1.0 and s.local.lr_decay == 1.0 and not s.local.lr_schedule
+               and not s.uplink_entropy and s.delta_histogram_rounds is None for s in specs)
 
 
 def segment_end(cells: list[Cell], t: int, checkpoint_paths: list, checkpoint_every: int) -> int:
@@ -384,8 +350,8 @@ def segment_end(cells: list[Cell], t: int, checkpoint_paths: list, checkpoint_ev
         if t < cell.first_round:  # joins later
             bound = cell.first_round - 1
         else:
-            every = int(cell.spec["eval_every"])
-            bound = min(int(cell.spec["rounds"]), -(-t // every) * every)
+            every = cell.spec.eval_every
+            bound = min(cell.spec.rounds, -(-t // every) * every)
             if path is not None and checkpoint_every:
                 bound = min(bound, -(-t // checkpoint_every) * checkpoint_every)
         end = bound if end is None else min(end, bound)
@@ -393,7 +359,7 @@ def segment_end(cells: list[Cell], t: int, checkpoint_paths: list, checkpoint_ev
 
 
 def run_cell(
-    spec: dict,
+    spec: dict | CellSpec,
     dataset_dir: str | os.PathLike,
     partition_path: str | os.PathLike,
     metrics_path: str | os.PathLike,
@@ -414,7 +380,7 @@ def run_cell(
     removed once the outputs are written. ``metrics.parquet`` only ever appears complete.
 
     Args:
-        spec: resolved cell spec (:func:`fedbench.config.expand_cells`).
+        spec: the cell's training spec (:func:`fedbench.config.training_spec`), or it resolved.
         dataset_dir: ``resources/datasets/<id>-<digest>`` (fedbench.layout).
         partition_path: ``results/partitions/.../partition.parquet``.
         metrics_path, summary_path: outputs.
@@ -438,7 +404,7 @@ def run_cell(
 
 
 def run_cells(
-    specs: list[dict],
+    specs: list[dict | CellSpec],
     dataset_dir: str | os.PathLike,
     partition_paths: list[str | os.PathLike],
     metrics_paths: list[str | os.PathLike],
@@ -472,11 +438,12 @@ def run_cells(
         raise ValueError(f"run_cells: {n} specs, {len(partition_paths)} partitions, {len(metrics_paths)} metrics "
                          f"paths, {len(summary_paths)} summary paths, {len(hist_paths)} Δ-histogram paths, "
                          f"{len(extras)} summary extras; give one of each per cell")
+    specs = [CellSpec.of(s) for s in specs]
     for spec, hist_path in zip(specs, hist_paths):
-        if hist_path is not None and spec.get("delta_histogram") is None:
+        if hist_path is not None and spec.delta_histogram_rounds is None:
             raise ValueError(f"delta_histogram_path {hist_path} given, but the cell's spec does not ask "
                              "for Δ histograms (experiment key delta_histogram)")
-    check_stackable(specs)
+    check_stackable([s.record for s in specs])
     if num_threads:
         torch.set_num_threads(int(num_threads))
     metrics_paths, summary_paths = [Path(p) for p in metrics_paths], [Path(p) for p in summary_paths]
@@ -485,7 +452,7 @@ def run_cells(
     checkpoint_paths = [p.parent / "checkpoint.pt" for p in metrics_paths]
     with ExitStack() as locks:
         for spec, ckpt in zip(specs, checkpoint_paths):
-            locks.enter_context(CellLock(ckpt.with_name(f".{ckpt.name}.lock"), cell_name(spec)))
+            locks.enter_context(CellLock(ckpt.with_name(f".{ckpt.name}.lock"), spec.name))
         # This process owns the cells now: what a killed writer left half-written is garbage.
         for path in (*checkpoint_paths, *metrics_paths, *summary_paths,
                      *[Path(h) for h in hist_paths if h is not None],
@@ -512,15 +479,15 @@ def _run_locked(specs, dataset_dir, partition_paths, metrics_paths, summary_path
     results = train_seeds(specs, dataset, partitions, device=device, progress=progress, engine=engine,
                           chunk_size=chunk_size, checkpoint_paths=checkpoint_paths, checkpoint_every=checkpoint_every)
     summaries = []
-    stacked = [cell_name(s) for s in specs] if n > 1 else None
+    stacked = [s.name for s in specs] if n > 1 else None
     for spec, (rows, info), metrics_path, summary_path, hist_path, ckpt, extra in zip(
             specs, results, metrics_paths, summary_paths, hist_paths, checkpoint_paths, extras):
-        summary = write_cell(spec, rows, info, metrics_path, summary_path, hist_path, stacked_cells=stacked,
+        summary = write_cell(spec.record, rows, info, metrics_path, summary_path, hist_path, stacked_cells=stacked,
                              extra=extra)
         ckpt.unlink(missing_ok=True)
         last = rows[-1]
         reason = f" ({info['status_reason']})" if info.get("status_reason") else ""
-        print(f"{cell_name(spec)}: status={info['status']}{reason} final test accuracy={last['test_accuracy']:.4f} "
+        print(f"{spec.name}: status={info['status']}{reason} final test accuracy={last['test_accuracy']:.4f} "
               f"({info['wall_seconds']:.1f}s, peak RSS {summary['peak_rss_mb']:.0f} MB)", file=sys.stderr)
         summaries.append(summary)
     return summaries

@@ -13,7 +13,7 @@ Stackable differences (:func:`stack_key` ignores them)
     - ``algorithm``, the cell's label (names it; the code is ``algorithm_name``, which must match);
     - ``local.lr``, ``local.lr_decay``, ``local.weight_decay``: numbers inside the SGD step;
     - ``local.lr_schedule`` (present or not, any milestones and factor): it only sets each round's
-      lr value, which :func:`fedbench.engine.rounds.loop.round_hparams` computes per cell;
+      lr value, which :meth:`fedbench.engine.spec.LocalWork.lr_at` computes per cell;
     - the *value* of ``local.clip_norm`` (a number inside the step); its None-ness must match,
       since clipping or not is a different step;
     - numeric (int or float, not bool) algorithm hyperparameters (``hparams``, the module's
