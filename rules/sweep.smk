@@ -1,7 +1,9 @@
 # Hyperparameter sweeps (docs/sweeps.md): per experiment with swept cells (a cell's `sweep` record,
 # fedbench.config.expand_cells), the best point of each sweep group (experiment, dataset, configured
-# partition and algorithm label) as a table (Markdown + CSV) and the sensitivity plot (score vs
-# each swept hyperparameter, the others at the chosen point).
+# partition and algorithm label; a condition, an axis that select.over leaves out, forms groups) as
+# a table (Markdown + CSV + an HTML page, which the report's landing page shows instead of the
+# experiment's grid of every point) and the sensitivity plot (score vs each swept hyperparameter, the
+# others at the chosen point). `message:` keeps the console's job block to one line.
 # params: the experiment's swept cells (identity keys + sweep, which holds the selection rule), the
 # table formatting (config `tables`) and the code version of fedbench.analysis.sweeps (and what it
 # imports): changing any of them re-selects, and retrains nothing.
@@ -23,6 +25,13 @@ rule sweep_select:
             labels={"experiment": "{experiment}", "output": "1. selection table"},
         ),
         csv="results/tables/sweeps/{experiment}.csv",
+        html=report(
+            "results/tables/sweeps/{experiment}.html",
+            caption="../workflow/report/sweep_table.rst",
+            category="1. Tables",
+            subcategory="{experiment}",
+            labels={"experiment": "{experiment}", "table": "sweep"},
+        ),
         plot=report(
             "results/plots/sweeps/{experiment}.png",
             caption="../workflow/report/sweep_plot.rst",
@@ -36,6 +45,8 @@ rule sweep_select:
         cells=lambda wc: sweeps.sweep_cells(CELLS, wc.experiment),
         tables=TABLES,
         code=code_version(["fedbench.analysis.sweeps"], within="fedbench.analysis"),
+    message:
+        "sweep_select {wildcards.experiment}: the sweep's table and sensitivity plot"
     log:
         "results/logs/sweep_select/{experiment}.log",
     script:
@@ -45,6 +56,6 @@ rule sweep_select:
 # Every sweep output of the config (rule all).
 SWEEP_OUTPUTS = expand(
     ["results/tables/sweeps/{experiment}.md", "results/tables/sweeps/{experiment}.csv",
-     "results/plots/sweeps/{experiment}.png"],
+     "results/tables/sweeps/{experiment}.html", "results/plots/sweeps/{experiment}.png"],
     experiment=SWEEP_EXPERIMENTS,
 )

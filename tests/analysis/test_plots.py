@@ -117,3 +117,76 @@ def test_curves_start_at_round_0_with_eval_initial(tmp_path, mr, monkeypatch):
     assert figs[-1].axes[0].lines[0].get_xdata().tolist() == [0.0, 10.0, 20.0]  # nothing sent before round 1
     plot_train_loss(df, tmp_path / "l.png")
     assert figs[-1].axes[0].lines[0].get_ydata().tolist()[0] == 2.0
+
+
+def _no_accuracy_rows(mr):
+    rows = []
+    for algorithm in ("theta_all", "theta_last"):
+        rows += mr.run_rows([float("nan")] * 3, algorithm=algorithm)
+    return rows
+
+
+def test_an_experiment_without_accuracy_says_so_instead_of_no_run_finished(tmp_path, mr, monkeypatch):
+    figs = _captured(monkeypatch)
+    plot_accuracy(mr.frame(_no_accuracy_rows(mr)), tmp_path / "a.png", title="local_update_quick")
+    texts = " ".join(t.get_text() for ax in figs[-1].axes for t in ax.texts)
+    assert "No test accuracy metric" in texts and "no run finished" not in texts
+    # every run finished: the comparison says "no accuracy metric", not "× every seed diverged"
+    from fedbench.analysis.plots import plot_comparison
+
+    plot_comparison(mr.frame(_no_accuracy_rows(mr)), tmp_path / "c.png")
+    ax = figs[-1].axes[0]
+    assert "no accuracy metric" in " ".join(t.get_text() for t in ax.texts)
+    assert not any(t.get_text() == "×" for t in ax.texts)
+
+
+def test_an_accuracy_axis_is_percent_within_0_and_100(tmp_path, mr, monkeypatch):
+    figs = _captured(monkeypatch)
+    rows = mr.run_rows([0.9, 0.99, 1.0], algorithm="fedavg") + mr.run_rows([0.95, 1.0, 1.0], algorithm="fedprox")
+    plot_accuracy(mr.frame(rows), tmp_path / "a.png", title="e")
+    ax = figs[-1].axes[0]
+    lo, hi = ax.get_ylim()
+    assert ax.get_ylabel() == "test accuracy (%)" and 80 < lo and hi <= 100.0
+
+
+def test_the_legend_lists_what_is_drawn(tmp_path, mr, monkeypatch):
+    figs = _captured(monkeypatch)
+    rows = mr.run_rows([0.3, 0.5], algorithm="fedavg") + mr.run_rows([0.2, 0.3], algorithm="gone", diverge_at=2)
+    plot_accuracy(mr.frame(rows), tmp_path / "a.png", title="e")
+    names = [t.get_text() for t in figs[-1].legends[0].get_texts()]
+    assert names == ["fedavg"]  # "gone" diverged on every seed: no curve, no legend entry (the note names it)
+
+
+def test_one_colour_per_algorithm_across_figures(tmp_path, mr, monkeypatch):
+    from fedbench.analysis.style import algorithm_colors
+
+    figs = _captured(monkeypatch)
+    a = mr.run_rows([0.3, 0.5], algorithm="mb_sgd") + mr.run_rows([0.3, 0.4], algorithm="fedac")
+    b = mr.run_rows([0.3, 0.5], algorithm="fedavg") + mr.run_rows([0.3, 0.4], algorithm="mb_sgd")
+    plot_accuracy(mr.frame(a), tmp_path / "a.png")
+    plot_accuracy(mr.frame(b), tmp_path / "b.png")
+    colours = [{ln.get_color() for ln in fig.axes[0].lines} for fig in figs]
+    want = algorithm_colors(["mb_sgd"])["mb_sgd"]
+    assert all(want in c for c in colours)
+
+
+def test_a_one_seed_title_says_one_seed_and_fits(tmp_path, mr, monkeypatch):
+    figs = _captured(monkeypatch)
+    plot_accuracy(mr.frame(mr.run_rows([0.3, 0.5], algorithm="fedavg")), tmp_path / "a.png",
+                  title="a_rather_long_experiment_name_for_a_quick_file")
+    fig = figs[-1]
+    title = fig._suptitle
+    assert "one seed" in title.get_text() and "over seeds" not in title.get_text()
+    fig.canvas.draw()
+    box = title.get_window_extent()
+    assert fig.bbox.x0 <= box.x0 and box.x1 <= fig.bbox.x1
+
+
+def test_the_diverged_note_sits_under_the_x_label(tmp_path, mr, monkeypatch):
+    figs = _captured(monkeypatch)
+    plot_accuracy(mr.frame(_diverging_rows(mr)), tmp_path / "a.png", targets=0.5, title="e")
+    fig = figs[0]
+    ax = fig.axes[0]
+    fig.canvas.draw()
+    note = next(t for t in ax.texts if t.get_text().startswith("diverged:"))
+    assert note.get_window_extent().y1 <= ax.xaxis.label.get_window_extent().y0 + 0.5

@@ -433,3 +433,82 @@ def test_sensitivity_plot_of_a_local_work_axis(mr, tmp_path, monkeypatch):
     assert ticks["labels"] == ["uniform2-5", "uniform2-7"]
     table = sweeps.select(metrics, cells)
     assert table.height == 1
+
+
+# ----------------------------------------------------------------------------------------------
+# Conditions, significant digits, the look of the sensitivity plot
+
+
+def test_a_condition_is_compared_never_selected_nor_flagged(mr):
+    """``select.over: []``: every axis is an experimental condition (the minimax quick file's local-work
+    distribution E, LocalUpdate's γ of Corollary 1): one row per value, no ⚠, no "selected by"."""
+    grid = {"local.lr": [0.001, 0.01, 0.09]}
+    cells = swept_cells(grid, seeds=(0,), select={"over": [], "metric": "train_loss", "direction": "min"})
+    table = {(0.001,): [3.0, 2.0922], (0.01,): [3.0, 2.1], (0.09,): [3.0, 2.2]}
+    metrics = rows_for(mr, cells, by_point(table))
+    metrics = metrics.with_columns(train_loss=pl.col("test_accuracy"))
+    sel = sweeps.select(metrics, cells)
+    assert sel.height == 3 and set(sel["edge"].to_list()) == {""}
+    assert sweeps.conditions(cells[0]) == ["local.lr"]
+    md = sweeps.markdown_selection(sel)
+    assert "⚠" not in md and "selected by" not in md and "widen" not in md
+    assert "local.lr (condition)" in md and "2.0922" in md
+    assert "one seed" in md and "mean ±" not in md
+
+
+def test_selection_scores_keep_their_significant_digits(mr):
+    grid = {"local.lr": [0.1, 1.0]}
+    cells = swept_cells(grid, seeds=(0, 1), select={"metric": "suboptimality", "direction": "min"})
+    vals = {(0.1, 0): [4.0e-4], (0.1, 1): [5.5e-4], (1.0, 0): [0.5], (1.0, 1): [0.6]}
+    metrics = rows_for(mr, cells, by_point(vals)).with_columns(suboptimality=pl.col("test_accuracy"))
+    md = sweeps.markdown_selection(sweeps.select(metrics, cells))
+    assert "4.8e-04 ± 1.1e-04" in md  # not "0.0005 ± 0.0001"
+    assert "mean ± sd over seeds" in md
+
+
+def test_the_sensitivity_plot_of_a_suboptimality_is_log_and_tells_conditions_apart(mr, tmp_path, monkeypatch):
+    grid = {"local.lr": [0.01, 0.1, 1.0], "partition.num_clients": [4, 16, 64], "local.steps": [1, 4, 16]}
+    cells = swept_cells(grid, select={"over": ["local.lr"], "metric": "suboptimality", "direction": "min"})
+    cells += swept_cells(grid, label="mb_sgd", select={"over": ["local.lr"], "metric": "suboptimality",
+                                                       "direction": "min"})
+    metrics = rows_for(mr, cells, lambda c: ([10.0 ** -(1 + c["sweep"]["point"]["local.lr"])], None))
+    metrics = metrics.with_columns(suboptimality=pl.col("test_accuracy"))
+    drawn = {}
+    save = plots._save
+
+    def spy(fig, path, dpi):
+        axes = [ax for ax in fig.axes if ax.get_visible() and ax.axison]
+        drawn["scales"] = {ax.get_yscale() for ax in axes}
+        drawn["styles"] = [{(ln.get_color(), ln.get_marker(), ln.get_linestyle()) for ln in ax.lines
+                            if len(ln.get_xdata()) > 1 and ln.get_marker() != "_"} for ax in axes]  # no caps
+        drawn["title"] = fig._suptitle.get_text()
+        fig.canvas.draw()
+        drawn["title_fits"] = fig.bbox.contains(*fig._suptitle.get_window_extent().p0) and \
+            fig.bbox.contains(*fig._suptitle.get_window_extent().p1)
+        return save(fig, path, dpi)
+
+    monkeypatch.setattr(plots, "_save", spy)
+    sweeps.sensitivity_plot(metrics, cells, tmp_path / "s.png", title="fedac_quick")
+    assert drawn["scales"] == {"log"}
+    assert len(drawn["styles"]) == 2  # one panel per algorithm label
+    assert all(len(s) == 9 for s in drawn["styles"])  # 9 (M, K) curves, each its own look
+    assert drawn["title_fits"] and "over 1 seed" not in drawn["title"] and "one seed" in drawn["title"]
+
+
+def test_one_algorithm_has_one_colour_in_the_sweep_plot_and_the_curves(mr, tmp_path, monkeypatch):
+    from fedbench.analysis.style import algorithm_colors
+
+    grid = {"local.lr": [0.01, 0.1]}
+    cells = swept_cells(grid, label="mb_sgd") + swept_cells(grid, label="fedac")
+    metrics = rows_for(mr, cells, by_point({(0.1,): [0.9]}))
+    got = {}
+    save = plots._save
+
+    def spy(fig, path, dpi):
+        got["colors"] = {ln.get_color() for ax in fig.axes for ln in ax.lines if len(ln.get_xdata()) > 1}
+        return save(fig, path, dpi)
+
+    monkeypatch.setattr(plots, "_save", spy)
+    sweeps.sensitivity_plot(metrics, cells, tmp_path / "s.png")
+    assert algorithm_colors(["mb_sgd"])["mb_sgd"] in got["colors"]
+    assert algorithm_colors(["fedac"])["fedac"] in got["colors"]

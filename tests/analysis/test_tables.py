@@ -279,3 +279,27 @@ def test_head_rows_keeps_the_heading_and_notes_and_counts_what_it_cut():
     assert head_rows(md, 5, "x") == md.rstrip()  # nothing cut, nothing added
     with pytest.raises(ValueError, match="max_rows"):
         head_rows(md, 0, "x")
+
+
+def test_a_one_seed_table_says_one_seed(mr):
+    md = markdown_table(summarize(mr.frame(mr.run_rows([0.5, 0.8], algorithm="a")
+                                          + mr.run_rows([0.5, 0.7], algorithm="b"))))
+    assert "one seed" in md and "over seeds" not in md
+
+
+def test_an_experiment_without_accuracy_shows_its_loss(mr):
+    # the quadratic model: no accuracy; the table shows the final train loss the reader needs
+    rows = mr.run_rows([math.nan] * 4, algorithm="theta_all") + mr.run_rows([math.nan] * 4, algorithm="theta_last")
+    md = markdown_table(summarize(mr.frame(rows)))
+    assert "final acc." not in md and "final train loss" in md
+    assert "| 0.25 " in md or "0.25000" in md  # train loss 1/t at t = 4, to its significant digits
+    assert "records no accuracy" in md
+
+
+def test_suboptimality_keeps_its_significant_digits(mr):
+    rows = []
+    for seed in (0, 1):
+        rows += mr.run_rows([math.nan, math.nan], algorithm="fedac", seed=seed)
+    df = mr.frame(rows).with_columns(suboptimality=pl.when(pl.col("seed") == 0).then(4.0e-4).otherwise(5.5e-4))
+    md = markdown_table(summarize(df))
+    assert "final suboptimality" in md and "4.8e-04 ± 1.1e-04" in md and "0.0005" not in md

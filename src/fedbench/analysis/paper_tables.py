@@ -13,6 +13,10 @@ A paper module (:mod:`fedbench.papers`) describes each of its tables by a spec (
   ``<metric>_delta`` (the same messages with θ_k replaced by the update Δ_k); a run written
   before the Δ column existed shows "n/m" (not measured);
 - ``row_metrics`` (optional): (metric, row name) when the layout has one row per metric;
+- ``beside`` (optional): (metric, words, scale) of what the main metric was bought with, printed
+  beside every one of our values, e.g. ``("test_accuracy", "acc.", 0.01)``: a communication count
+  next to the final test accuracy (%) of the same runs, so that "less communication at comparable
+  accuracy" reads off the table;
 - ``notes``: lines printed under the table.
 
 Which of our rows match a paper row: the same dataset id, partition id, participation and
@@ -93,13 +97,16 @@ def paper_table(df: pl.DataFrame, reference: pl.DataFrame, cells: list[dict], ta
                 "participation": pl.Float64},
     ).unique(maintain_order=True)
     metrics = list(spec["metrics"])
+    if spec.get("beside") and spec["beside"][0] not in metrics:
+        metrics.append(spec["beside"][0])
+    scales = {spec["beside"][0]: spec["beside"][2]} if spec.get("beside") else {}
     ref_t = reference.filter(pl.col("table") == str(spec["number"]))
     unit = ref_t.get_column("unit")[0] if ref_t.height else ""
 
     rows = []
     for metric in metrics:
         if metric in df.columns or metric == metrics[0]:
-            ours = _ours(df if cells_df.height else df.head(0), cells_df, metric, spec["scale"])
+            ours = _ours(df if cells_df.height else df.head(0), cells_df, metric, scales.get(metric, spec["scale"]))
             if metric == metrics[0]:
                 main_ours = ours
         else:  # a metric our runs did not record (e.g. a Δ entropy, train accuracy): our rows, no value
@@ -193,6 +200,11 @@ def markdown_paper_table(long: pl.DataFrame, spec: Mapping) -> str:
                 continue
             r = m.row(0, named=True)
             text = _cell(r["ours"], r["paper"], r["ratio"])
+            beside = ""
+            if spec.get("beside") and r["ours"] is not None:
+                b = sel.filter((pl.col("algorithm") == label) & (pl.col("metric") == spec["beside"][0]))
+                bv = b.get_column("ours")[0] if b.height else None
+                beside = f"; {spec['beside'][1]} {DASH if bv is None else f'{bv:.1f}%'}"
             if label in spec.get("delta_columns", ()):
                 d = sel.filter((pl.col("algorithm") == label) & (pl.col("metric") == delta))
                 dr = d.row(0, named=True) if d.height else {"ours": None, "paper": None, "ratio": None}
@@ -201,7 +213,7 @@ def markdown_paper_table(long: pl.DataFrame, spec: Mapping) -> str:
                     [f"Δ ×{dr['ratio']:.3f}"] if dr["ratio"] is not None else [])
                 text = (f"{_num(r['ours'])} ({ours_d}) / {_num(r['paper'])} ({_num(dr['paper'])})"
                         + (f" ({'; '.join(ratios)})" if ratios else ""))
-            row.append(text)
+            row.append(text + beside)
         lines.append(row)
     widths = [max(len(str(x)) for x in col) for col in zip(header, *lines)] if lines else [len(h) for h in header]
 
@@ -210,8 +222,16 @@ def markdown_paper_table(long: pl.DataFrame, spec: Mapping) -> str:
 
     out = [f"# {spec['title']}", "", fmt(header), "|" + "|".join("-" * (w + 2) for w in widths) + "|",
            *(fmt(r) for r in lines), ""]
+    seeds = {int(n) for n in long.filter(pl.col("ours").is_not_null()).get_column("n_seeds").to_list()}
+    ours_words = ("the value at the last round of one seed" if seeds <= {1} else
+                  "the value at the last round, mean over the seeds that did not diverge"
+                  + (f" ({min(seeds)} to {max(seeds)})" if len(seeds) > 1 else f" ({seeds.pop()})"))
     out.append("Each cell: ours / the paper's (×ours/paper). \"—\": no value (not run here, or not in the paper). "
-               "Ours: the value at the last round, mean over the seeds that did not diverge.")
+               f"Ours: {ours_words}.")
+    if spec.get("beside"):
+        metric, words, _ = spec["beside"]
+        out.append(f"{words}: our final {metric.replace('_', ' ')} (%) of the same runs, beside each of our values: "
+                   "what the communication bought.")
     out.extend(spec.get("notes", ()))
     return "\n".join(out) + "\n"
 

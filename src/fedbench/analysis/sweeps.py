@@ -52,17 +52,20 @@ from __future__ import annotations
 
 import math
 import os
+import textwrap
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import polars as pl
 
+from fedbench.analysis.style import format_mean_sd, format_sig, metric_axis
 from fedbench.analysis.tables import _check_interval, ci95_halfwidth
 from fedbench.files import atomic_write
 
 __all__ = [
-    "IDENTITY", "STATISTICS", "DIRECTIONS", "cell_name", "format_value", "sweep_cells", "cell_scores", "select",
+    "IDENTITY", "STATISTICS", "DIRECTIONS", "cell_name", "format_value", "sweep_cells", "conditions", "cell_scores",
+    "select",
     "selected_cells", "markdown_selection", "write_selection", "sensitivity_plot",
 ]
 
@@ -151,16 +154,26 @@ def _select_settings(cell: Mapping) -> dict:
     return sel
 
 
-def _fixed_axes(cell: Mapping) -> list[str]:
-    """The axes of the cell's sweep that are not in ``select.over`` (they form groups)."""
+def _fixed_axes(cell: Mapping, conditions_free: bool = False) -> list[str]:
+    """The axes of the cell's sweep that are not in ``select.over`` (the experimental conditions:
+    they form groups; ``over: []`` makes every axis one). With ``conditions_free`` none (the plot
+    of a sweep whose every axis is a condition draws the score against them)."""
     over = cell["sweep"]["select"].get("over")
-    return [] if not over else [a for a in cell["sweep"]["point"] if a not in over]
+    if over is None or conditions_free:
+        return []
+    return [a for a in cell["sweep"]["point"] if a not in over]
 
 
-def _group_key(cell: Mapping) -> tuple:
+def conditions(cell: Mapping) -> list[str]:
+    """The axes of a swept cell that are experimental conditions (compared, never selected): the
+    axes not in ``select.over`` when the config gives ``over`` (``over: []``: every axis)."""
+    return _fixed_axes(cell)
+
+
+def _group_key(cell: Mapping, conditions_free: bool = False) -> tuple:
     s = cell["sweep"]
     return (cell["experiment"], cell["dataset"], s["partition"], s["label"],
-            tuple((a, format_value(s["point"][a])) for a in _fixed_axes(cell)))
+            tuple((a, format_value(s["point"][a])) for a in _fixed_axes(cell, conditions_free)))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -242,12 +255,13 @@ def _scores_schema() -> dict:
 class _Group:
     """The cells of one sweep group with their scores, points in grid order."""
 
-    def __init__(self, cells: list[Mapping], scores: Mapping[str, tuple[str, float | None]]):
+    def __init__(self, cells: list[Mapping], scores: Mapping[str, tuple[str, float | None]],
+                 conditions_free: bool = False):
         first = cells[0]
-        self.key = _group_key(first)
+        self.key = _group_key(first, conditions_free)
         self.cells = cells
         self.sel = _select_settings(first)
-        fixed = _fixed_axes(first)
+        fixed = _fixed_axes(first, conditions_free)
         self.fixed = {a: first["sweep"]["point"][a] for a in fixed}
         self.grid = {a: list(v) for a, v in first["sweep"]["grid"].items() if a not in fixed}
         self.axes = list(self.grid)
@@ -426,26 +440,47 @@ def _criterion(metric: str, statistic: str, last: int | None, direction: str) ->
 def _number(v: float | None, metric: str, decimals: int) -> str:
     if v is None or math.isnan(v):
         return ""
-    return f"{100 * v:.{decimals}f}" if _is_accuracy(metric) else f"{v:.{decimals + 2}f}"
+    return f"{100 * v:.{decimals}f}" if _is_accuracy(metric) else format_sig(v, 5)
+
+
+def _score(mean: float | None, spread: float | None, metric: str, decimals: int) -> str:
+    """An accuracy in % with ``decimals`` decimals (± the same), any other metric to the
+    significant digits of its spread (:func:`fedbench.analysis.style.format_mean_sd`)."""
+    if mean is None or math.isnan(mean):
+        return ""
+    if _is_accuracy(metric):
+        out = _number(mean, metric, decimals)
+        return out + (f" ± {_number(spread, metric, decimals)}" if spread is not None else "")
+    return format_mean_sd(mean, spread, sci=metric_axis(metric).kind == "gap")
 
 
 def markdown_selection(selection: pl.DataFrame, title: str | None = None, decimals: int = 2,
                        interval: str = "sd") -> str:
     """The readable table of :func:`select`'s output: one row per group, one column per axis
-    (the chosen value; ⚠ on a value at the edge of its grid; "—" for an axis the group does not
-    sweep), the selection criterion, the score (accuracies in % with ``decimals`` decimals, other
-    metrics with ``decimals`` + 2; ± sd or ± ci95 half-width per ``interval``), the seeds and the
-    diverged points; notes below (the ⚠ footnote saying to widen the grid).
+    (the chosen value of a tuned axis, ⚠ on a value at the edge of its grid; the group's value of
+    a condition, an axis the config's ``select.over`` leaves out, headed "(condition)" and never
+    flagged; "—" for an axis the group does not sweep), the selection criterion (or, when no
+    group tunes anything, the statistic shown), the score (accuracies in % with ``decimals``
+    decimals, other metrics to two significant digits of their spread; ± sd or ± ci95
+    half-width per ``interval``), the seeds and the diverged points; notes below (the ⚠ footnote
+    saying to widen the grid; "one seed" when every row has one).
 
     Raises:
         ValueError: an unknown ``interval``.
     """
     _check_interval(interval)
     axis_cols = [c for c in selection.columns if c not in _HEAD and c not in _TAIL]
-    header = ["dataset", "partition", "algorithm", *axis_cols, "selected by", "score", "seeds", "diverged points"]
-    right = {header.index("score"), header.index("seeds"), header.index("diverged points")}
+    records = list(selection.iter_rows(named=True))
+    cond_cols = {a for a in axis_cols if any(r[a] is not None for r in records)
+                 and all(a in r["fixed"] for r in records if r[a] is not None)}
+    tuned_any = any(r["axes"] and r["points"] > 1 for r in records)
+    one_seed = all(r["n_seeds"] <= 1 for r in records)
+    header = ["dataset", "partition", "algorithm", *(f"{a} (condition)" if a in cond_cols else a for a in axis_cols),
+              "selected by" if tuned_any else "statistic", "score" if tuned_any else "value", "seeds",
+              "diverged points"]
+    right = set(range(len(header) - 3, len(header)))
     rows, any_edge, any_div = [], False, False
-    for r in selection.iter_rows(named=True):
+    for r in records:
         edge_axes = {e.split(": ")[0] for e in r["edge"].split("; ") if e}
         any_edge |= bool(edge_axes)
         values = []
@@ -458,14 +493,13 @@ def markdown_selection(selection: pl.DataFrame, title: str | None = None, decima
         if r["status"] == "all diverged":
             score = f"all {r['points']} points diverged"
         else:
-            score = _number(r["mean"], r["metric"], decimals)
-            spread = r["sd"] if interval == "sd" else r["ci95"]
-            if spread is not None:
-                score += f" ± {_number(spread, r['metric'], decimals)}"
+            score = _score(r["mean"], r["sd"] if interval == "sd" else r["ci95"], r["metric"], decimals)
+        criterion = _criterion(r["metric"], r["statistic"], r["last"], r["direction"])
+        if not (r["axes"] and r["points"] > 1):
+            criterion = criterion.rsplit(", ", 1)[0] + (" (nothing tuned)" if tuned_any else "")
         seeds = str(r["n_seeds"]) if r["average_seeds"] else f"{r['n_seeds']} (each its own choice)"
         any_div |= r["diverged"] > 0
-        rows.append([r["dataset"], r["partition"], r["algorithm"], *values,
-                     _criterion(r["metric"], r["statistic"], r["last"], r["direction"]), score, seeds,
+        rows.append([r["dataset"], r["partition"], r["algorithm"], *values, criterion, score, seeds,
                      f"{r['diverged']}/{r['points']}"])
     widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
 
@@ -476,14 +510,24 @@ def markdown_selection(selection: pl.DataFrame, title: str | None = None, decima
     rule = "|" + "|".join(("-" * (w + 1) + ":") if i in right else ("-" * (w + 2)) for i, w in enumerate(widths)) + "|"
     out = [f"# {title}", ""] if title else []
     out += [line(header), rule, *(line(r) for r in rows), ""]
-    spread_words = ("sd over seeds (ddof = 1)" if interval == "sd" else
-                    "half-width of the 95% t-interval of the mean (t with n − 1 degrees of freedom)")
-    out.append(f"Score: the selection statistic at the chosen point, mean ± {spread_words}; accuracies in %. "
-               "Each axis column holds the chosen value (per seed when seeds choose on their own).")
+    if one_seed:
+        spread_words = "one seed (no spread)"
+    else:
+        spread_words = "mean ± " + ("sd over seeds (ddof = 1)" if interval == "sd" else
+                                    "half-width of the 95% t-interval of the mean (t with n − 1 degrees of freedom)")
+    if tuned_any:
+        out.append(f"Score: the selection statistic at the chosen point, {spread_words}; accuracies in %. "
+                   "Each tuned axis column holds the chosen value (per seed when seeds choose on their own).")
+    else:
+        out.append(f"Value: the statistic at each point, {spread_words}; accuracies in %. Nothing is tuned: "
+                   "every row is one point of the grid.")
+    if cond_cols:
+        out.append("(condition): an experimental condition that the rows compare (the config's sweep select.over "
+                   "leaves it out): each value is its own row, never selected and never flagged.")
     if any_edge:
         out.append("⚠ the chosen value is the smallest or largest value of its grid: the best value may lie "
                    "outside the grid; widen the grid of that axis (the sweep in the config) and rerun.")
-    if any_div or any(r["status"] == "all diverged" for r in selection.iter_rows(named=True)):
+    if any_div or any(r["status"] == "all diverged" for r in records):
         out.append("Diverged points: grid points where at least one seed diverged (NaN/inf loss or parameters, or "
                    "collapsed; summary.json's status_reason says why); they are never chosen.")
     return "\n".join(out) + "\n"
@@ -542,17 +586,55 @@ def _coupled(g: _Group, axis: str) -> set[str]:
     return out
 
 
+def _fixed_styles(groups: list[_Group]) -> tuple[dict[tuple, tuple[float, str, str]], list[tuple[str, dict]]]:
+    """How the groups of one label that differ in their conditions (``select.over`` leaves them
+    out, e.g. FedAc's M and K) are told apart: the first condition by the shade of the label's
+    colour (dark to light), the others by marker and line style. Returns ({fixed key: (shade in
+    [−0.45, 0.5], marker, linestyle)}, legend rows (text, Line2D keyword arguments))."""
+    fixed_axes = list(dict.fromkeys(a for g in groups for a in g.fixed))
+    if not fixed_axes:
+        return {}, []
+    first = fixed_axes[0]
+    firsts = list(dict.fromkeys(format_value(g.fixed[first]) for g in groups if first in g.fixed))
+    rests = list(dict.fromkeys(tuple((a, format_value(g.fixed[a])) for a in fixed_axes[1:] if a in g.fixed)
+                               for g in groups))
+    markers, styles = "os^vDPXh*<>", ["-", "--", ":", "-."]
+    out = {}
+    for g in groups:
+        f = format_value(g.fixed[first]) if first in g.fixed else None
+        shade = 0.0 if f is None or len(firsts) == 1 else -0.45 + 0.95 * firsts.index(f) / (len(firsts) - 1)
+        rest = tuple((a, format_value(g.fixed[a])) for a in fixed_axes[1:] if a in g.fixed)
+        j = rests.index(rest)
+        out[tuple(sorted(g.fixed.items(), key=lambda kv: kv[0]))] = (shade, markers[j % len(markers)],
+                                                                     styles[(j // len(markers)) % len(styles)])
+    legend = []
+    if len(firsts) > 1:
+        legend.append((f"{first} = {', '.join(firsts)}: dark → light", {"color": "0.35", "lw": 6, "alpha": 0.6}))
+    for j, rest in enumerate(rests):
+        if rest:
+            legend.append((", ".join(f"{a} = {v}" for a, v in rest),
+                           {"color": "0.3", "marker": markers[j % len(markers)], "ms": 5,
+                            "ls": styles[(j // len(markers)) % len(styles)], "lw": 1.2}))
+    return out, legend
+
+
 def sensitivity_plot(metrics: pl.DataFrame, cells: Iterable[Mapping], path: str | os.PathLike,
                      selection: pl.DataFrame | None = None, title: str | None = None, dpi: int = 120) -> Path:
     """Draw and save the sensitivity of each sweep's score to its axes.
 
-    One panel per swept axis (columns) and per (dataset, ``sweep.partition``) (rows); in a panel
-    one line per algorithm label sweeping that axis: its score (mean over seeds; error bars ± sd)
-    against the axis value, the other axes held at the label's chosen point (zipped axes move
-    together). The chosen point is a star; a diverged point (any seed) is an "x" at the bottom of
-    the panel (the top for ``direction: min``), never a number. The x-axis is logarithmic when
-    every value is > 0 and they span a factor ≥ 10; non-numeric axes are categorical.
-    Accuracies in %. Headless (Agg canvas, no pyplot), written atomically.
+    One panel per swept axis (columns) and per (dataset, ``sweep.partition``) (rows; per
+    (dataset, partition, algorithm label) when the groups differ in conditions, e.g. FedAc's
+    (M, K)); in a panel one line per algorithm label sweeping that axis (one per condition
+    point: the label's colour, shaded by the first condition, marker and line style by the
+    others): its score (mean over seeds; error bars ± sd) against the axis value, the other axes
+    held at the label's chosen point (zipped axes move together). The chosen point is a star; a
+    diverged point (any seed) is an "x" at the bottom of the panel (the top for ``direction:
+    min``), never a number. A sweep whose every axis is a condition (``select.over: []``) draws
+    its score against them, without stars. The x-axis is logarithmic when every value is > 0 and
+    they span a factor ≥ 10; non-numeric axes are categorical. The y axis follows the metric
+    (:func:`fedbench.analysis.style.metric_axis`: accuracies in %, suboptimality on a log axis).
+    Colours: :func:`fedbench.analysis.style.algorithm_colors`. Headless (Agg canvas, no pyplot),
+    written atomically.
 
     Args:
         metrics, cells: as :func:`select`.
@@ -572,7 +654,8 @@ def sensitivity_plot(metrics: pl.DataFrame, cells: Iterable[Mapping], path: str 
     from matplotlib.lines import Line2D
     from matplotlib.transforms import blended_transform_factory
 
-    from fedbench.analysis.plots import _palette, _save
+    from fedbench.analysis.plots import _save
+    from fedbench.analysis.style import _shade, algorithm_colors, apply_metric_axis, seeds_phrase, wrap_title
 
     cells = [c for c in cells if c.get("sweep") is not None]
     if not cells:
@@ -587,22 +670,40 @@ def sensitivity_plot(metrics: pl.DataFrame, cells: Iterable[Mapping], path: str 
     groups = [_Group(m, by_name) for m in grouped.values()]
     rows_of = {(*(r[k] for k in _HEAD), tuple((a, r[a]) for a in r["fixed"])): r
                for r in selection.iter_rows(named=True)}
-    panels_rows = list(dict.fromkeys((g.key[1], g.key[2]) for g in groups))
+    # nothing tuned anywhere (every axis a condition): the score against the conditions, no choice
+    nothing_tuned = all(len(g.points) <= 1 for g in groups) and any(g.fixed for g in groups)
+    if nothing_tuned:
+        grouped = {}
+        for c in cells:
+            grouped.setdefault(_group_key(c, conditions_free=True), []).append(c)
+        groups = [_Group(m, by_name, conditions_free=True) for m in grouped.values()]
+    styles, style_legend = _fixed_styles(groups)
+    split = bool(styles)  # groups of one label differ in their conditions: one panel row per label
+    panels_rows = list(dict.fromkeys((g.key[1], g.key[2], g.key[3] if split else None) for g in groups))
     axes_names = list(dict.fromkeys(a for g in groups for a in g.axes if len(g.grid[a]) > 1))
     if not axes_names:
         axes_names = list(dict.fromkeys(a for g in groups for a in g.axes))
     labels = list(dict.fromkeys(g.key[3] for g in groups))
-    palette = _palette(labels)
+    palette = algorithm_colors(labels)
 
-    nrows, ncols = len(panels_rows), len(axes_names)
-    fig = Figure(figsize=(4.4 * ncols + 1.8, 3.6 * nrows + 0.6), layout="constrained")
+    nrows, ncols = len(panels_rows), max(1, len(axes_names))
+    # one swept axis and several rows of panels: the rows side by side, two per line
+    gcols = min(2, nrows) if ncols == 1 else ncols
+    grows = math.ceil(nrows * ncols / gcols)
+    width = 4.6 * gcols + 2.6
+    fig = Figure(figsize=(width, 3.4 * grows + 0.9), layout="constrained")
     FigureCanvasAgg(fig)
-    grid_axes = fig.subplots(nrows, ncols, squeeze=False)
-    any_div = False
-    for ri, (dataset, partition) in enumerate(panels_rows):
+    flat_axes = fig.subplots(grows, gcols, squeeze=False).ravel()
+    for extra in flat_axes[nrows * ncols:]:
+        extra.set_visible(False)
+    grid_axes = [flat_axes[r * ncols:(r + 1) * ncols] for r in range(nrows)]
+    any_div, any_chosen = False, False
+    n_seeds = []
+    for ri, (dataset, partition, only) in enumerate(panels_rows):
         for ci, axis in enumerate(axes_names):
             ax = grid_axes[ri][ci]
-            members = [g for g in groups if (g.key[1], g.key[2]) == (dataset, partition) and axis in g.axes]
+            members = [g for g in groups if (g.key[1], g.key[2]) == (dataset, partition) and axis in g.axes
+                       and (only is None or g.key[3] == only)]
             values = list({format_value(v): v for g in members for v in g.grid[axis]}.values())  # dicts too
             numeric = bool(values) and all(_numeric(v) for v in values)
             categories = {format_value(v): i for i, v in enumerate(values)}
@@ -610,36 +711,41 @@ def sensitivity_plot(metrics: pl.DataFrame, cells: Iterable[Mapping], path: str 
             def xpos(v, numeric=numeric, categories=categories):
                 return v if numeric else categories[format_value(v)]
 
-            ylabels = []
+            ylabels, shown, yaxis = [], [], None
             for k, g in enumerate(members):
-                row = rows_of[g.key]
-                scale = 100.0 if _is_accuracy(g.sel["metric"]) else 1.0
+                row = None if nothing_tuned else rows_of[g.key]
+                yaxis = metric_axis(g.sel["metric"])
                 ylabels.append(_criterion(g.sel["metric"], g.sel["statistic"], g.sel.get("last"), g.sel["direction"])
                                .rsplit(", ", 1)[0])
-                ref = _reference(g, row)
+                ref = g.points[0]["point"] if row is None else _reference(g, row)
                 free = {axis} | _coupled(g, axis)
                 sl = [p for p in g.points if all(p["point"][b] == ref[b] for b in g.axes if b not in free)]
                 sl.sort(key=lambda p: (xpos(p["point"][axis]),))
                 ok = [p for p in sl if not p["diverged"]]
-                color = palette[g.key[3]]
+                shade, marker, ls = styles.get(tuple(sorted(g.fixed.items(), key=lambda kv: kv[0])), (0.0, "o", "-"))
+                color = _shade(palette[g.key[3]], shade) if shade else palette[g.key[3]]
                 xs = [xpos(p["point"][axis]) for p in ok]
                 ms, sds = [], []
                 for p in ok:
                     vals = [s for _, _, s in p["runs"].values()]
+                    n_seeds.append(len(vals))
                     m = sum(vals) / len(vals)
                     sd = math.sqrt(sum((s - m) ** 2 for s in vals) / (len(vals) - 1)) if len(vals) > 1 else 0.0
-                    ms.append(scale * m)
-                    sds.append(scale * sd)
+                    ms.append(yaxis.scale * m)
+                    sds.append(yaxis.scale * sd)
+                shown += ms
                 if ok:
-                    ax.errorbar(xs, ms, yerr=sds, color=color, lw=1.6, marker="o", ms=4, capsize=3)
-                chosen = set(row["cells"])
+                    lower = [min(sd, 0.95 * m) if yaxis.is_log(ms) else sd for m, sd in zip(ms, sds)]
+                    ax.errorbar(xs, ms, yerr=[lower, sds], color=color, lw=1.4, ls=ls, marker=marker, ms=4, capsize=3)
+                chosen = set() if row is None else set(row["cells"])
                 for p, x, m in zip(ok, xs, ms):
                     if any(cell_name(c) in chosen for c, _, _ in p["runs"].values()) and p["point"] == ref:
-                        ax.plot([x], [m], marker="*", ms=15, color=color, markeredgecolor="black", zorder=5)
+                        ax.plot([x], [m], marker="*", ms=14, color=color, markeredgecolor="black", zorder=5)
+                        any_chosen = True
                 div = [xpos(p["point"][axis]) for p in sl if p["diverged"]]
                 if div:
                     any_div = True
-                    y = 0.03 + 0.05 * k  # one height per line, so that markers at one value do not hide each other
+                    y = 0.03 + 0.05 * (k % 12)  # one height per line: markers at one value do not hide each other
                     y = y if g.sel["direction"] == "max" else 1 - y
                     ax.plot(div, [y] * len(div), ls="none", marker="x", ms=9, mew=2, color=color, clip_on=False,
                             transform=blended_transform_factory(ax.transData, ax.transAxes), zorder=6)
@@ -652,20 +758,30 @@ def sensitivity_plot(metrics: pl.DataFrame, cells: Iterable[Mapping], path: str 
                         va="center", transform=ax.transAxes, color="0.4")
                 ax.set_axis_off()
                 continue
+            if yaxis is not None and shown:
+                apply_metric_axis(ax, yaxis, shown)
             ax.set_xlabel(f"{_axis_words(axis)} ({axis})")
-            ax.set_ylabel(" / ".join(dict.fromkeys(ylabels)) or "score")
-            ax.set_title(f"{dataset} / {partition}: {_axis_words(axis)}", fontsize=10)
-            ax.grid(alpha=0.3)
+            ylabel = " / ".join(dict.fromkeys(ylabels)) or "score"
+            ax.set_ylabel(ylabel + (" (%)" if yaxis is not None and yaxis.kind == "accuracy" and yaxis.scale == 100
+                                    and "(%)" not in ylabel else ""))
+            where = f"{dataset} / {partition}" + (f", {only}" if only is not None else "")
+            ax.set_title("\n".join(textwrap.wrap(f"{where}: {_axis_words(axis)}", 52)), fontsize=9)
+            ax.grid(alpha=0.3, which="both" if ax.get_yscale() == "log" else "major")
 
     handles = [Line2D([], [], color=palette[a], lw=2, marker="o", ms=4) for a in labels]
     names = list(labels)
-    handles.append(Line2D([], [], ls="none", marker="*", ms=12, color="0.5", markeredgecolor="black"))
-    names.append("chosen")
+    for text, kw in style_legend:
+        handles.append(Line2D([], [], **kw))
+        names.append(text)
+    if any_chosen:
+        handles.append(Line2D([], [], ls="none", marker="*", ms=12, color="0.5", markeredgecolor="black"))
+        names.append("chosen")
     if any_div:
         handles.append(Line2D([], [], ls="none", marker="x", ms=8, mew=2, color="0.3"))
         names.append("diverged")
-    fig.legend(handles, names, title="algorithm", loc="outside right center", frameon=False)
+    fig.legend(handles, names, title="algorithm", loc="outside right center", frameon=False, fontsize=8)
     head = f"{title}: " if title else ""
-    fig.suptitle(f"{head}sensitivity to the swept hyperparameters (mean ± sd over seeds; other hyperparameters "
-                 f"at the chosen point)", fontsize=11)
+    what = ("score against the conditions (nothing tuned)" if nothing_tuned else
+            "sensitivity to the swept hyperparameters, the others at the chosen point")
+    fig.suptitle(wrap_title(f"{head}{what} ({seeds_phrase(n_seeds or [1])})", width), fontsize=11)
     return _save(fig, path, dpi)

@@ -39,6 +39,7 @@ from collections.abc import Mapping
 
 import polars as pl
 
+from fedbench.analysis.style import format_mean_sd
 from fedbench.files import atomic_write
 
 GROUP = ["dataset", "partition", "algorithm"]
@@ -47,6 +48,7 @@ CSV_COLUMNS = [
     "dataset", "partition", "algorithm", "n_seeds", "n_diverged",
     "final_accuracy_mean", "final_accuracy_std", "best_accuracy_mean", "best_accuracy_std",
     "target_accuracy", "rounds_to_target_mean", "n_reached_target", "uplink_floats_mean", "rounds",
+    "final_train_loss_mean", "final_train_loss_std", "final_suboptimality_mean", "final_suboptimality_std",
 ]
 INTERVALS = ("sd", "ci95")  # config tables.interval
 CI_COLUMNS = ["final_accuracy_ci95", "best_accuracy_ci95"]
@@ -95,6 +97,9 @@ def run_stats(df: pl.DataFrame, targets: float | Mapping[str, float | None] | No
         uplink_floats=pl.col("uplink_floats").last(),
         rounds=pl.col("round").max(),
         target=pl.col("target").first(),
+        final_train_loss=pl.col("train_loss").last(),
+        final_suboptimality=(pl.col("suboptimality").last() if "suboptimality" in df.columns
+                             else pl.lit(None, pl.Float64)),
     )
     return runs.sort("_first").drop("_first")
 
@@ -118,6 +123,10 @@ def summarize(df: pl.DataFrame, targets: float | Mapping[str, float | None] | No
         n_reached_target=pl.col("rounds_to_target").filter(ok).is_not_null().sum().cast(pl.Int64),
         uplink_floats_mean=pl.col("uplink_floats").filter(ok).cast(pl.Float64).mean(),
         rounds=pl.col("rounds").filter(ok).max(),
+        final_train_loss_mean=pl.col("final_train_loss").filter(ok).cast(pl.Float64).mean(),
+        final_train_loss_std=pl.col("final_train_loss").filter(ok).cast(pl.Float64).std(ddof=1),
+        final_suboptimality_mean=pl.col("final_suboptimality").filter(ok).cast(pl.Float64).mean(),
+        final_suboptimality_std=pl.col("final_suboptimality").filter(ok).cast(pl.Float64).std(ddof=1),
     )
     out = out.select(CSV_COLUMNS)
     if interval == "ci95":
@@ -160,29 +169,52 @@ def _target_label(targets: pl.Series) -> str:
     return "rounds to target"
 
 
+def _measured(summary: pl.DataFrame, column: str) -> bool:
+    """Whether ``column`` has a finite value in some row (an experiment without accuracy, e.g. the
+    quadratic model, has none)."""
+    col = summary.get_column(column)
+    return bool(col.is_not_null().any()) and bool(col.drop_nulls().is_finite().any())
+
+
 def markdown_table(summary: pl.DataFrame, title: str | None = None, decimals: int = 2, interval: str = "sd") -> str:
-    """The readable table of :func:`summarize`'s output, with aligned columns; accuracies in %
-    with ``decimals`` decimal places (config ``tables.decimals``); after "±" the sd over seeds
+    """The readable table of :func:`summarize`'s output, with aligned columns: the result columns
+    the experiment measures: accuracies in % with ``decimals`` decimal places (config
+    ``tables.decimals``) when any run records one, the final suboptimality when an F* exists,
+    the final train loss when no accuracy is recorded (both with two significant digits of their
+    spread: :func:`fedbench.analysis.style.format_mean_sd`); after "±" the sd over seeds
     (``interval="sd"``) or the 95 % t-interval's half-width (``"ci95"``: ``summary`` needs
-    :data:`CI_COLUMNS`, from ``summarize(..., interval="ci95")``)."""
+    :data:`CI_COLUMNS`, from ``summarize(..., interval="ci95")``). The notes say "one seed" when
+    every row has one seed (no spread)."""
     _check_interval(interval)
     spread = "std" if interval == "sd" else "ci95"
-    has_target = summary.get_column("target_accuracy").is_not_null().any()
+    has_acc = _measured(summary, "final_accuracy_mean") or not (summary.get_column("n_diverged")
+                                                               < summary.get_column("n_seeds")).any()
+    has_sub = "final_suboptimality_mean" in summary.columns and _measured(summary, "final_suboptimality_mean")
+    has_loss = not has_acc and "final_train_loss_mean" in summary.columns
+    has_target = has_acc and summary.get_column("target_accuracy").is_not_null().any()
     per_dataset_target = summary.get_column("target_accuracy").drop_nulls().n_unique() > 1
-    header = ["dataset", "partition", "algorithm", "final acc. (%)", "best acc. (%)"]
+    one_seed = bool((summary.get_column("n_seeds") - summary.get_column("n_diverged") <= 1).all())
+    header = ["dataset", "partition", "algorithm"]
+    if has_acc:
+        header += ["final acc. (%)", "best acc. (%)"]
     if has_target:
         header.append(_target_label(summary.get_column("target_accuracy")))
+    if has_sub:
+        header.append("final suboptimality")
+    if has_loss:
+        header.append("final train loss")
     header += ["uplink floats", "seeds"]
-    right = {3, 4, 5, 6} if has_target else {3, 4, 5}
+    right = set(range(3, len(header) - 1))
 
     rows = []
     for r in summary.iter_rows(named=True):
         n, nd = r["n_seeds"], r["n_diverged"]
         all_div = nd == n
         div = f"diverged ({nd}/{n} seeds)"
-        final = div if all_div else _pct(r["final_accuracy_mean"], r[f"final_accuracy_{spread}"], decimals)
-        best = div if all_div else _pct(r["best_accuracy_mean"], r[f"best_accuracy_{spread}"], decimals)
-        row = [r["dataset"], r["partition"], r["algorithm"], final, best]
+        row = [r["dataset"], r["partition"], r["algorithm"]]
+        if has_acc:
+            row.append(div if all_div else _pct(r["final_accuracy_mean"], r[f"final_accuracy_{spread}"], decimals))
+            row.append(div if all_div else _pct(r["best_accuracy_mean"], r[f"best_accuracy_{spread}"], decimals))
         if has_target:
             if r["target_accuracy"] is None:
                 cell = "—"
@@ -195,6 +227,12 @@ def markdown_table(summary: pl.DataFrame, title: str | None = None, decimals: in
                 if per_dataset_target:
                     cell += f" @{100 * r['target_accuracy']:g}%"
             row.append(cell)
+        for on, m in ((has_sub, "final_suboptimality"), (has_loss, "final_train_loss")):
+            if on:
+                sd = r[f"{m}_std"]
+                if interval == "ci95":
+                    sd = ci95_halfwidth(sd, n - nd)
+                row.append(div if all_div else format_mean_sd(r[f"{m}_mean"], sd, sci=m == "final_suboptimality"))
         row.append(div if all_div else _si(r["uplink_floats_mean"]))
         row.append(f"{n}" if nd == 0 else f"{n}, {div}")
         rows.append(row)
@@ -211,25 +249,30 @@ def markdown_table(summary: pl.DataFrame, title: str | None = None, decimals: in
     if title:
         out += [f"# {title}", ""]
     out += [line(header), rule, *(line(r) for r in rows), ""]
-    if interval == "sd":
-        out.append(
-            "Accuracy: test accuracy in %, mean ± sd over seeds (sd with ddof = 1); final = last evaluated "
-            "round, best = maximum over evaluated rounds (round 0, the initial model, among them when "
-            "evaluated: eval_initial)."
-        )
+    if one_seed:
+        stat = "one seed per row (no spread)"
+    elif interval == "sd":
+        stat = "mean ± sd over seeds (sd with ddof = 1)"
     else:
+        stat = ("mean ± half-width of the 95% t-interval of the mean over the non-diverged seeds (t with n − 1 "
+                "degrees of freedom; none with one seed)")
+    if has_acc:
         out.append(
-            "Accuracy: test accuracy in %, mean ± half-width of the 95% t-interval of the mean over the "
-            "non-diverged seeds (t with n − 1 degrees of freedom; none with one seed); final = last evaluated "
-            "round, best = maximum over evaluated rounds (round 0, the initial model, among them when "
-            "evaluated: eval_initial)."
+            f"Accuracy: test accuracy in %, {stat}; final = last evaluated round, best = maximum over evaluated "
+            "rounds (round 0, the initial model, among them when evaluated: eval_initial)."
         )
+    if has_sub:
+        out.append(f"Suboptimality: F(w) − F* at the last evaluated round, {stat}.")
+    if has_loss:
+        out.append(f"Train loss at the last evaluated round, {stat}: this experiment records no accuracy "
+                   "(e.g. the quadratic model).")
     if has_target:
         out.append(
             "Rounds to target: first evaluated round with test accuracy ≥ the target, mean over the seeds "
             "that reached it (reached/seeds in brackets); 0 when the initial model already meets it."
         )
-    out.append("Uplink floats: total scalars sent client → server over the run (mean over seeds).")
+    out.append("Uplink floats: total scalars sent client → server over the run"
+               + ("." if one_seed else " (mean over seeds)."))
     out.append("Diverged runs (NaN/inf loss or parameters, or collapsed: a finite loss far above ln C or chance "
                "accuracy, see summary.json's status_reason) are counted in the seeds column and never averaged in.")
     return "\n".join(out) + "\n"
