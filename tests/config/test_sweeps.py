@@ -348,6 +348,15 @@ def test_eval_every_is_a_sweep_axis_zipped_with_steps_and_rounds():
     rejects(bad, "experiments.e.sweep.select.over[0]", "not an axis of this sweep")
 
 
+def test_select_over_nothing_makes_every_axis_a_condition():
+    """``over: []``: nothing tuned (the minimax quick file's E, LocalUpdate's γ); kept in the cells'
+    sweep record, where no ``over`` means every axis is tuned."""
+    cfg = swept(experiment={"grid": {"local.lr": [0.1, 1.0]}, "select": {"over": []}})
+    cells = expand_cells(cfg)
+    assert cells[0]["sweep"]["select"]["over"] == []
+    assert "over" not in expand_cells(swept(experiment={"grid": {"local.lr": [0.1, 1.0]}}))[0]["sweep"]["select"]
+
+
 def test_local_work_distribution_can_be_swept_with_a_readable_label():
     """The paper's E ∈ {5, 7} (τ_i ~ Uniform{2..E}) as a sweep of local.epochs."""
     cfg = tiny()

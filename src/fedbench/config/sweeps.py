@@ -179,7 +179,9 @@ def _select(levels: list[dict | None]) -> dict:
         raise ConfigError(f"{where}: unknown metric {_fmt(out['metric'])}; allowed: {_known(select_metrics())} "
                           f"(numeric per-round columns of fedbench.metrics.schema)")
     out.setdefault("direction", "max" if "accuracy" in out["metric"] else "min")
-    keys = ("metric", "statistic", "last", "direction", "average_seeds") + (("over",) if out["over"] else ())
+    # over: [] = nothing tuned, every axis an experimental condition (kept: it differs from no over)
+    keys = ("metric", "statistic", "last", "direction", "average_seeds") + (("over",) if out["over"] is not None
+                                                                            else ())
     return {**{k: out[k] for k in keys}, "over_path": over_path, "metric_path": where}
 
 
