@@ -28,6 +28,7 @@ import polars as pl
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+from matplotlib.ticker import MaxNLocator
 
 from fedbench.analysis.style import (
     algorithm_colors,
@@ -68,6 +69,15 @@ def _save(fig: Figure, path: str | os.PathLike, dpi: int) -> Path:
     with atomic_write(path) as tmp:
         fig.savefig(tmp, dpi=dpi)
     return path
+
+
+def _family_text(label: str, members: list[str]) -> str:
+    """The legend entry of a sweep's grid points: "theta_all: lr=0.001 (dark) … lr=0.09 (light), 5 points"."""
+    def point(name):
+        text = name.split(",", 1)[1] if "," in name else name
+        return text if len(text) <= 28 else text[:27] + "…"
+
+    return f"{label}: {point(members[0])} (dark) … {point(members[-1])} (light), {len(members)} points"
 
 
 def _message_figure(path, text: str, title: str | None, dpi: int) -> Path:
@@ -120,7 +130,10 @@ def _plot_curves(
 
     ncols = min(3, len(panels))
     nrows = math.ceil(len(panels) / ncols)
-    width = 4.4 * ncols + 1.6 + (1.2 if max(len(a) for a in algorithms) > 14 else 0.0)
+    legend_chars = max(len(_family_text(b, m)) if grouped_legend and len(m) > 1 else len(b if grouped_legend else m[0])
+                       for b, m in families.items())
+    width = 4.4 * ncols + 0.6 + max(1.2, 0.075 * max(legend_chars, max(len(a) for a in algorithms) if not grouped_legend
+                                                     else 0))
     fig = Figure(figsize=(width, 3.6 * nrows + 0.5), layout="constrained")
     FigureCanvasAgg(fig)
     axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
@@ -172,14 +185,15 @@ def _plot_curves(
         ax.set_ylabel(ylabel)
         if xlog:
             ax.set_xscale("log")
+        if x == "round":
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(alpha=0.3)
 
     if grouped_legend:
         names = [b for b, members in families.items() if any(a in drawn for a in members)]
         handles = [Line2D([], [], color=palette[[a for a in families[b] if a in drawn][len(
             [a for a in families[b] if a in drawn]) // 2]], lw=2) for b in names]
-        names = [b if len(families[b]) == 1 else f"{b} ({len(families[b])} grid points, dark → light)"
-                 for b in names]
+        names = [b if len(families[b]) == 1 else _family_text(b, families[b]) for b in names]
     else:
         handles, names = [Line2D([], [], color=palette[a], lw=2) for a in drawn], drawn
     if handles:

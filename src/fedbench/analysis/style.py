@@ -37,7 +37,7 @@ __all__ = ["ALGORITHM_COLORS", "EXTRA_COLORS", "algorithm_colors", "algorithm_co
 ALGORITHM_COLORS = {
     # the default suite and the common baselines
     "fedavg": "#1f77b4", "fedavgm": "#ff7f0e", "fedprox": "#2ca02c", "scaffold": "#d62728", "feddyn": "#9467bd",
-    "fedadam": "#8c564b", "fedyogi": "#e377c2", "fedadagrad": "#7f7f7f", "fednova": "#bcbd22",
+    "fedadam": "#e377c2", "fedyogi": "#7570b3", "fedadagrad": "#7f7f7f", "fednova": "#bcbd22",
     # Elastic Aggregation: a darker shade of the base algorithm's hue; elastic (average) cyan
     "elastic_fedavg": "#0b3d6e", "elastic_fedavg_average": "#17becf", "elastic_fedavgm": "#a84a00",
     "elastic_fedprox": "#145214",

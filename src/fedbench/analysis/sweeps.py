@@ -515,11 +515,12 @@ def markdown_selection(selection: pl.DataFrame, title: str | None = None, decima
     else:
         spread_words = "mean ± " + ("sd over seeds (ddof = 1)" if interval == "sd" else
                                     "half-width of the 95% t-interval of the mean (t with n − 1 degrees of freedom)")
+    pct = "; accuracies in %" if any(_is_accuracy(r["metric"]) for r in records) else ""
     if tuned_any:
-        out.append(f"Score: the selection statistic at the chosen point, {spread_words}; accuracies in %. "
+        out.append(f"Score: the selection statistic at the chosen point, {spread_words}{pct}. "
                    "Each tuned axis column holds the chosen value (per seed when seeds choose on their own).")
     else:
-        out.append(f"Value: the statistic at each point, {spread_words}; accuracies in %. Nothing is tuned: "
+        out.append(f"Value: the statistic at each point, {spread_words}{pct}. Nothing is tuned: "
                    "every row is one point of the grid.")
     if cond_cols:
         out.append("(condition): an experimental condition that the rows compare (the config's sweep select.over "
