@@ -5,7 +5,6 @@
 # params: the targets, the table formatting (config `tables`: decimals, interval) and the code
 # version of fedbench.analysis.tables/plots: changing any of them re-aggregates, and retrains nothing.
 # The report's categories are numbered so that it opens on the tables ("1. Tables"), then plots.
-# `message:` makes each job's block on the console one line instead of its lists of files.
 
 
 rule aggregate:
@@ -60,8 +59,6 @@ rule aggregate:
         targets=experiment_targets,
         tables=TABLES,
         code=aggregate_code_version,
-    message:
-        "aggregate {wildcards.experiment}: tables (results/tables/{wildcards.experiment}.*) and plots"
     log:
         "results/logs/aggregate/{experiment}.log",
     script:
@@ -83,8 +80,6 @@ rule compare:
         ),
     params:
         code=aggregate_code_version,
-    message:
-        "compare: final accuracy per algorithm, every experiment of this folder"
     log:
         "results/logs/compare.log",
     script:
@@ -130,8 +125,6 @@ rule paper_table:
         paper=lambda wc: PAPER_TABLES[wc.table].paper,
         cells=lambda wc: PAPER_TABLES[wc.table].cells,
         code=lambda wc: papers.code_version(PAPER_TABLES[wc.table].paper),
-    message:
-        "paper_table {wildcards.table}"
     log:
         "results/logs/paper_table/{table}.log",
     script:
@@ -157,8 +150,6 @@ rule paper_figure:
         cells=lambda wc: PAPER_FIGURES[wc.figure].cells,
         caption=lambda wc: PAPER_FIGURES[wc.figure].caption,
         code=lambda wc: papers.code_version(PAPER_FIGURES[wc.figure].paper),
-    message:
-        "paper_figure {wildcards.figure}"
     log:
         "results/logs/paper_figure/{figure}.log",
     script:

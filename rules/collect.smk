@@ -4,8 +4,6 @@
 # keeps its own file: running another config file in the same folder leaves it as it is.
 # Then results/metrics.parquet, the folder's view: every experiment collected here, by this config
 # file or an earlier one (folder_metrics), one after another.
-# `message:` makes each job's block on the console one line instead of its list of inputs (one
-# path per cell: 756 for fedac_quick).
 
 
 rule collect:
@@ -19,8 +17,6 @@ rule collect:
         layout.EXPERIMENT_METRICS,
     wildcard_constraints:
         experiment=one_of(EXPERIMENTS),
-    message:
-        "collect {wildcards.experiment}: every cell's metrics.parquet -> results/metrics/{wildcards.experiment}.parquet"
     log:
         "results/logs/collect/{experiment}.log",
     script:
@@ -33,8 +29,6 @@ rule collect_folder:
         folder_metrics(),
     output:
         layout.FOLDER_METRICS,
-    message:
-        "collect_folder: every experiment collected in this folder -> results/metrics.parquet"
     log:
         "results/logs/collect_folder.log",
     script:

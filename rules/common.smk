@@ -522,18 +522,6 @@ def stack_outputs(group):
     return outputs
 
 
-def stack_message(group):
-    """The console's line for a stacked train job (its `message:`, instead of its lists of files):
-    its cells and where their outputs go; no braces, since Snakemake formats a message with the
-    job's wildcards."""
-    c = group.cells[0]
-    labels = list(dict.fromkeys(x["algorithm"].split(",", 1)[0] for x in group.cells))
-    seeds = len({x["seed"] for x in group.cells})
-    n = len(group.cells)
-    return (f"train {c['experiment']}/{c['dataset']}: {n} cell{'s' if n > 1 else ''} ({', '.join(labels)}; {seeds} "
-            f"seed{'s' if seeds > 1 else ''}) in one stacked job, outputs under results/runs/{c['experiment']}/")
-
-
 # Console (Snakefile onsuccess) -------------------------------------------------------------
 
 

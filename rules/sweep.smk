@@ -3,7 +3,7 @@
 # partition and algorithm label; a condition, an axis that select.over leaves out, forms groups) as
 # a table (Markdown + CSV + an HTML page, which the report's landing page shows instead of the
 # experiment's grid of every point) and the sensitivity plot (score vs each swept hyperparameter, the
-# others at the chosen point). `message:` keeps the console's job block to one line.
+# others at the chosen point).
 # params: the experiment's swept cells (identity keys + sweep, which holds the selection rule), the
 # table formatting (config `tables`) and the code version of fedbench.analysis.sweeps (and what it
 # imports): changing any of them re-selects, and retrains nothing.
@@ -45,8 +45,6 @@ rule sweep_select:
         cells=lambda wc: sweeps.sweep_cells(CELLS, wc.experiment),
         tables=TABLES,
         code=code_version(["fedbench.analysis.sweeps"], within="fedbench.analysis"),
-    message:
-        "sweep_select {wildcards.experiment}: the sweep's table and sensitivity plot"
     log:
         "results/logs/sweep_select/{experiment}.log",
     script:

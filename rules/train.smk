@@ -26,8 +26,6 @@ rule train:
     params:
         spec=cell_spec,
         code=cell_code_version,
-    message:
-        "train {wildcards.experiment}/{wildcards.dataset}/{wildcards.partition}/{wildcards.algorithm}/seed={wildcards.seed}"
     log:
         "results/logs/train/{experiment}/{dataset}/{partition}/{algorithm}/seed={seed}.log",
     threads: train_threads
@@ -79,8 +77,6 @@ for _group in STACK_GROUPS:
             fingerprints=_group.fingerprints,
             sizes=_group.sizes,
             code=[train_version(c["algorithm_name"], c["model"]["name"]) for c in _group.cells],
-        message:  # one line instead of the job's lists of files (one per cell: 63 for a FedAc job)
-            stack_message(_group)
         log:
             _group.log,
         threads: TRAIN_RESOURCES[(_group.cells[0]["experiment"], _group.cells[0]["dataset"])]["cpus"]
