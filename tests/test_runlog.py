@@ -1,9 +1,11 @@
-"""fedbench.runlog: a progress bar readable in a log file; where a job ran."""
+"""fedbench.runlog: a progress bar readable in a log file; where a job ran; a job's start and end."""
 
 from __future__ import annotations
 
 import io
 import json
+import subprocess
+import sys
 
 from tqdm import tqdm
 
@@ -74,3 +76,31 @@ def test_update_json_adds_keys_atomically(tmp_path):
     update_json(p, {"job": {"slurm": None}})
     assert json.loads(p.read_text()) == {"a": 1, "job": {"slurm": None}}
     assert [f.name for f in tmp_path.iterdir()] == ["summary.json"]
+
+
+def test_pyarrow_without_pandas_keeps_pandas_out_and_available():
+    """A job's pyarrow conversions import no pandas after the probe; to_pandas still gets it."""
+    code = (
+        "import sys\n"
+        "from fedbench.runlog import pyarrow_without_pandas\n"
+        "pyarrow_without_pandas()\n"
+        "import pyarrow as pa\n"
+        "t = pa.Table.from_pylist([{'a': 1.0, 's': 'train'}])\n"
+        "assert t.column('s').to_numpy(zero_copy_only=False).tolist() == ['train']\n"
+        "assert 'pandas' not in sys.modules, 'pyarrow imported pandas'\n"
+        "assert t.to_pandas()['a'].tolist() == [1.0] and 'pandas' in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_end_process_flushes_and_exits_with_status(tmp_path):
+    code = "import sys\nfrom fedbench.runlog import end_process\nprint('done', end='')\nend_process(3)\n"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert (proc.returncode, proc.stdout) == (3, "done")
+
+
+def test_process_age_is_not_negative():
+    from fedbench.runlog import process_age
+
+    age = process_age()
+    assert age is None or age >= 0.0

@@ -13,9 +13,16 @@ is printed first and recorded as "job" in summary.json.
 The job ends when the Snakemake that started it dies (fedbench.engine.rounds.lifetime.exit_with_parent),
 and run_cells holds each cell's lock (fedbench.engine.rounds.lifetime.CellLock) while it trains, so a
 second job on the same cell fails at once, naming the process that trains it.
+
+A job's fixed cost (benchmarks/job_fixed_cost.py, benchmarks/RESULTS.md "Job fixed cost"): pandas
+is never imported (fedbench.runlog.pyarrow_without_pandas), each summary.json is written once (the
+job and code version go in with the fingerprint), the log's last line times the job (since its
+process started; training = the cells' wall_seconds), and a finished job ends without the
+interpreter's teardown (fedbench.runlog.end_process).
 """
 
 import sys
+import time
 
 from fedbench.engine.rounds.lifetime import exit_with_parent
 
@@ -25,9 +32,18 @@ exit_with_parent()
 
 _log = open(snakemake.log[0], "w", buffering=1)  # noqa: F821 (snakemake is injected)
 
-from fedbench.runlog import ProgressLog, job_context, slurm_cpus, update_json  # noqa: E402
+from fedbench.runlog import (  # noqa: E402
+    ProgressLog,
+    end_process,
+    job_context,
+    process_age,
+    pyarrow_without_pandas,
+    slurm_cpus,
+)
 
+_started = time.perf_counter() - (process_age() or 0.0)  # when the process started, on perf_counter's clock
 sys.stdout = sys.stderr = ProgressLog(_log, interval=10.0)
+pyarrow_without_pandas()
 
 from pathlib import Path  # noqa: E402
 
@@ -52,7 +68,11 @@ hist = getattr(out, "delta_histogram", None)  # rules for experiments with `delt
 partitions = per_cell(snakemake.input.partitions if stacked else snakemake.input.partition)  # noqa: F821
 metrics, summaries = per_cell(out.metrics), per_cell(out.summary)
 hists = None if hist is None else per_cell(hist)
-extras = [{"fingerprint": f} for f in params.fingerprints] if stacked else None
+# what each summary.json records besides the cell's own summary (one write per file)
+extras = [({"fingerprint": f} if stacked else {}) | {"job": job, "code_version": code}
+          for f, code in zip(params.fingerprints if stacked else [None], codes)]
+imported = time.perf_counter()  # Python, the imports and the job's arguments are in place
+trained, training = 0.0, 0.0  # run_cells' time, and the cells' training (their wall_seconds)
 try:
     with ends_with_message(DamagedFileError, what="training"):  # a damaged input: its message, no traceback
         lo = 0
@@ -64,7 +84,8 @@ try:
                      else ", not in a Slurm job")
             print(f"[fedbench] {'cells' if stacked else 'cell'} {', '.join(names)} on {job['host']}{where}"
                   + (f" (group {i + 1} of {len(sizes)} in this job)" if len(sizes) > 1 else ""))
-            run_cells(
+            t0 = time.perf_counter()
+            done = run_cells(
                 specs[lo:hi],
                 Path(snakemake.input.meta).parent,  # noqa: F821
                 partitions[lo:hi],
@@ -79,12 +100,19 @@ try:
                 # Inside Slurm, the CPUs the job was given (Snakemake caps threads by its own --cores).
                 num_threads=slurm_cpus() or snakemake.threads,  # noqa: F821
                 progress=True,
-                summary_extra=None if extras is None else extras[lo:hi],
+                summary_extra=extras[lo:hi],
             )
-            for summary, code in zip(summaries[lo:hi], codes[lo:hi]):
-                update_json(summary, {"job": job, "code_version": code})
+            trained += time.perf_counter() - t0
+            training += max(s["wall_seconds"] for s in done)
+            for summary in summaries[lo:hi]:
                 print(f"[fedbench] wrote {summary} and its metrics.parquet")
             lo = hi
+    total = time.perf_counter() - _started
+    print(f"[fedbench] job: {total:.2f} s since its process started: {imported - _started:.2f} s to start "
+          f"(Python, Snakemake's arguments, imports), {trained:.2f} s in run_cells of which {training:.2f} s training "
+          f"(wall_seconds); fixed cost {total - training:.2f} s")
 finally:
     sys.stdout.close()
     sys.stdout = sys.stderr = _log
+_log.close()
+end_process(0)  # outputs written and closed: skip the interpreter's teardown
