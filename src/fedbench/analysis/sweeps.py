@@ -501,6 +501,13 @@ def markdown_selection(selection: pl.DataFrame, title: str | None = None, decima
         any_div |= r["diverged"] > 0
         rows.append([r["dataset"], r["partition"], r["algorithm"], *values, criterion, score, seeds,
                      f"{r['diverged']}/{r['points']}"])
+    stat_col = len(header) - 4
+    shared = {r[stat_col] for r in rows}
+    if not tuned_any and len(shared) == 1:  # one statistic for every row: said once, in the notes
+        header.pop(stat_col)
+        for r in rows:
+            r.pop(stat_col)
+        right = {i - 1 for i in right}
     widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
 
     def line(cells):
@@ -520,7 +527,8 @@ def markdown_selection(selection: pl.DataFrame, title: str | None = None, decima
         out.append(f"Score: the selection statistic at the chosen point, {spread_words}{pct}. "
                    "Each tuned axis column holds the chosen value (per seed when seeds choose on their own).")
     else:
-        out.append(f"Value: the statistic at each point, {spread_words}{pct}. Nothing is tuned: "
+        what = f"the {shared.pop()}" if "statistic" not in header else "the statistic"
+        out.append(f"Value: {what} at each point, {spread_words}{pct}. Nothing is tuned: "
                    "every row is one point of the grid.")
     if cond_cols:
         out.append("(condition): an experimental condition that the rows compare (the config's sweep select.over "
@@ -725,7 +733,9 @@ def sensitivity_plot(metrics: pl.DataFrame, cells: Iterable[Mapping], path: str 
                 ok = [p for p in sl if not p["diverged"]]
                 shade, marker, ls = styles.get(tuple(sorted(g.fixed.items(), key=lambda kv: kv[0])), (0.0, "o", "-"))
                 color = _shade(palette[g.key[3]], shade) if shade else palette[g.key[3]]
-                xs = [xpos(p["point"][axis]) for p in ok]
+                # categories: the lines side by side around each value, so that their error bars do not hide each other
+                dodge = 0.0 if numeric else 0.06 * (k - (len(members) - 1) / 2)
+                xs = [xpos(p["point"][axis]) + dodge for p in ok]
                 ms, sds = [], []
                 for p in ok:
                     vals = [s for _, _, s in p["runs"].values()]
@@ -734,7 +744,7 @@ def sensitivity_plot(metrics: pl.DataFrame, cells: Iterable[Mapping], path: str 
                     sd = math.sqrt(sum((s - m) ** 2 for s in vals) / (len(vals) - 1)) if len(vals) > 1 else 0.0
                     ms.append(yaxis.scale * m)
                     sds.append(yaxis.scale * sd)
-                shown += ms
+                shown += ms + [m + sd for m, sd in zip(ms, sds)] + [m - sd for m, sd in zip(ms, sds) if m - sd > 0]
                 if ok:
                     lower = [min(sd, 0.95 * m) if yaxis.is_log(ms) else sd for m, sd in zip(ms, sds)]
                     ax.errorbar(xs, ms, yerr=[lower, sds], color=color, lw=1.4, ls=ls, marker=marker, ms=4, capsize=3)
@@ -763,8 +773,9 @@ def sensitivity_plot(metrics: pl.DataFrame, cells: Iterable[Mapping], path: str 
                 apply_metric_axis(ax, yaxis, shown)
             ax.set_xlabel(f"{_axis_words(axis)} ({axis})")
             ylabel = " / ".join(dict.fromkeys(ylabels)) or "score"
-            ax.set_ylabel(ylabel + (" (%)" if yaxis is not None and yaxis.kind == "accuracy" and yaxis.scale == 100
-                                    and "(%)" not in ylabel else ""))
+            ylabel += (" (%)" if yaxis is not None and yaxis.kind == "accuracy" and yaxis.scale == 100
+                       and "(%)" not in ylabel else "")
+            ax.set_ylabel("\n".join(textwrap.wrap(ylabel, 34)), fontsize=9 if len(ylabel) > 34 else 10)
             where = f"{dataset} / {partition}" + (f", {only}" if only is not None else "")
             ax.set_title("\n".join(textwrap.wrap(f"{where}: {_axis_words(axis)}", 52)), fontsize=9)
             ax.grid(alpha=0.3, which="both" if ax.get_yscale() == "log" else "major")
