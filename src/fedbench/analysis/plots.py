@@ -124,7 +124,7 @@ def _plot_curves(
     families = {}
     for a in algorithms:
         families.setdefault(base_label(a), []).append(a)
-    grouped_legend = len(families) < len(algorithms)
+    grouped_legend = len(families) < len(algorithms) and len(algorithms) > 12  # a few points: one entry each
     # one scale for every panel, from every value drawn
     log_y = yaxis.is_log((curves.get_column(y).cast(pl.Float64) * scale).to_list())
 
@@ -309,5 +309,6 @@ def plot_comparison(df: pl.DataFrame, path: str | os.PathLike, dpi: int = 120) -
         fig.legend(handles, drawn, title="algorithm", loc="outside right center", frameon=False,
                    fontsize=8 if len(drawn) > 12 else 10, ncols=1 if len(drawn) <= 24 else 2)
     seeds = df.select(RUN).unique().group_by(["dataset", "partition", "algorithm"]).len().get_column("len")
-    fig.suptitle(f"final test accuracy per algorithm ({seeds_phrase(seeds.to_list())}; × = every seed diverged)")
+    fig.suptitle(wrap_title(f"final test accuracy per algorithm ({seeds_phrase(seeds.to_list())}; × = every seed "
+                            "diverged)", fig.get_figwidth()), fontsize=11)
     return _save(fig, path, dpi)
