@@ -8,7 +8,7 @@ vectorized engine: its padding efficiency and speed, old and new, side by side.
 
 The vectorized engine trains a chunk of clients in lockstep. A client with K_k < S steps either
 runs S − K_k padded no-op steps (masked by ``torch.where``; CUDA graphs, and the engine before
-2026-11-25), grouped by step count by :func:`fedbench.engine.clients.vectorized.plan_groups` (a dynamic
+2026-11-25), grouped by step count by :func:`fedbench.engine.clients.chunking.plan_groups` (a dynamic
 programme trading padded client-steps against per-step launches, weighted by ``step_overhead``,
 among the groupings whose every group keeps a padding efficiency ≥ ``min_efficiency``), or, in
 eager chunks now, leaves the chunk once its steps are done (``VectorizedClients.retire_finished``:
@@ -58,7 +58,7 @@ import torch  # noqa: E402
 from fedbench.algorithms import get_algorithm  # noqa: E402
 from fedbench.data.digits import load_digits  # noqa: E402
 from fedbench.data.partition import make_partition  # noqa: E402
-from fedbench.engine.clients import vectorized  # noqa: E402
+from fedbench.engine.clients import chunking, vectorized  # noqa: E402
 from fedbench.engine.clients.allocator import keep_freed_memory  # noqa: E402
 from fedbench.engine.rounds.loop import train  # noqa: E402
 from fedbench.models import build_model, make_grad_fn  # noqa: E402
@@ -75,9 +75,9 @@ WORK = {
     "τ_i ~ U{2..5} per round": {"distribution": "uniform", "low": 2, "high": 5, "per": "round"},
     "τ_i ~ U{2..7} per round": {"distribution": "uniform", "low": 2, "high": 7, "per": "round"},
 }
-DEFAULTS = (vectorized.VectorizedClients.retire_finished, vectorized.DEFAULT_STEP_OVERHEAD["cpu"],
+DEFAULTS = (vectorized.VectorizedClients.retire_finished, chunking.DEFAULT_STEP_OVERHEAD["cpu"],
             vectorized.VectorizedClients.min_padding_efficiency)
-FLOOR = vectorized.PADDING_EFFICIENCY_FLOOR
+FLOOR = chunking.PADDING_EFFICIENCY_FLOOR
 #: mode → (retire_finished, CPU step overhead, padding floor) of the vectorized engine; None: sequential
 MODES = {"sequential": None,
          "vectorized, old: padded, overhead 4, no floor": (False, 4.0, 0.0),
@@ -87,7 +87,7 @@ MODES = {"sequential": None,
 
 def configure(plan):
     v = vectorized.VectorizedClients
-    v.retire_finished, vectorized.DEFAULT_STEP_OVERHEAD["cpu"], v.min_padding_efficiency = plan
+    v.retire_finished, chunking.DEFAULT_STEP_OVERHEAD["cpu"], v.min_padding_efficiency = plan
 
 
 class RoundEfficiency:

@@ -9,7 +9,7 @@ For each model and batch size, side by side in one process: the per-client time 
 calls on one client's parameters each (what the sequential engine and a one-client chunk do),
 and of one ``vmap`` over the G stacked clients (what a chunk of G does). Their ratio is what
 stacking gains (> 1) or loses (< 1). The vectorized engine's automatic rule
-(:data:`fedbench.engine.clients.vectorized.CPU_STACK_MAX_MACS`: stack on CPU only while parameters × B
+(:data:`fedbench.engine.clients.chunking.CPU_STACK_MAX_MACS`: stack on CPU only while parameters × B
 is below 1 M) was set from this table; benchmarks/RESULTS.md records a run.
 
 ``--sweep`` (:func:`sweep`): a 13-value learning-rate grid × 3 seeds of W3-shaped cells (logistic
@@ -39,7 +39,7 @@ import torch  # noqa: E402
 from torch.func import vmap  # noqa: E402
 
 from fedbench.engine.clients.allocator import keep_freed_memory  # noqa: E402
-from fedbench.engine.clients.vectorized import CPU_STACK_MAX_MACS  # noqa: E402
+from fedbench.engine.clients.chunking import CPU_STACK_MAX_MACS  # noqa: E402
 from fedbench.models import build_model, make_grad_fn, tree_numel  # noqa: E402
 
 # name, model config, input shape, classes, batch size

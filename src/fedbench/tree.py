@@ -95,7 +95,7 @@ def _mean_weights(weights, count: int) -> torch.Tensor:
 def messages_weighted_mean(messages: Sequence[dict], entry: str, weights) -> Tree:
     """Σ_k w_k · messages[k][entry] / Σ_k w_k: :func:`tree_weighted_mean` of one entry of a
     round's messages. Messages the vectorized engine hands over stacked
-    (:class:`fedbench.engine.clients.vectorized.StackedMessages`) are averaged as they are, without a
+    (:class:`fedbench.engine.clients.stacked.StackedMessages`) are averaged as they are, without a
     tensor per client; the result is the same either way (the same stacked contraction).
 
     Raises:

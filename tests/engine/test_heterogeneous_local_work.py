@@ -20,9 +20,10 @@ from fedbench.algorithms import get_algorithm
 from fedbench.data.partition import client_indices
 from fedbench.engine.clients import vectorized
 from fedbench.engine.clients.batches import local_work
+from fedbench.engine.clients.chunking import PADDING_EFFICIENCY_FLOOR, plan_groups
 from fedbench.engine.clients.sampling import sample_clients
 from fedbench.engine.clients.sequential import SequentialClients
-from fedbench.engine.clients.vectorized import VectorizedClients, plan_groups
+from fedbench.engine.clients.vectorized import VectorizedClients
 from fedbench.engine.rounds.loop import train, train_seeds
 from fedbench.models import build_model, make_grad_fn
 
@@ -132,14 +133,14 @@ def test_every_round_keeps_the_padding_floor(data, device):  # noqa: F811
     for t in range(1, 6):
         sampled = sample_clients("uniform", len(clients), 0.7, 0, t)
         steps = [len(b) for b in eng._round_batches(t, sampled).values()]
-        assert sum(steps) < vectorized.PADDING_EFFICIENCY_FLOOR * max(steps) * len(steps)  # one group would
+        assert sum(steps) < PADDING_EFFICIENCY_FLOOR * max(steps) * len(steps)  # one group would
         executed, real = eng.executed_steps, eng.real_steps
         eng.train_round(server, sampled, hp, t)
         assert eng.real_steps - real == sum(steps)
         if device == "cpu":
             assert eng.executed_steps - executed == sum(steps)
         else:
-            assert sum(steps) >= vectorized.PADDING_EFFICIENCY_FLOOR * (eng.executed_steps - executed)
+            assert sum(steps) >= PADDING_EFFICIENCY_FLOOR * (eng.executed_steps - executed)
 
 
 def test_stacked_cells_with_drawn_local_work(data, monkeypatch):  # noqa: F811

@@ -10,7 +10,7 @@ import torch
 from test_vectorized import DEVICES, SAMPLING, _compare, _spec, data  # noqa: F401  (data: the fixture)
 
 from fedbench.algorithms import sgda
-from fedbench.engine.clients.vectorized import PADDING_EFFICIENCY_FLOOR
+from fedbench.engine.clients.chunking import PADDING_EFFICIENCY_FLOOR
 
 WORK = {"distribution": "uniform", "low": 1, "high": 4, "per": "round"}
 CASES = {

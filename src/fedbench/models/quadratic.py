@@ -11,7 +11,7 @@ Shapes:
 
 Loss (:func:`loss`, declared on the :class:`fedbench.models.Model` instead of cross-entropy):
 ½ r², the mean over the rows whose label is not the padding label −100 (the vectorized engine's
-padded rows, :data:`fedbench.engine.clients.vectorized.IGNORE_INDEX`), so a padded row adds exactly zero
+padded rows, :data:`fedbench.engine.clients.chunking.IGNORE_INDEX`), so a padded row adds exactly zero
 to the loss and its gradient, as cross-entropy's ``ignore_index`` does. It is not a classifier:
 accuracy is NaN (:func:`fedbench.engine.rounds.evaluate.evaluate`).
 

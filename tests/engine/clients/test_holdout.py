@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from fedbench.algorithms import elastic_fedavg, fedavg
+from fedbench.engine.clients.chunking import IGNORE_INDEX
 from fedbench.engine.clients.holdout import (
     holdout_batches,
     holdout_fraction,
@@ -15,7 +16,7 @@ from fedbench.engine.clients.holdout import (
     holdout_split,
     make_output_grad_fn,
 )
-from fedbench.engine.clients.vectorized import IGNORE_INDEX, VectorizedClients
+from fedbench.engine.clients.vectorized import VectorizedClients
 from fedbench.models import build_model, make_grad_fn
 
 

@@ -16,7 +16,8 @@ import torch.nn.functional as F
 
 from fedbench.data.partition import make_partition
 from fedbench.data.store import Dataset
-from fedbench.engine.clients.vectorized import CPU_STACK_MAX_MACS, IGNORE_INDEX, _select, auto_chunk_size, plan_groups
+from fedbench.engine.clients.chunking import CPU_STACK_MAX_MACS, IGNORE_INDEX, auto_chunk_size, plan_groups
+from fedbench.engine.clients.stacked import _select
 from fedbench.engine.rounds.cell import spec_id
 from fedbench.engine.rounds.loop import ENGINES, resolve_engine, train
 from fedbench.models import build_model, make_grad_fn

@@ -15,12 +15,12 @@ How a round is run
    does, so both engines consume identical minibatches. Indices are mapped to rows of the one
    on-device training tensor (``X_all``, ``Y_all``); no per-client copies of the data are made.
 2. **Groups.** Clients are sorted by step count K_k (descending, then by id) and cut into chunks
-   of at most ``chunk_size`` clients (memory bound; :func:`auto_chunk_size` by default), so in
+   of at most ``chunk_size`` clients (memory bound; :func:`~.chunking.auto_chunk_size` by default), so in
    every chunk the clients still stepping at any step are a prefix. Eager rounds (CPU; CUDA
    chunks not graphed) take the round as one group (padding costs nothing there: point 3). Where
-   padded steps run (CUDA graphs), :func:`plan_groups` first cuts the clients into groups: a
+   padded steps run (CUDA graphs), :func:`~.chunking.plan_groups` first cuts the clients into groups: a
    dynamic programme over the distinct step counts trades padded steps against per-step launch
-   overhead, keeping every group's padding efficiency ≥ :data:`PADDING_EFFICIENCY_FLOOR` (so
+   overhead, keeping every group's padding efficiency ≥ :data:`~.chunking.PADDING_EFFICIENCY_FLOOR` (so
    every round's). Per chunk: an index tensor ``idx[S, G, B]``, labels ``y[S, G, B]`` and a step
    mask ``m[S, G]``.
 3. **Unequal step counts: finished clients leave, padded steps are exact no-ops.** In an eager
@@ -43,8 +43,8 @@ How a round is run
    keeps one group per step count and costs at most one partial batch per epoch; the equality
    (loss and gradient equal to the unpadded batch) is tested in ``tests/engine/clients/test_vectorized.py``.
 5. **One-client chunks** (``chunk_size`` 1, the automatic choice on CPU where stacking does not
-   pay: :func:`auto_chunk_size`) call the same three functions directly on the client's tensors,
-   without ``vmap`` (:func:`_batched`); the step loop keeps the client's state unstacked and
+   pay: :func:`~.chunking.auto_chunk_size`) call the same three functions directly on the client's tensors,
+   without ``vmap`` (:func:`~.stacked._batched`); the step loop keeps the client's state unstacked and
    skips its padded steps outright (the same no-op as the masked select).
 6. **client_final** runs vmapped too (server state broadcast, step state stacked). Messages are
    unstacked and handed to the algorithm's ``server_update`` as a list **in ascending client id
@@ -90,17 +90,14 @@ How a round is run
     workers with batch size 1): a chunk whose algorithm step is affine in its state and gradient
     (FedAvg, FedAc, Mb-SGD, Mb-Ac-SGD, FedProx, SCAFFOLD, FedDyn, ... without clipping), with no padded
     steps or rows, no augmentation and no held-out pass, runs all its steps in one compiled loop
-    (:mod:`fedbench.engine.linear_fast.linear_steps`: the update rule read off the algorithm's own
-    ``client_step``, the gradient written out) instead of S vmapped steps; :attr:`VectorizedClients.fast_steps`
-    False turns it off. Where every client's batches form one [K, B] array, a round's rows are
-    drawn for all its clients at once (:func:`fedbench.engine.clients.batches.stacked_batches`, the same
-    rows bit for bit). Both compiled paths (numba) run only in jobs large enough to repay their
-    ~2 s start-up (:attr:`VectorizedClients.compiled_min_seconds`). A round's messages stay
-    stacked (:class:`StackedMessages`; per-client dicts only for algorithms that read them one by one).
-    With full participation and a linear server side, whole segments of rounds (server updates
-    included) run in one compiled call (:meth:`VectorizedClients.train_rounds`; docs/engines.md).
-    On CUDA such segments of ``binary_logreg`` run as tensor programs instead
-    (:mod:`fedbench.engine.linear_fast.tensor_rounds`), and their evaluations as one product for all cells.
+    (the update rule read off the algorithm's own ``client_step``, the gradient written out) instead
+    of S vmapped steps; with full participation and a linear server side, whole segments of rounds
+    (server updates included) run in one compiled call, on CUDA (``binary_logreg``) as tensor
+    programs. :mod:`~.compiled` decides where, and hands them to :mod:`fedbench.engine.linear_fast`
+    (docs/engines.md). Where every client's batches form one [K, B] array, a round's rows are drawn
+    for all its clients at once (:func:`fedbench.engine.clients.batches.stacked_batches`, the same
+    rows bit for bit). A round's messages stay stacked (:class:`~.stacked.StackedMessages`;
+    per-client dicts only for algorithms that read them one by one).
 
 Equivalence: in float64 the parameters match the reference to ~1e-14 relative after several
 rounds (tests require 1e-10); bitwise equality is not promised, since batched kernels may sum in
@@ -148,351 +145,34 @@ from torch.utils import _pytree as pytree
 from fedbench.engine.clients import augment as augmentation
 from fedbench.engine.clients import graphs
 from fedbench.engine.clients.batches import local_batches, stacked_batches, uniform_shape
+from fedbench.engine.clients.chunking import (
+    DEFAULT_STEP_OVERHEAD,
+    IGNORE_INDEX,
+    PADDING_EFFICIENCY_FLOOR,
+    auto_chunk_size,
+    plan_groups,
+)
+from fedbench.engine.clients.compiled import CompiledPaths
 from fedbench.engine.clients.holdout import holdout_batches
 from fedbench.engine.clients.interface import RoundResult
+from fedbench.engine.clients.stacked import (
+    StackedMessages,
+    _as_rows,
+    _batched,
+    _bcast,
+    _expand,
+    _select,
+    _StackedRows,
+    _take,
+    _tensorize,
+)
 from fedbench.engine.spec import LocalWork
-from fedbench.tree import tree_numel
 
-#: The label of a padded row: cross-entropy's default ``ignore_index``.
-IGNORE_INDEX = -100
 
-#: The fixed cost of one vectorized step, in units of one client's share of it (b), for
-#: :func:`plan_groups` where padded steps are executed: CUDA graphs (a captured step runs over its
-#: whole chunk), or eager chunks with :attr:`VectorizedClients.retire_finished` False. Eager steps
-#: by default execute no padded step at all (a chunk's finished clients leave it:
-#: :meth:`VectorizedClients._retiring_steps`), so there padding costs nothing and a round is one
-#: group, cut into chunks. CPU: measured with ``python benchmarks/local_work.py --probe``
-#: (benchmarks/RESULTS.md, "Padding floor", 2026-11-25; the engine's padded-step loop, t(G) = a + b·G
-#: fitted over G = 2..64, 1 thread, six runs on the shared 2-core VM, load 0.4–4): a ≈ 1 ms
-#: whatever the model (0.74–1.40 ms; 1.7–2.0 ms in the run at load 3.5), b = 0.038–0.075 ms for
-#: the digits MLP 64-64 at B = 32 (a / b = 18–28), 0.002–0.016 ms for logistic regression at
-#: B = 8 (a / b = 104–362). 32 is the larger model's scale; under the floor a larger value only
-#: changes which ≥ 90 %-efficient merges are made. CUDA: not re-measured here.
-DEFAULT_STEP_OVERHEAD = {"cpu": 32.0, "cuda": 256.0}
-
-#: The least padding efficiency (real / executed client-steps) of every group of clients
-#: :func:`plan_groups` forms where padded steps are executed (CUDA graphs), hence of every round:
-#: clients of unequal step counts (heterogeneous local work, τ_i ~ Uniform{2..E} epochs; unequal
-#: client sizes) share a group only while it wastes at most 10 % of its client-steps on padding.
-#: Eager rounds execute no padding (efficiency 1). An engine constant, not a config key: the
-#: grouping never changes a result (padded steps are exact no-ops), only the time.
-PADDING_EFFICIENCY_FLOOR = 0.9
-
-#: Memory budget of one chunk of clients (bytes) used by :func:`auto_chunk_size`.
-#: On CPU a stacked step is bound by memory traffic, not arithmetic, once a chunk's state leaves
-#: the caches: 39,936 W3 clients (a 13-lr x 3-seed sweep, 248 parameters, B = 1) take 11.7 s per
-#: round in one chunk, 9.1 s in chunks of 16,384, 10.8 s of 4,096, 13.1 s of 1,024 (2026-11-24,
-#: 1 thread). 64 MiB gives ~16,000 such clients per chunk and ~450 of the digits MLP 64-64 at B = 16.
-CPU_CHUNK_BUDGET = 64 << 20  # 64 MiB
-CUDA_CHUNK_FRACTION = 0.25  # of the device's total memory
-
-#: On CPU, clients are stacked only while one client's step is smaller than this many
-#: multiply-adds (estimated as parameters × batch size: exact for dense layers, a lower bound
-#: for convolutions and recurrences). Above it one client's matrix products already run near the
-#: CPU's matmul peak and stacking only adds vmap's fixed per-step cost (~0.4 ms) and cache misses
-#: on the stacked gradients. From ``python benchmarks/stacking.py`` (benchmarks/RESULTS.md,
-#: ms per client alone / vmapped over 10 clients): 2NN × B = 50 (10 M) 0.665 / 0.752;
-#: MLP 784-100-100-10 × 50 (4.5 M) 0.390 / 0.400; digits MLP 64-64 × 16 (0.14 M) 0.133 / 0.084;
-#: W3's logistic regression (248 × 1) gains 8.6× at 100 clients. Mid-sized MLPs gain 1.1–1.3×
-#: at 100 clients, which this rule gives up (an explicit ``chunk_size`` takes it).
-CPU_STACK_MAX_MACS = 1_000_000
-
-
-# ----------------------------------------------------------------------------------------------
-# planning
-
-
-def plan_groups(steps: Sequence[int], chunk_size: int, step_overhead: float = 256.0,
-                min_efficiency: float = 0.0) -> list[np.ndarray]:
-    """Positions (into ``steps``) of the clients of each chunk, chunks in execution order.
-
-    Clients are sorted by step count K_k, descending (ties by position), so within every chunk
-    the clients still stepping at any step are a prefix. Groups are unions of consecutive distinct
-    step counts chosen by a dynamic programme minimising Σ_groups S_g · (step_overhead · chunks_g
-    + |G_g|), the cost of S_g = max_{k∈G_g} K_k vectorized steps over |G_g| clients (padded steps
-    included), among the groupings whose every group keeps its padding efficiency
-    Σ_{k∈G_g} K_k / (S_g · |G_g|) ≥ ``min_efficiency`` (a group of one step count, efficiency 1,
-    always qualifies); each group is then cut into ⌈|G|/chunk_size⌉ chunks of near-equal size.
-    A chunk runs at most S_g steps, so the executed client-steps of the call are at most
-    Σ_g S_g · |G_g| and its padding efficiency is ≥ ``min_efficiency``. ``step_overhead`` inf
-    with ``min_efficiency`` 0 gives one group (clients with K_k = 0 apart): the plan where padding
-    costs nothing.
-    Deterministic: the same inputs give the same plan.
-
-    Args:
-        steps: K_k per client (ints ≥ 0; a client with K_k = 0 only runs padding).
-        chunk_size: at most this many clients per chunk (≥ 1; smaller is taken as 1).
-        step_overhead: the fixed cost of one vectorized step, in client-steps
-            (:data:`DEFAULT_STEP_OVERHEAD`); 0 gives one group per distinct step count.
-        min_efficiency: the least padding efficiency of a group, in [0, 1]
-            (:data:`PADDING_EFFICIENCY_FLOOR` in the engine); 0 leaves the grouping to the cost alone.
-
-    Raises:
-        ValueError: ``min_efficiency`` outside [0, 1], or ``step_overhead`` negative or NaN.
-    """
-    if not 0.0 <= min_efficiency <= 1.0:
-        raise ValueError(f"plan_groups: min_efficiency {min_efficiency} is not in [0, 1]")
-    if not step_overhead >= 0.0:
-        raise ValueError(f"plan_groups: step_overhead {step_overhead} is not ≥ 0")
-    step_overhead = min(step_overhead, 1e18)  # inf: the fewest launches, ties broken by padding
-    steps = np.asarray(steps, dtype=np.int64)
-    if steps.size == 0:
-        return []
-    chunk_size = max(1, int(chunk_size))
-    order = np.lexsort((np.arange(steps.size), -steps))  # by steps desc, then position
-    values, counts = np.unique(-steps[order], return_counts=True)
-    values = -values  # distinct step counts, descending
-    nv = len(values)
-    starts = np.concatenate([[0], np.cumsum(counts)])
-    real = np.concatenate([[0], np.cumsum(values * counts)])  # client-steps of values[:i]
-
-    def cost(i, j):  # distinct values i..j-1 in one group; inf where its padding breaks the floor
-        n = int(starts[j] - starts[i])
-        if real[j] - real[i] < min_efficiency * values[i] * n:
-            return math.inf
-        return float(values[i] * (step_overhead * math.ceil(n / chunk_size) + n))
-
-    best = [0.0] + [math.inf] * nv
-    cut = [0] * (nv + 1)
-    for j in range(1, nv + 1):
-        for i in range(j):
-            c = best[i] + cost(i, j)
-            if c < best[j]:
-                best[j], cut[j] = c, i
-    bounds, j = [], nv
-    while j > 0:
-        bounds.append((cut[j], j))
-        j = cut[j]
-    bounds.reverse()
-    chunks = []
-    for i, j in bounds:
-        members = order[starts[i] : starts[j]]
-        chunks.extend(np.array_split(members, math.ceil(len(members) / chunk_size)))
-    return chunks
-
-
-def _saved_activation_numel(apply, params: dict, x: torch.Tensor) -> int:
-    """Scalars autograd saves for backward in one forward pass of ``apply(params, x)``."""
-    total = 0
-
-    def pack(t):
-        nonlocal total
-        total += t.numel()
-        return t
-
-    p = {k: v.detach().requires_grad_(True) for k, v in params.items()}
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        apply(p, x)
-    return total
-
-
-def auto_chunk_size(apply, params: dict, x_example: torch.Tensor, batch_size: int, n_state_trees: int,
-                    device: torch.device, batch_clients_on_cpu: bool = True) -> int:
-    """Clients per chunk so that one chunk's step fits a memory budget.
-
-    Per client: ``n_state_trees + 3`` parameter-sized tensors (step state, new state, gradient,
-    temporaries) plus ``2 ×`` the activations autograd saves for one batch (measured on one
-    example, scaled by the batch size) plus the gathered batch itself. Budget: 64 MiB on CPU (:data:`CPU_CHUNK_BUDGET`),
-    a quarter of the device's total memory on CUDA. Deterministic for a given model, batch size
-    and device, so the same cell twice groups its clients the same way (bitwise-equal reruns).
-
-    On CPU the answer is 1 (and a chunk of one client runs the algorithm's functions directly,
-    without ``vmap``: :func:`_batched`) when stacking does not pay: when the model's layers run
-    slower stacked (``batch_clients_on_cpu=False``, the model's
-    :attr:`fedbench.models.Model.batch_clients_on_cpu`: the CNN and the LSTM), or when one
-    client's step is already large (d × B ≥ :data:`CPU_STACK_MAX_MACS`). An explicit
-    ``chunk_size`` overrides this.
-    """
-    d = tree_numel(params)
-    if device.type == "cpu" and (not batch_clients_on_cpu or d * batch_size >= CPU_STACK_MAX_MACS):
-        return 1
-    itemsize = next(iter(params.values())).element_size()
-    act = _saved_activation_numel(apply, params, x_example[:1])
-    per_client = itemsize * ((n_state_trees + 3) * d + batch_size * (2 * act + x_example[0].numel()))
-    if device.type == "cuda":
-        # total, not free, memory: the chunk (hence the grouping, hence the float summation
-        # order) must not depend on what else happens to be allocated, or reruns would differ
-        budget = int(torch.cuda.get_device_properties(device).total_memory * CUDA_CHUNK_FRACTION)
-    else:
-        budget = CPU_CHUNK_BUDGET
-    return max(1, int(budget // max(per_client, 1)))
-
-
-# ----------------------------------------------------------------------------------------------
-# pytree helpers
-
-
-def _tensorize(tree, device):
-    """Python numbers in a step state (``steps``) become 0-d tensors, so vmap can return them."""
-
-    def conv(v):
-        if torch.is_tensor(v) or v is None:
-            return v
-        if isinstance(v, bool):
-            return torch.tensor(v, device=device)
-        if isinstance(v, int):
-            return torch.tensor(v, dtype=torch.int64, device=device)
-        if isinstance(v, float):
-            return torch.tensor(v, dtype=torch.float64, device=device)
-        raise TypeError(f"vectorized engine: cannot stack a step-state leaf of type {type(v).__name__}")
-
-    return pytree.tree_map(conv, tree)
-
-
-def _as_rows(clients: Sequence[np.ndarray]) -> tuple[list[np.ndarray], np.ndarray, list[np.ndarray]]:
-    """Each client's rows as an int64 array, with clients given the same array object (the
-    ``shared`` partition: :func:`fedbench.data.partition.client_indices`) sharing one converted
-    array, so m clients of n rows cost O(n), not O(m·n).
-
-    Returns:
-        (rows per client [m], slot [m] int64: the index of client k's array in ``distinct``,
-        distinct: the u ≤ m distinct arrays).
-    """
-    seen: dict[int, tuple] = {}
-    out, slot, distinct = [], np.empty(len(clients), dtype=np.int64), []
-    for k, c in enumerate(clients):
-        hit = seen.get(id(c))
-        if hit is None or hit[0] is not c:
-            hit = seen[id(c)] = (c, np.asarray(c, dtype=np.int64), len(distinct))
-            distinct.append(hit[1])
-        out.append(hit[1])
-        slot[k] = hit[2]
-    return out, slot, distinct
-
-
-def _batched(fn, g: int, device):
-    """``vmap(fn)`` for a chunk of g clients; for g = 1, ``fn`` called directly on the client's
-    slice (leading dimension dropped from every tensor argument, restored on every result).
-
-    Same function, same values: a one-client vmap only adds per-op wrapper overhead and, inside
-    ``fn``, hides the kernels that have no batching rule (:attr:`fedbench.models.Model.batch_clients_on_cpu`).
-    """
-    if g > 1:
-        return vmap(fn)
-
-    def one(*args):
-        out = fn(*pytree.tree_map(lambda v: v[0] if torch.is_tensor(v) else v, args))
-        return pytree.tree_map(lambda v: v.unsqueeze(0) if torch.is_tensor(v) else v, _tensorize(out, device))
-
-    return one
-
-
-def _expand(tree, g: int):
-    """Broadcast every leaf to a leading client dimension of size g (a stride-0 view, no copy)."""
-    return pytree.tree_map(lambda v: v.unsqueeze(0).expand(g, *v.shape), tree)
-
-
-def _take(tree, j):
-    """Client j's slice of a stacked tree (nested dicts of tensors; for an int j views, no copies);
-    j may also be an index tensor (the slices of several clients, stacked)."""
-    if isinstance(tree, dict):
-        return {k: _take(v, j) for k, v in tree.items()}
-    if torch.is_tensor(tree):
-        return tree[j]
-    return pytree.tree_map(lambda v: v[j], tree)
-
-
-class _StackedRows(Mapping):
-    """``{client id: its [K, B] rows}`` for a round's clients held as one array ``rows[G, K, B]``
-    (``ids`` ascending): what :meth:`VectorizedClients._round_batches` draws with replacement.
-    :meth:`take` lays out a chunk's rows without a Python loop over its clients."""
-
-    def __init__(self, ids: np.ndarray, rows: np.ndarray):
-        self.ids, self.rows = ids, rows
-
-    def __getitem__(self, k):
-        i = int(np.searchsorted(self.ids, k))
-        if i >= len(self.ids) or self.ids[i] != k:
-            raise KeyError(k)
-        return self.rows[i]
-
-    def __iter__(self):
-        return iter(self.ids.tolist())
-
-    def __len__(self) -> int:
-        return len(self.ids)
-
-    def take(self, members) -> np.ndarray:
-        """The members' rows, ``[G, K, B]``."""
-        return self.rows[np.searchsorted(self.ids, np.asarray(members, dtype=np.int64))]
-
-
-class StackedMessages(Sequence):
-    """One cell's messages of a round, in ascending client order, held as the chunks' stacked
-    messages: ``parts`` is a list of (positions of the chunk's clients among the cell's, the
-    chunk's message tree with leaves ``[G, ...]``).
-
-    A list of per-client message dicts for code that reads them one by one (built on first
-    access); :meth:`stacked` gives an entry for all clients at once, ``[P, ...]`` per leaf, which
-    :func:`fedbench.tree.messages_weighted_mean` uses (no per-client tensors: a round of thousands
-    of clients costs a few tensor operations); :attr:`entries` the keys every message has."""
-
-    def __init__(self, parts: list, n: int):
-        self.parts, self.n, self._list = parts, n, None
-        self.entries = frozenset(parts[0][1]) if parts else frozenset()
-
-    def __len__(self) -> int:
-        return self.n
-
-    def __getitem__(self, i):
-        if self._list is None:
-            out: list = [None] * self.n
-            for pos, msg in self.parts:
-                for p, one in zip(pos.tolist(), _unstack(msg, len(pos))):
-                    out[p] = one
-            self._list = out
-        return self._list[i]
-
-    def stacked(self, entry: str):
-        """Entry ``entry`` of every message, stacked in client order (a tree of ``[P, ...]``)."""
-        pos = np.concatenate([p for p, _ in self.parts])
-        order = None if np.all(pos[1:] > pos[:-1]) else torch.as_tensor(np.argsort(pos))
-        trees = [m[entry] for _, m in self.parts]
-        if all(isinstance(t, dict) and all(torch.is_tensor(v) for v in t.values()) for t in trees):  # the usual
-            out = {k: torch.cat([t[k] for t in trees]) if len(trees) > 1 else trees[0][k] for k in trees[0]}
-            return out if order is None else {k: v[order.to(v.device)] for k, v in out.items()}
-        out = pytree.tree_map(lambda *leaves: torch.cat(leaves) if len(leaves) > 1 else leaves[0], *trees)
-        return out if order is None else pytree.tree_map(lambda v: v[order.to(v.device)], out)
-
-
-def _unstack(tree, g: int) -> list:
-    """``[_take(tree, j) for j in range(g)]`` (views, no copies), one ``unbind`` per leaf: a
-    round's messages of thousands of clients cost microseconds each, not a tree walk each."""
-    if isinstance(tree, dict):
-        keys, parts = list(tree), [_unstack(v, g) for v in tree.values()]
-        return [dict(zip(keys, vals)) for vals in zip(*parts)] if keys else [{} for _ in range(g)]
-    if torch.is_tensor(tree):
-        return list(tree.unbind(0))
-    return [_take(tree, j) for j in range(g)]
-
-
-def _bcast(mask: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    return mask.view(mask.shape[0], *([1] * (v.dim() - 1)))
-
-
-def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """True when a and b are views of the same memory with the same layout (hence equal)."""
-    return a is b or (a.data_ptr() == b.data_ptr() and a.shape == b.shape and a.stride() == b.stride()
-                      and a.dtype == b.dtype)
-
-
-def _select(mask: torch.Tensor, new, old):
-    """``torch.where(mask[g], new, old)`` leaf-wise; leaves the step did not touch are kept."""
-    def sel(n, o):
-        if _same(n, o):
-            return o
-        return torch.where(_bcast(mask, n), n, o)
-
-    return pytree.tree_map(sel, new, old)
-
-
-# ----------------------------------------------------------------------------------------------
-# the engine
-
-
-class VectorizedClients:
+class VectorizedClients(CompiledPaths):
     """Trains the sampled clients of each round of one cell, vectorized (see module docstring);
-    :meth:`stacked` builds one engine for several seeds of a cell trained in lockstep.
+    :meth:`stacked` builds one engine for several seeds of a cell trained in lockstep. Its compiled
+    paths for linear models are those of :class:`~.compiled.CompiledPaths`.
 
     Args:
         algorithm: the algorithm module.
@@ -503,8 +183,8 @@ class VectorizedClients:
         clients: per client, the rows of ``x_all`` it owns (int arrays, in partition order).
         local: the cell's ``local`` settings (batch_size, epochs, steps).
         seed: the cell's seed (batch randomness key).
-        chunk_size: clients per vectorized chunk; None or "auto" = :func:`auto_chunk_size`.
-        step_overhead: :func:`plan_groups`'s overhead per vectorized step (None = per device).
+        chunk_size: clients per vectorized chunk; None or "auto" = :func:`~.chunking.auto_chunk_size`.
+        step_overhead: :func:`~.chunking.plan_groups`'s overhead per vectorized step (None = per device).
         augmentation: a checked augmentation record (:func:`fedbench.engine.clients.augment.check_record`)
             applied to every training minibatch, or None. Draws are keyed as in the reference;
             padded rows and padded steps get the identity (no flip, centre window).
@@ -514,23 +194,7 @@ class VectorizedClients:
             (:func:`fedbench.engine.clients.holdout.make_output_grad_fn`); required with ``holdout``.
     """
 
-    #: Use the fast path of :mod:`fedbench.engine.linear_fast.linear_steps` where a chunk qualifies (a
-    #: runtime choice: the same results to float rounding). Tests and benchmarks set it False to
-    #: run the generic path.
-    fast_steps = True
-
-    #: The compiled paths (keyed draws for many clients at once,
-    #: :func:`fedbench.engine.clients.batches.stacked_batches`;
-    #: the fast local steps) are used only where they save more than this many seconds in the job:
-    #: their first call in a process costs ~2 s (numba and LLVM start-up, the compiled code loaded
-    #: from its cache). :meth:`_compiled_pays` estimates the saving per round as clients × 20 µs (a
-    #: client's keyed draw in numpy) + K × (0.5 ms, a vmapped step's fixed cost, + clients × 2 µs, a
-    #: vmapped client-step against a compiled one; ``benchmarks/fedac_speed.py --probe``), times the
-    #: rounds. Small jobs (the default suite, one cell of a sweep) keep the per-client path and never
-    #: import numba. Tests set it to 0.
-    compiled_min_seconds = 2.0
-
-    #: :func:`plan_groups`'s ``min_efficiency`` where padded steps run (CUDA graphs, or
+    #: :func:`~.chunking.plan_groups`'s ``min_efficiency`` where padded steps run (CUDA graphs, or
     #: :attr:`retire_finished` False): every group, so every round, keeps at least this padding
     #: efficiency. Benchmarks set 0 to plan by the step cost alone.
     min_padding_efficiency = PADDING_EFFICIENCY_FLOOR
@@ -538,15 +202,9 @@ class VectorizedClients:
     #: Eager chunks of several clients run no padded step: a client whose K_k steps are done
     #: leaves the chunk (:meth:`_retiring_steps`), and a round is one group (cut into chunks). A
     #: runtime choice (the same results to float rounding): False runs every chunk's S steps
-    #: over all its clients, padded ones masked by ``torch.where``, grouped by :func:`plan_groups`
+    #: over all its clients, padded ones masked by ``torch.where``, grouped by :func:`~.chunking.plan_groups`
     #: as for CUDA graphs; tests and benchmarks set it to run that path on CPU.
     retire_finished = True
-
-    #: Whole rounds (:meth:`train_rounds`) and the evaluation of many cells at once (:attr:`evaluator`)
-    #: on CUDA run as tensor programs (:mod:`fedbench.engine.linear_fast.tensor_rounds`), on CPU as compiled loops
-    #: (:mod:`fedbench.engine.linear_fast.linear_steps`). True runs the tensor programs on CPU too (the same
-    #: results to float rounding): tests set it, since CI has no GPU.
-    tensor_rounds = False
 
     def __init__(self, algorithm: ModuleType, model, grad_fn, x_all: torch.Tensor, y_all: torch.Tensor,
                  clients: Sequence[np.ndarray], local: Mapping | LocalWork, seed: int, chunk_size=None,
@@ -1073,118 +731,9 @@ class VectorizedClients:
             loss_sum = torch.cat([loss_sum, *(d[1] for d in done)])
         return state, loss_sum
 
-    def train_rounds(self, servers: Sequence[dict], hps: Sequence[dict], t0: int, t1: int,
-                     cells: Sequence[int]) -> tuple[int, list[dict]] | None:
-        """Rounds ``t0..t1`` of the given cells with full participation (every client of each
-        cell, every round) and the same hyperparameters every round, local steps, messages and
-        server updates in one compiled call on CPU
-        (:meth:`fedbench.engine.linear_fast.linear_steps.LinearSteps.rounds`) or a few tensor operations per
-        local step elsewhere (:meth:`fedbench.engine.linear_fast.tensor_rounds.TensorRounds.rounds`, binary
-        logistic regression only; :attr:`tensor_rounds`), or None where that does not
-        apply: the fast path's conditions (:meth:`_fast_chunk`), ``local.steps`` K with
-        ``local.replacement``, stateless clients, and an algorithm whose ``client_init``,
-        ``client_final`` and ``server_update`` are linear (:func:`fedbench.engine.linear_fast.linear_steps.round_form`).
-
-        The rows each client draws are those :meth:`train_cells` draws (the same keys); the
-        results equal :meth:`train_cells` + the algorithm's ``server_update`` per round to float
-        rounding (the weighted mean summed in another order), and do not depend on ``t0``,
-        ``t1`` or the thread count: every round of such a job is computed by this one code.
-
-        Returns:
-            (the last round run: ``t1``, or the first round in which a cell diverged; per given
-            cell, ``{"server", "uplink_floats", "uplink_nonzeros", "diverged"}``: its server state
-            after that round and the communication counts of the rounds run).
-        """
-        local = self.local
-        k, b = local.steps, local.batch_size
-        if (not self.fast_steps or self.aug is not None or self.holdout is not None
-                or self.store is not None or not isinstance(k, int) or isinstance(k, bool) or k < 1
-                or local.epochs is not None or not local.replacement):
-            return None
-        compiled = self.device.type == "cpu" and not self.tensor_rounds
-        bounds = [(int(self.offsets[c]), int(self.offsets[c + 1])) for c in cells]
-        clients = sum(hi - lo for lo, hi in bounds)
-        if not clients or (compiled and (not self._compiled_pays(clients) or self.linear is None)):
-            return None
-        if not compiled and self.tensors is None:  # another model: nothing to import
-            return None
-        from fedbench.engine.linear_fast import keyed_integers
-
-        n_max = int(self._sizes.max())
-        if self._sizes.min() < 1 or not keyed_integers.supported(self.key_seed, t1, self.key_id, n_max):
-            return None
-        if compiled:
-            out = self.linear.rounds(self.algo, list(servers), [dict(h) for h in hps], t0, t1, self.y_all.numpy(), b,
-                                     self.key_seed, self.key_id, self.row_table(), self._slot, self._sizes, bounds)
-        else:
-            out = self.tensors.rounds(self.algo, list(servers), [dict(h) for h in hps], t0, t1, b, self.key_seed,
-                                       self.key_id, self.row_table(), self._slot, self._sizes, bounds)
-        if out is not None:
-            done = (out[0] - t0 + 1) * clients * k
-            self.executed_steps += done
-            self.real_steps += done
-        return out
-
-    @property
-    def tensors(self):
-        """The whole-rounds tensor path (:class:`fedbench.engine.linear_fast.tensor_rounds.TensorRounds`), or
-        None (model); built on first use."""
-        if self._tensors is False:
-            from fedbench.engine.linear_fast.tensor_rounds import TensorRounds
-
-            self._tensors = TensorRounds.build(self.model, self.grad_fn, self.x_all, self.y_all)
-        return self._tensors
-
-    @property
-    def evaluator(self):
-        """What evaluates many linear models in one pass (:func:`fedbench.engine.rounds.loop.evaluate_cells`):
-        the compiled path on CPU (:attr:`linear`), the tensor path elsewhere or with
-        :attr:`tensor_rounds` (:attr:`tensors`); None where neither applies."""
-        return self.linear if self.device.type == "cpu" and not self.tensor_rounds else self.tensors
-
-    def _compiled_pays(self, clients_per_round: int) -> bool:
-        """Whether the compiled paths save more than :attr:`compiled_min_seconds` in this job (never
-        with drawn local work, ``local.epochs``/``steps`` a distribution: its clients' step counts
-        differ, which the compiled paths do not take)."""
-        if self.local.drawn:
-            return False
-        k = int(self.local.steps or 1)
-        per_round = clients_per_round * 20e-6 + k * (5e-4 + clients_per_round * 2e-6)
-        return (self.planned_rounds or 1) * per_round >= self.compiled_min_seconds
-
-    @property
-    def linear(self):
-        """The fast path's :class:`fedbench.engine.linear_fast.linear_steps.LinearSteps`, or None (model,
-        device); built (and numba imported) on first use."""
-        if self._linear is False:
-            from fedbench.engine.linear_fast.linear_steps import LINEAR_MODELS, LinearSteps
-
-            apply = getattr(self.grad_fn, "model_apply", None)
-            self._linear = (LinearSteps.build(self.model, self.grad_fn, self.x_all)
-                            if apply in LINEAR_MODELS else None)
-        return self._linear
-
-    def _fast_chunk(self, state, members: np.ndarray, hp_of: dict[int, dict], idx: torch.Tensor, y: torch.Tensor,
-                    mask_np: np.ndarray, extra: bool):
-        """The chunk's S steps by :meth:`fedbench.engine.linear_fast.linear_steps.LinearSteps.run`, or None where
-        the chunk does not qualify: the fast path is off (:attr:`fast_steps`) or unavailable (model,
-        device), the job is too small to repay the compiled code's start-up (:meth:`_compiled_pays`),
-        the chunk has a held-out pass or augmentation (``extra``), padded steps or rows, or
-        its algorithm's step is not affine (:func:`fedbench.engine.linear_fast.linear_steps.affine_form`)."""
-        if not self.fast_steps or extra or not mask_np.all() or idx.shape[0] == 0 or self.device.type != "cpu":
-            return None
-        if not self._compiled_pays(self._round_clients) or self.linear is None:
-            return None
-        if bool((y == IGNORE_INDEX).any()):
-            return None
-        cells = self.cell_of[members]
-        order = np.unique(cells)
-        return self.linear.run(self.algo, state, [hp_of[int(c)] for c in order], np.searchsorted(order, cells),
-                               idx, y)
-
     def _step_fns(self, hp: dict, varying: dict | None, g: int):
         """(step_one, step_v, holdout_v, step_g) of a chunk of g clients: one client's
-        ``client_step`` with the chunk's hyperparameters, the chunk's step (:func:`_batched`), its
+        ``client_step`` with the chunk's hyperparameters, the chunk's step (:func:`~.stacked._batched`), its
         held-out step, and the vmapped step for CUDA graphs (None when ``varying``).
 
         ``varying`` (:meth:`_chunk_hparams`): per-client ``[G]`` hyperparameter tensors, mapped by
