@@ -7,7 +7,7 @@ With full participation and a server side that is linear too (:func:`~.forms.rou
 rounds of all stacked cells here (:func:`_run_rounds`): each client's keyed draw, ``client_init``, K
 steps and message, the messages' non-zeros and weighted mean, each cell's server update, round after
 round until an evaluation or checkpoint is due
-(:meth:`fedbench.engine.clients.vectorized.VectorizedClients.train_rounds`). The kernels read rows as
+(:meth:`fedbench.engine.clients.compiled.CompiledPaths.train_rounds`). The kernels read rows as
 CSR (:mod:`~.rows`).
 
 The stacked cells whose clients draw the same rows (one seed's learning-rate grid:

@@ -13,7 +13,7 @@ Equality: the same values as the generic path to float rounding (another summati
 ``tests/engine/linear_fast/test_linear_steps.py``: float64, 1e-10 relative, every algorithm it serves, stacked cells
 differing in lr and seed, the ``shared`` partition with ``local.replacement``. The rows drawn are
 the engine's, unchanged. Which path runs is decided by the engine per chunk
-(:meth:`fedbench.engine.clients.vectorized.VectorizedClients._fast_chunk`; docs/engines.md).
+(:meth:`fedbench.engine.clients.compiled.CompiledPaths._fast_chunk`; docs/engines.md).
 """
 
 from __future__ import annotations
