@@ -165,10 +165,18 @@ def boosted_frame(df: pl.DataFrame, cells: Sequence[dict]) -> pl.DataFrame:
 
 
 def plot_boosted(df: pl.DataFrame, cells: Sequence[dict], path: str | os.PathLike, dpi: int = 120) -> Path:
-    """Save Elastic Aggregation's Figure 1 (see the module docstring). With no Elastic
-    Aggregation run the figure says so."""
+    """Save Elastic Aggregation's Figure 1 (see the module docstring): panels in the order of the
+    cells (the config's, as the tables' rows), each algorithm in its colour
+    (:func:`fedbench.analysis.style.algorithm_colors`), the y axis in % inside [0, 100]. With no
+    Elastic Aggregation run the figure says so."""
+    from fedbench.analysis.style import algorithm_colors, apply_metric_axis, metric_axis, wrap_title
+
     data = boosted_frame(df, cells)
-    panels = data.select("experiment", "dataset", "partition").unique(maintain_order=True).rows()
+    have = set(data.select("experiment", "dataset", "partition").unique().rows())
+    panels = [k for k in dict.fromkeys((c["experiment"], c["dataset"], c["partition"]) for c in cells) if k in have]
+    panels += [k for k in data.select("experiment", "dataset", "partition").unique(maintain_order=True).rows()
+               if k not in panels]
+    palette = algorithm_colors(list(dict.fromkeys(c["algorithm"] for c in cells)))
     fig, axes = figure_grid(max(1, len(panels)), 3, 4.4, 3.3)
     flat = axes.ravel()
     for ax in flat[len(panels):]:
@@ -177,21 +185,28 @@ def plot_boosted(df: pl.DataFrame, cells: Sequence[dict], path: str | os.PathLik
         flat[0].set_visible(True)
         flat[0].text(0.5, 0.5, "no Elastic Aggregation run with a boosted percentage", ha="center", va="center",
                      transform=flat[0].transAxes)
+    yaxis = metric_axis("boosted_pct")
     for ax, (exp, ds, pid) in zip(flat, panels):
         sel = data.filter((pl.col("experiment") == exp) & (pl.col("dataset") == ds) & (pl.col("partition") == pid))
         for (alg, sens), part in sel.group_by(["algorithm", "sensitivity"], maintain_order=True):
             style = "--" if sens == "average" else ":" if sens == "none" else "-"
-            ax.plot(part["round"], part["boosted_pct"], ls=style, lw=1.6, label=f"{alg} ({sens or 'momentum'})")
+            ax.plot(part["round"], part["boosted_pct"], ls=style, lw=1.6, color=palette.get(alg),
+                    label=f"{alg} ({sens or 'momentum'})")
         ax.set_title(f"{ds} / {pid} ({exp})", fontsize=9)
         ax.set_xlabel("round")
         ax.set_ylabel("parameters boosted, ζ > 1 (%)")
-        if sel.height:  # zoom on the data (values often sit near 100 %), within [0, 100]
-            lo, hi = float(sel["boosted_pct"].min()), float(sel["boosted_pct"].max())
-            pad = max(1.0, 0.1 * (hi - lo))
-            ax.set_ylim(max(0.0, lo - pad), min(100.0, hi + pad) + 0.5)
+        if sel.height:  # zoom on the data (values often sit near 100 %), never past [0, 100]
+            apply_metric_axis(ax, yaxis, sel["boosted_pct"].to_list())
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
-    fig.suptitle("Elastic Aggregation Figure 1: percentage of parameters boosted "
-                 "(solid: momentum sensitivity, dashed: average)")
+    handles, labels = [], []
+    for ax in flat:  # one legend for the figure, under it: the panels' data stay visible
+        for h, label in zip(*ax.get_legend_handles_labels()):
+            if label not in labels:
+                handles.append(h)
+                labels.append(label)
+    if handles:
+        fig.legend(handles, labels, loc="outside lower center", ncols=min(4, len(labels)), fontsize=8)
+    fig.suptitle(wrap_title("Elastic Aggregation Figure 1: percentage of parameters boosted "
+                            "(solid: momentum sensitivity, dashed: average)", fig.get_figwidth()))
     return save_figure(fig, path, dpi)

@@ -225,15 +225,17 @@ def curves_frame(df: pl.DataFrame, cells: Sequence[Mapping]) -> pl.DataFrame:
 
 def plot_curves(df: pl.DataFrame, cells: Sequence[Mapping], path: str | os.PathLike, dpi: int = 120) -> Path:
     """Save Figs. 3/5 (top row) and 6 (bottom row), see the module docstring. One column per
-    (experiment, dataset, partition); colours by algorithm label, line styles by local-work setting."""
-    import seaborn as sns
+    (experiment, dataset, partition); colours by algorithm label (one colour per algorithm in every
+    figure: :func:`fedbench.analysis.style.algorithm_colors`), line styles by local-work setting; the
+    metric's axis in % within [0, 100]."""
+    from fedbench.analysis.style import algorithm_colors, apply_metric_axis, metric_axis, wrap_title
 
     data = curves_frame(df, cells)
     panels = data.select("experiment", "dataset", "partition").unique(maintain_order=True).rows()
     n = max(1, len(panels))
     fig, axes = figure_grid(2 * n, n, 4.6, 3.3)
     labels = list(dict.fromkeys(data["label"].to_list()))
-    colors = dict(zip(labels, sns.color_palette("colorblind", max(1, len(labels)))))
+    colors = algorithm_colors(labels)
     if not panels:
         axes[0][0].text(0.5, 0.5, "no run of this paper with metrics", ha="center", va="center",
                         transform=axes[0][0].transAxes)
@@ -250,13 +252,14 @@ def plot_curves(df: pl.DataFrame, cells: Sequence[Mapping], path: str | os.PathL
             bottom.plot(part["round"], part["train_loss"], ls=style, lw=1.5, color=colors[label])
         top.set_title(f"{exp}\n{ds} / {pid}", fontsize=9)
         top.set_ylabel(_METRIC_WORDS.get(metric, metric))
+        apply_metric_axis(top, metric_axis(metric), (100.0 * sel["value"]).drop_nulls().to_list())
         bottom.set_ylabel("train loss")
         for ax in (top, bottom):
             ax.set_xlabel("round")
             ax.grid(alpha=0.3)
         top.legend(fontsize=7)
-    fig.suptitle("Sharma, Panda & Joshi (TMLR 2023), Figs. 3/5/6: heterogeneous local epochs "
-                 "(line style) and aggregation (colour)")
+    fig.suptitle(wrap_title("Sharma, Panda & Joshi (TMLR 2023), Figs. 3/5/6: heterogeneous local epochs "
+                            "(line style) and aggregation (colour)", fig.get_figwidth()))
     return save_figure(fig, path, dpi)
 
 
@@ -374,7 +377,7 @@ def plot_clients(data: pl.DataFrame, path: str | os.PathLike, dpi: int = 120) ->
     """Save Fig. 9's layout from :func:`clients_frame`: one panel per (experiment, dataset), rounds to
     target against n (log-log), one line per (base partition, label) with ± sd bars, and the claim
     rounds ∝ 1/n (dotted) through each line's smallest n that reached the target."""
-    import seaborn as sns
+    from fedbench.analysis.style import algorithm_colors
 
     panels = data.select("experiment", "dataset").unique(maintain_order=True).rows()
     fig, axes = figure_grid(max(1, len(panels)), max(1, len(panels)), 4.6, 3.6)
@@ -382,7 +385,8 @@ def plot_clients(data: pl.DataFrame, path: str | os.PathLike, dpi: int = 120) ->
         axes[0][0].text(0.5, 0.5, "no run of this paper with metrics", ha="center", va="center",
                         transform=axes[0][0].transAxes)
     lines = data.select("base_partition", "label").unique(maintain_order=True).rows()
-    colors = dict(zip(lines, sns.color_palette("colorblind", max(1, len(lines)))))
+    by_label = algorithm_colors([label for _, label in lines])
+    colors = {(part, label): by_label[label] for part, label in lines}
     for col, (exp, ds) in enumerate(panels):
         ax = axes[0][col]
         sel = data.filter((pl.col("experiment") == exp) & (pl.col("dataset") == ds))

@@ -34,7 +34,6 @@ derived from the authors' published runs, see ``reference/README.md``):
   M ∈ {256, …, 8,192} where run, else every M).
 
 Points where every η diverged are left out of the figures and reported in the tables.
-Headless (Agg canvas, no pyplot).
 """
 
 from __future__ import annotations
@@ -84,9 +83,11 @@ _CAPTIONS = {
     VS_M: "FedAc Figs. 1, 2, 4, 6: best suboptimality F(w) − F* (minimum over the evaluations, t = 0 included, "
           "and over the learning-rate grid; mean over seeds, band ± sd) against the number of workers M, log-log, "
           "one panel per local steps K, one row per (dataset, λ). Dashed: the authors' published runs (one seed), "
-          "where the dataset and λ are the paper's. Linear speedup is a slope of −1.",
+          "where the dataset and λ are the paper's. Linear speedup is a slope of −1. At K = 1 FedAvg is minibatch SGD "
+          "and FedAc minibatch accelerated SGD: those curves coincide (the panel says so).",
     VS_K: "FedAc Figs. 3, 5, 7: best suboptimality against the local steps K (T = K · rounds fixed), one panel per "
-          "number of workers M, one row per (dataset, λ); dashed: the authors' runs.",
+          "number of workers M, one row per (dataset, λ); dashed: the authors' runs. At K = 1 FedAvg is minibatch SGD "
+          "and FedAc minibatch accelerated SGD: those curves start from one point (the legend says so).",
 }
 _KEYS = ("experiment", "dataset", "partition", "algorithm", "seed")
 
@@ -397,7 +398,7 @@ def plot_best(best: pl.DataFrame, ref: pl.DataFrame, path: str | os.PathLike, x:
     Raises:
         ValueError: ``x`` not "M" or "K".
     """
-    from fedbench.analysis.plots import _palette
+    from fedbench.analysis.style import algorithm_colors, wrap_title
 
     if x not in ("M", "K"):
         raise ValueError(f"plot_best: x must be 'M' or 'K', got {x!r}")
@@ -410,7 +411,8 @@ def plot_best(best: pl.DataFrame, ref: pl.DataFrame, path: str | os.PathLike, x:
     ncols = max([len(v) for v in panel_values.values()] or [1])
     fig, axes = figure_grid(max(1, len(settings)) * ncols, ncols, 3.3, 2.9)
     keys = list(dict.fromkeys(ok["key"].to_list()))
-    palette = _palette(keys)
+    palette = algorithm_colors(keys)
+    paper_drawn, coincide = False, []
     for ax in axes.ravel():
         ax.set_visible(False)
     if not settings:
@@ -436,6 +438,13 @@ def plot_best(best: pl.DataFrame, ref: pl.DataFrame, path: str | os.PathLike, x:
                 if p.height:
                     ax.plot(p[x].to_list(), p["best_suboptimality"].to_list(), color=color, ls="--", lw=1.0,
                             marker="o", ms=3, mfc="none", alpha=0.8)
+                    paper_drawn = True
+            same = _coincide(keys, v if other == "K" else None, part, x)
+            if same and x == "K":  # said once, in the legend: the pairs meet at K = 1 in every panel
+                coincide = same
+            elif same:
+                ax.text(0.02, 0.02, "\n".join(same), transform=ax.transAxes, ha="left", va="bottom", fontsize=6.5,
+                        color="0.25", bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "0.8", "alpha": 0.85})
             ax.set_xscale("log", base=2)
             ax.set_yscale("log")
             ax.set_title(f"{ds}, λ = {lam:g}: {other} = {v}", fontsize=9)
@@ -452,8 +461,38 @@ def plot_best(best: pl.DataFrame, ref: pl.DataFrame, path: str | os.PathLike, x:
     if handles:
         from matplotlib.lines import Line2D
 
-        handles.append(Line2D([], [], color="0.3", ls="--", marker="o", mfc="none"))
-        labels.append("paper (authors' runs)")
+        if paper_drawn:  # only when some panel shows the authors' numbers
+            handles.append(Line2D([], [], color="0.3", ls="--", marker="o", mfc="none"))
+            labels.append("paper (authors' runs)")
+        for text in coincide:
+            handles.append(Line2D([], [], ls="none"))
+            labels.append(text.replace(" (same algorithm)", ": the curves meet there (same algorithm)"))
         fig.legend(handles, labels, loc="outside lower center", ncols=min(len(labels), 6), fontsize=8)
-    fig.suptitle(f"FedAc: best suboptimality vs {'M (Figs. 1, 2, 4, 6)' if x == 'M' else 'K (Figs. 3, 5, 7)'}")
+    seeds = sorted({int(n) for n in ok["n_seeds"].drop_nulls().to_list()} - {0})
+    spread = "one seed" if seeds == [1] else "mean ± sd over seeds"
+    figs = "M (Figs. 1, 2, 4, 6)" if x == "M" else "K (Figs. 3, 5, 7)"
+    paper = "dashed: the authors' runs" if paper_drawn else "no paper numbers for these datasets"
+    fig.suptitle(wrap_title(f"FedAc: best suboptimality vs {figs} ({spread}; {paper})", fig.get_figwidth()),
+                 fontsize=11)
     return save_figure(fig, path, dpi)
+
+
+#: Algorithms that are one algorithm at K = 1 (one local step): FedAvg is minibatch SGD and
+#: FedAc (every variant) is minibatch accelerated SGD (Yuan & Ma, NeurIPS 2020, §3: FedAc with K = 1
+#: reduces to accelerated minibatch SGD).
+SAME_AT_K1 = (("fedavg", "mb_sgd"), ("fedac", "mb_ac_sgd"), ("fedac_vanilla", "mb_ac_sgd"),
+              ("fedac_ii", "mb_ac_sgd"), ("fedac_ii_code", "mb_ac_sgd"))
+
+
+def _coincide(keys: Sequence[str], k_panel: int | None, part: pl.DataFrame, x: str) -> list[str]:
+    """The lines of the panel's note: "K = 1: FedAvg ≡ Mb-SGD (same algorithm)" for each pair of
+    :data:`SAME_AT_K1` drawn in a panel of K = 1 (vs M) or, vs K, at the point K = 1."""
+    if x == "M" and k_panel != 1:
+        return []
+    if x == "K" and 1 not in set(part["K"].to_list()):
+        return []
+    out = []
+    for a, b in SAME_AT_K1:
+        if a in keys and b in keys:
+            out.append(f"K = 1: {ALGORITHM_NAMES.get(a, a)} ≡ {ALGORITHM_NAMES.get(b, b)} (same algorithm)")
+    return out

@@ -76,15 +76,18 @@ _DELTA_NOTE = ("FedDyn: θ (Δ) = the entropy when clients send their models θ_
                "replaced by Δ_k (column uplink_entropy_bits_delta); the ratios are ours/paper for θ, "
                "then (Δ ×…) for Δ; "
                f"\"{NOT_MEASURED}\": a run written before the Δ column existed.")
+#: Beside every communication number: the final test accuracy of the same runs (the paper's claim is
+#: less communication at comparable accuracy, §5).
+_BESIDE = ("test_accuracy", "acc.", 0.01)
 _ENTROPY = {"metrics": ["uplink_entropy_bits", "uplink_entropy_bits_delta"], "scale": 1.0, "columns": COLUMNS,
-            "delta_columns": ("feddyn",), "notes": [_DELTA_NOTE, REFERENCE_NOTE]}
+            "delta_columns": ("feddyn",), "beside": _BESIDE, "notes": [_DELTA_NOTE, REFERENCE_NOTE]}
 
 #: table name -> spec (:mod:`fedbench.analysis.paper_tables`) + ``reference`` (its CSV file).
 TABLES = {
     "fedelasticnet_table2": {
         "title": "FedElasticNet Table 2: cumulative number of non-zero uplink elements (unit 1e7)",
         "number": 2, "reference": "fedelasticnet_table2.csv", "metrics": ["uplink_nonzeros"], "scale": 1e7,
-        "participation": "partial", "columns": COLUMNS, "notes": [REFERENCE_NOTE],
+        "participation": "partial", "columns": COLUMNS, "beside": _BESIDE, "notes": [REFERENCE_NOTE],
     },
     "fedelasticnet_table3": {
         **_ENTROPY, "number": 3, "reference": "fedelasticnet_table3.csv", "participation": "partial",
@@ -233,26 +236,45 @@ def sweep_frame(df: pl.DataFrame, cells: list[dict]) -> pl.DataFrame:
 def plot_lambda1_sweep(df: pl.DataFrame, cells: list[dict], path: str | os.PathLike, dpi: int = 120) -> Path:
     """Save the sweep figure (two panels: final accuracy in %, cumulative non-zeros in 1e7, against
     λ1 on a log axis). With no sweep in ``cells`` the figure says so."""
+    from fedbench.analysis.style import algorithm_colors, apply_metric_axis, metric_axis
+
     data = sweep_frame(df, cells)
-    fig = Figure(figsize=(10, 4))
+    fig = Figure(figsize=(14, 4.2), layout="constrained")
     FigureCanvasAgg(fig)
-    ax_acc, ax_nnz = fig.subplots(1, 2)
+    ax_acc, ax_nnz, ax_both = fig.subplots(1, 3)
+    keys = list(data.group_by(["experiment", "dataset", "partition", "algorithm_name"], maintain_order=True)
+                .agg().iter_rows())
+    colors = algorithm_colors([k[3] for k in keys])
+    markers = "osD^vP"
+    settings = list(dict.fromkeys(k[:3] for k in keys))
     for key, part in data.group_by(["experiment", "dataset", "partition", "algorithm_name"], maintain_order=True):
         exp, ds, pid, name = key
         label = f"{NAMES[name]}: {ds}/{pid} ({exp})"
-        ax_acc.plot(part["lambda1"], 100 * part["final_accuracy"], marker="o", label=label)
-        ax_nnz.plot(part["lambda1"], part["nonzeros_1e7"], marker="o", label=label)
-    for ax, ylabel in ((ax_acc, "final test accuracy (%)"), (ax_nnz, "cumulative uplink non-zeros (1e7)")):
-        ax.set_xscale("log")
-        ax.set_xlabel("λ1")
+        style = {"color": colors[name], "marker": markers[settings.index(key[:3]) % len(markers)], "label": label}
+        ax_acc.plot(part["lambda1"], 100 * part["final_accuracy"], **style)
+        ax_nnz.plot(part["lambda1"], part["nonzeros_1e7"], **style)
+        ax_both.plot(part["nonzeros_1e7"], 100 * part["final_accuracy"], ls=":", **style)
+        for x, y, lam in zip(part["nonzeros_1e7"], 100 * part["final_accuracy"], part["lambda1"]):
+            ax_both.annotate(f"{lam:g}", (x, y), xytext=(3, 3), textcoords="offset points", fontsize=6, color="0.3")
+    nz = [v for v in data["nonzeros_1e7"].to_list() if v is not None and v > 0] if data.height else []
+    nz_log = bool(nz) and max(nz) / min(nz) >= 10  # counts: log only over a decade or more
+    for ax, xlabel, ylabel in ((ax_acc, "λ1", "final test accuracy (%)"),
+                               (ax_nnz, "λ1", "cumulative uplink non-zeros (1e7)"),
+                               (ax_both, "cumulative uplink non-zeros (1e7)", "final test accuracy (%)")):
+        ax.set_xscale("log" if ax is not ax_both or nz_log else "linear")
+        ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
         ax.grid(True, alpha=0.3)
     if data.height:
-        ax_acc.legend(fontsize=7)
+        apply_metric_axis(ax_acc, metric_axis("test_accuracy"), (100 * data["final_accuracy"]).to_list())
+        apply_metric_axis(ax_both, metric_axis("test_accuracy"), (100 * data["final_accuracy"]).to_list())
+        ax_nnz.set_yscale("log" if nz_log else "linear")
+        ax_both.set_title("accuracy bought with the communication (labels: λ1)", fontsize=9)
+        fig.legend(*ax_acc.get_legend_handles_labels(), loc="outside lower center", fontsize=7,
+                   ncols=min(3, len(keys)))
     else:
         ax_acc.text(0.5, 0.5, "no λ1 sweep in this config", ha="center", va="center", transform=ax_acc.transAxes)
-    fig.suptitle("FedElasticNet: λ1 sweep (paper Figures 3–5)")
-    fig.tight_layout()
+    fig.suptitle("FedElasticNet: λ1 sweep (paper Figures 3–5): accuracy, communication, and the two together")
     path = Path(path)
     with atomic_write(path) as tmp:
         fig.savefig(tmp, dpi=dpi)
@@ -289,6 +311,7 @@ def plot_delta_histograms(paths: Sequence[str | os.PathLike], cells: Sequence[di
         path: output PNG.
         title: the experiment, for the figure title.
     """
+    from fedbench.analysis.style import algorithm_colors, wrap_title
     from fedbench.metrics.communication import ENTROPY_BIN_WIDTH, entropy_from_counts  # imports torch
 
     panels = histogram_panels(read_histograms(paths), cells)
@@ -301,6 +324,7 @@ def plot_delta_histograms(paths: Sequence[str | os.PathLike], cells: Sequence[di
         axes[0, 0].text(0.5, 0.5, "no FedDyn / Alg. 2 / Alg. 3 histogram", ha="center", va="center",
                         transform=axes[0, 0].transAxes)
     w = ENTROPY_BIN_WIDTH
+    colors = algorithm_colors(methods)
     for i, (ds, pid) in enumerate(settings):
         # one x range per row, so that the methods compare: the central 99.8 % of all their values
         lo_hi = []
@@ -314,12 +338,18 @@ def plot_delta_histograms(paths: Sequence[str | os.PathLike], cells: Sequence[di
         lo, hi = min(lo, -5), max(hi, 5)
         for j, m in enumerate(methods):
             ax = axes[i, j]
+            color = colors[m]
             if (ds, pid, m) not in panels:
                 ax.text(0.5, 0.5, "not run", ha="center", va="center", transform=ax.transAxes)
                 continue
             bins, counts = panels[(ds, pid, m)]
             frac = counts / counts.sum()
-            ax.stairs(frac, np.append(bins, bins[-1] + 1) * w, fill=True, alpha=0.75)
+            ax.stairs(frac, np.append(bins, bins[-1] + 1) * w, fill=True, alpha=0.75, color=color)
+            if (bins == 0).any():  # the bin of the exact zeros: its own hatched bar and its share
+                z = float(frac[bins == 0][0])
+                ax.stairs([z], [0.0, w], fill=True, color="black", alpha=0.35, hatch="////")
+                ax.text(0.02, 0.96, f"hatched [0, 0.01): {100 * z:.3g}%\nof values, exact zeros included",
+                        transform=ax.transAxes, fontsize=7, ha="left", va="top", color="0.15")
             ax.set_yscale("log")
             ax.set_xlim((lo - 1) * w, (hi + 2) * w)
             ax.set_title(f"{HISTOGRAM_METHODS[m]}: {ds} / {pid}", fontsize=9)
@@ -329,5 +359,7 @@ def plot_delta_histograms(paths: Sequence[str | os.PathLike], cells: Sequence[di
             if j == 0:
                 ax.set_ylabel("fraction of values")
             ax.grid(alpha=0.3)
-    fig.suptitle(f"FedElasticNet Figure 2: histograms of the transmitted Δ, all rounds{f' ({title})' if title else ''}")
+    fig.suptitle(wrap_title(f"FedElasticNet Figure 2: histograms of the transmitted Δ, all rounds"
+                            f"{f' ({title})' if title else ''}; hatched: the bin [0, 0.01), which holds every exact "
+                            "zero", fig.get_figwidth()))
     return save_figure(fig, path, dpi)
