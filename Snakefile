@@ -8,7 +8,9 @@
 #
 # Data flow: prepare_dataset -> partition -> train (one job per cell; with `stack: true`, one job per
 #            group of cells that differ only in seed and continuous hyperparameters) -> collect
-#            -> aggregate, sweep_select (experiments with a `sweep`)
+#            -> aggregate, sweep_select (experiments with a `sweep`), paper tables and figures
+#            -> scorecard (the papers' claims decided, the folder's view: results/tables/scorecard.md,
+#               printed last)
 #            (-> wandb_log per cell, when config `wandb.enabled`).
 #
 # `snakemake --lint`: clean but for one explained exception, "Specify a conda environment or
@@ -43,6 +45,7 @@ include: "rules/optimum.smk"
 include: "rules/collect.smk"
 include: "rules/aggregate.smk"
 include: "rules/sweep.smk"
+include: "rules/scorecard.smk"
 include: "rules/wandb.smk"
 
 
@@ -57,6 +60,8 @@ rule all:
         "results/plots/comparison.png",
         PAPER_OUTPUTS,
         SWEEP_OUTPUTS,
+        "results/tables/scorecard.md",
+        "results/tables/scorecard.csv",
         wandb_records() if WANDB["enabled"] else [],
 
 
@@ -73,6 +78,7 @@ onstart:
 
 onsuccess:
     print_results(WANDB["enabled"])
+    print_scorecard()
 
 
 onerror:

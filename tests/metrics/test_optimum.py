@@ -1,8 +1,6 @@
 """fedbench.metrics.optimum: F* of ℓ2-regularised logistic regression to ‖∇F‖ ≤ 1e-12."""
 
 import json
-import os
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -233,15 +231,13 @@ def test_json_round_trip(tmp_path):
 PAPER_A9A = {1e-2: 0.3727237615595949, 1e-3: 0.3333407530091771, 1e-4: 0.3245069255709821}
 
 
-@pytest.mark.skipif(not os.environ.get("FEDBENCH_A9A"),
-                    reason="set FEDBENCH_A9A to the LIBSVM a9a training file (32,561 rows) to check F* against "
-                           "the paper's values; the real data is not part of the test suite")
 @pytest.mark.parametrize("lam", sorted(PAPER_A9A))
-def test_a9a_matches_the_papers_optimum(lam):
+def test_a9a_matches_the_papers_optimum(lam, real_a9a_dir):
+    """On the real a9a (tests/conftest.py: real_a9a_dir; skips, saying where it looked, without it)."""
     from sklearn.datasets import load_svmlight_file
     from sklearn.linear_model import LogisticRegression
 
-    x, y = load_svmlight_file(str(Path(os.environ["FEDBENCH_A9A"])), n_features=123)  # CSR float64
+    x, y = load_svmlight_file(str(real_a9a_dir / "a9a"), n_features=123)  # CSR float64
     assert x.shape == (32561, 123) and x.nnz == 451_592
     r = solve_optimum(x, y, lam)
     # An independent solver on the real data: scikit-learn's Newton-Cholesky, whose objective

@@ -4,7 +4,6 @@ figures; the reference numbers reproduce the paper's §5 claims."""
 from __future__ import annotations
 
 import math
-import os
 
 import numpy as np
 import polars as pl
@@ -141,11 +140,8 @@ def test_algorithm_keys():
 # ------------------------------------------------------------------------------ on the real a9a
 
 
-@pytest.mark.skipif(not os.environ.get("FEDBENCH_A9A"),
-                    reason="set FEDBENCH_A9A to the LIBSVM a9a training file (32,561 rows) to rerun two of the "
-                           "authors' published runs; the real data is not part of the test suite")
 @pytest.mark.parametrize("k_steps", [16, 256])
-def test_a9a_mb_sgd_from_the_authors_w0_reproduces_their_published_run(k_steps):
+def test_a9a_mb_sgd_from_the_authors_w0_reproduces_their_published_run(k_steps, real_a9a_dir):
     """Mb-SGD on the real a9a, λ = 1e-3, M = 8,192, η = 2, T = 4,096, seed 1 and the authors' w₀ for
     it (``init: numpy_legacy``): a minibatch of M·K ≥ 131,072 samples a step makes the run nearly
     full-gradient descent, so its best suboptimality is the authors' published number (their
@@ -162,7 +158,7 @@ def test_a9a_mb_sgd_from_the_authors_w0_reproduces_their_published_run(k_steps):
                                          & (pl.col("K") == k_steps))
     assert ref["eta"].to_list() == [2.0]  # their best run of this cell is the one rerun here
     published = ref["best_suboptimality"][0]  # 0.009039 (K = 16), 0.161319 (K = 256)
-    x, y = read_svmlight(os.environ["FEDBENCH_A9A"], 123)
+    x, y = read_svmlight(real_a9a_dir / "a9a", 123)
     assert x.shape == (32561, 123)
     ds = Dataset("a9a", x, (y > 0).astype(np.int64), x[:0], (y[:0] > 0).astype(np.int64), num_classes=2)
     part = make_partition(ds, {"scheme": "shared", "num_clients": 8192}, seed=1)

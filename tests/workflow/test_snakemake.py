@@ -95,7 +95,7 @@ def test_dry_run_of_tiny_config(tmp_path):
     for rule, _ in jobs:
         counts[rule] = counts.get(rule, 0) + 1
     assert counts == {"prepare_dataset": 1, "partition": 1, "train": 2, "collect": 1, "collect_folder": 1,
-                      "aggregate": 1, "compare": 1, "all": 1}
+                      "aggregate": 1, "compare": 1, "scorecard": 1, "all": 1}
     trains = sorted(w["algorithm"] for r, w in jobs if r == "train")
     assert trains == ["fedavg", "fedprox"]
     assert not (tmp_path / "results").exists()
@@ -207,6 +207,9 @@ def test_end_to_end_tiny_run_and_report(tiny_run):
     assert 'class="fedbench-table"' in desc and "<th class=\"r\">final acc. (%)</th>" in desc
     assert "<td>fedprox</td>" in desc and "align-items: flex-start" in desc
     assert "System Message" not in desc
+    # ... after the scorecard (rule scorecard), which says that no experiment of this config feeds a paper
+    assert 0 < desc.index("fedbench-scorecard") < desc.index("<td>fedprox</td>")
+    assert "no claim to decide" in desc
 
 
 @pytest.mark.slow

@@ -10,7 +10,10 @@ and its reference numbers (``reference/<key>_*.csv``, package data). It defines:
   :class:`~fedbench.papers.base.PaperFigure` outputs it declares, given its own cells (each
   with the cells it reads);
 - ``write_table(name, df, reference, cells, md_path, csv_path)`` and
-  ``write_figure(name, cells, path, metrics=None, files=())``: write one of them.
+  ``write_figure(name, cells, path, metrics=None, files=())``: write one of them;
+- ``claims()``: the paper's claims as code (:class:`fedbench.analysis.scorecard.Claim`), decided on
+  every run by the scorecard (rule scorecard, ``rules/scorecard.smk``: :func:`scorecard_inputs`,
+  :func:`scorecard_rows`).
 
 The workflow (``rules/aggregate.smk``) only iterates over what :func:`tables` and
 :func:`figures` return; it names no paper. Adding a paper = its module (and reference files) +
@@ -27,7 +30,7 @@ from fedbench.papers import elastic_aggregation, fed_minimax, fedac, fedelasticn
 from fedbench.papers.base import PaperFigure, Table
 
 __all__ = ["PAPERS", "get", "keys", "check_paper", "paper_cells", "tables", "figures", "code_version",
-           "display_name", "Table", "PaperFigure"]
+           "display_name", "paper_of_table", "scorecard_inputs", "scorecard_rows", "Table", "PaperFigure"]
 
 #: The papers, in the order their outputs are listed.
 PAPERS: tuple[ModuleType, ...] = (
@@ -88,6 +91,53 @@ def tables(cells: Sequence[Mapping]) -> dict[str, Table]:
 def figures(cells: Sequence[Mapping]) -> dict[str, PaperFigure]:
     """{name: figure} that the papers declare for ``cells`` (each paper given its own cells)."""
     return _unique(f for p in PAPERS for f in p.figures(paper_cells(cells, p.KEY)))
+
+
+def paper_of_table(name: str) -> str | None:
+    """The key of the paper that declares table ``name`` (a table's name starts with its paper's key:
+    :class:`~fedbench.papers.base.Table`; the longest key that fits), None for none."""
+    fits = [k for k in _BY_KEY if name == k or name.startswith(k + "_")]
+    return max(fits, key=len) if fits else None
+
+
+def scorecard_inputs(metrics, table_paths: Sequence[str]) -> tuple[dict, dict]:
+    """The scorecard's evidence per paper, from the folder's files: ({key: the rows of ``metrics`` of
+    the experiments its tables name (column ``experiment``)}, {key: {table name: its long CSV as a
+    frame}}), for each paper with a table among ``table_paths`` (``results/tables/paper/<name>.csv``),
+    in :data:`PAPERS` order."""
+    from pathlib import Path
+
+    import polars as pl
+
+    tables: dict[str, dict] = {}
+    for path in table_paths:
+        name = Path(path).stem
+        key = paper_of_table(name)
+        if key is not None:
+            tables.setdefault(key, {})[name] = pl.read_csv(path, infer_schema_length=None)
+    tables = {p.KEY: tables[p.KEY] for p in PAPERS if p.KEY in tables}
+    by_paper = {}
+    for key, own in tables.items():
+        exps = sorted({e for t in own.values() if "experiment" in t.columns for e in t["experiment"].drop_nulls()})
+        by_paper[key] = (metrics.filter(pl.col("experiment").is_in(exps)) if metrics.height else metrics)
+    return by_paper, tables
+
+
+def scorecard_rows(keys: Sequence[str], metrics: Mapping[str, object], tables: Mapping[str, Mapping[str, object]]
+                   ) -> list[dict]:
+    """The scorecard rows (:func:`fedbench.analysis.scorecard.evaluate`) of papers ``keys``, in
+    order: each paper's claims decided on its own evidence, ``metrics[key]`` (the collected metrics
+    of its experiments, a polars frame; absent: empty) and ``tables[key]`` ({its paper table name:
+    the table's long CSV as a frame})."""
+    import polars as pl
+
+    from fedbench.analysis.scorecard import Evidence, evaluate
+
+    rows = []
+    for key in keys:
+        ev = Evidence(metrics=metrics.get(key, pl.DataFrame()), tables=dict(tables.get(key, {})))
+        rows += evaluate(get(key).claims(), ev)
+    return rows
 
 
 def name_pattern(names, none: str) -> str:

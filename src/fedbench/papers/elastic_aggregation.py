@@ -23,6 +23,9 @@ Figure (``results/plots/paper/<name>.png``):
   dashed), one panel per (experiment, dataset, partition); mean over the seeds that did not
   diverge.
 
+Claim (:func:`claims`, decided by the scorecard, :mod:`fedbench.analysis.scorecard`): Table 1's ordering
+of the sensitivity estimators, elastic(momentum) first on test and train accuracy.
+
 Headless (Agg canvas, no pyplot), like :mod:`fedbench.analysis.plots`.
 """
 
@@ -41,7 +44,8 @@ from fedbench.analysis.paper_figures import figure_grid, save_figure
 from fedbench.analysis.paper_tables import load_reference
 from fedbench.papers.base import REFERENCE_DIR, REFERENCE_NOTE, PaperFigure, Table, unique_rows
 
-__all__ = ["KEY", "NAME", "TABLES", "tables", "figures", "write_table", "write_figure", "load_reference",
+__all__ = ["claims",
+           "KEY", "NAME", "TABLES", "tables", "figures", "write_table", "write_figure", "load_reference",
            "paper_table", "markdown_paper_table", "write_paper_table", "ELASTIC_ALGORITHMS", "boosted_frame",
            "plot_boosted"]
 
@@ -210,3 +214,53 @@ def plot_boosted(df: pl.DataFrame, cells: Sequence[dict], path: str | os.PathLik
     fig.suptitle(wrap_title("Elastic Aggregation Figure 1: percentage of parameters boosted "
                             "(solid: momentum sensitivity, dashed: average)", fig.get_figwidth()))
     return save_figure(fig, path, dpi)
+
+# ----------------------------------------------------------------------------------------------
+# Claims (the scorecard: fedbench.analysis.scorecard)
+
+
+def _decide_ordering(ev):
+    from fedbench.analysis.scorecard import Verdict
+
+    t = ev.tables.get("elastic_aggregation_table1")
+    if t is None:
+        return Verdict.undecidable("no elastic_aggregation_table1 (no cell of the paper)")
+    names = dict(COLUMNS)
+    ours = t.filter(pl.col("ours").is_not_null() & pl.col("algorithm").is_in(list(names)))
+    rows, bad, texts, cells, seeds = 0, [], [], [], set()
+    for key, g in ours.group_by(["experiment", "dataset", "partition", "participation", "metric"], maintain_order=True):
+        vals = dict(zip(g["algorithm"].to_list(), g["ours"].to_list()))
+        if set(vals) != set(names):
+            continue
+        rows += 1
+        seeds.update(g["n_seeds"].to_list())
+        gap = vals["elastic_fedavg"] - max(v for a, v in vals.items() if a != "elastic_fedavg")
+        order = " > ".join(names[a] for a in sorted(vals, key=vals.get, reverse=True))
+        texts.append(f"{key[0]}/{key[2]} {key[4].replace('_accuracy', '')}: {order}")
+        cells += [f"{key[0]}/{key[1]}/{key[2]}/{a}" for a in vals]
+        if gap < 0:
+            bad.append((gap, texts[-1]))
+    if rows == 0:
+        return Verdict.undecidable("needs the three estimators (fedavg, elastic_fedavg_average, elastic_fedavg) in one "
+                                   "experiment")
+    note = (f"over {min(seeds)} seed{'s' if min(seeds) > 1 else ''}" if seeds else "") + \
+        ("; the paper's row is CIFAR-10" if not ours.filter(pl.col("paper").is_not_null()).height else "")
+    if bad:
+        worst = min(bad)
+        return Verdict.decide(False, "; ".join(texts), f"elastic(momentum) not first in {len(bad)} of {rows} rows, "
+                              f"{-worst[0]:.2f} pp behind at worst", cells, note)
+    return Verdict.decide(True, "; ".join(texts), f"elastic(momentum) first in {rows} of {rows} rows", cells, note)
+
+
+def claims():
+    """The paper's claims, as code (:class:`fedbench.analysis.scorecard.Claim`)."""
+    from fedbench.analysis.scorecard import Claim
+
+    return [
+        Claim("elastic_aggregation.table1_ordering", KEY, "Table 1 (supplementary material)",
+              "the momentum estimate of the parameter sensitivity beats the average estimate and naive aggregation",
+              "CIFAR-10: test 61.45 / 61.11 / 61.22 %, train 58.74 / 55.49 / 55.39 % (momentum / average / naive)",
+              "final test and train accuracy (%) of naive / elastic(average) / elastic(momentum), mean over seeds: "
+              "table elastic_aggregation_table1",
+              "elastic(momentum) has the highest value of the three in every row and metric", _decide_ordering),
+    ]

@@ -37,6 +37,11 @@ Figures (``results/plots/paper/<name>.png``):
   against λ1, one line per algorithm and (experiment, dataset, partition).
 
 Our values: at the last round of each run, mean over the seeds that did not diverge.
+Claims (:func:`claims`, decided by the scorecard, :mod:`fedbench.analysis.scorecard`): Table 2's dense
+columns (FedProx, SCAFFOLD, FedDyn) exactly, where the setting is the paper's; Algorithm 3 the lowest
+uplink entropy (Tables 3 and 4); each FedElasticNet algorithm sending fewer non-zeros than its base
+algorithm at comparable accuracy (§5).
+
 Headless (Agg canvas, no pyplot), like :mod:`fedbench.analysis.plots`.
 """
 
@@ -58,7 +63,8 @@ from fedbench.analysis.paper_tables import NOT_MEASURED, load_reference
 from fedbench.files import atomic_write
 from fedbench.papers.base import REFERENCE_DIR, REFERENCE_NOTE, PaperFigure, Table, unique_rows
 
-__all__ = ["KEY", "NAME", "TABLES", "tables", "figures", "write_table", "write_figure", "load_reference",
+__all__ = ["claims",
+           "KEY", "NAME", "TABLES", "tables", "figures", "write_table", "write_figure", "load_reference",
            "paper_table", "markdown_paper_table", "write_paper_table", "sweep_cells", "sweep_frame",
            "plot_lambda1_sweep", "HISTOGRAM_METHODS", "histogram_panels", "plot_delta_histograms"]
 
@@ -363,3 +369,134 @@ def plot_delta_histograms(paths: Sequence[str | os.PathLike], cells: Sequence[di
                             f"{f' ({title})' if title else ''}; hatched: the bin [0, 0.01), which holds every exact "
                             "zero", fig.get_figwidth()))
     return save_figure(fig, path, dpi)
+
+# ----------------------------------------------------------------------------------------------
+# Claims (the scorecard: fedbench.analysis.scorecard)
+
+#: The dense methods of Table 2 (every parameter sent) and each FedElasticNet algorithm's base.
+DENSE = ("fedprox", "scaffold", "feddyn")
+BASE = {"fedelasticnet_prox": "fedprox", "fedelasticnet_scaffold": "scaffold", "fedelasticnet_feddyn": "feddyn"}
+#: "Comparable accuracy": final test accuracy at most this far (percentage points) below the base's.
+COMPARABLE_PP = 2.0
+
+
+def _row_name(r) -> str:
+    return f"{r['experiment']}/{r['dataset']}/{r['partition']} p = {r['participation']}"
+
+
+def _decide_dense(ev):
+    from fedbench.analysis.scorecard import Verdict
+
+    t = ev.tables.get("fedelasticnet_table2")
+    if t is None:
+        return Verdict.undecidable("no fedelasticnet_table2 (no partial-participation cell)")
+    dense = t.filter(pl.col("algorithm").is_in(list(DENSE)) & (pl.col("metric") == "uplink_nonzeros"))
+    both = dense.filter(pl.col("ours").is_not_null() & pl.col("paper").is_not_null())
+    if both.height == 0:
+        ran = sorted(set(dense.filter(pl.col("ours").is_not_null())["dataset"].to_list()))
+        return Verdict.undecidable("no dense cell on the paper's datasets, splits, participation and rounds (Table 2: "
+                                   f"MNIST … Shakespeare){f'; this run: {chr(44).join(ran)}' if ran else ''}")
+    diff = both.with_columns((pl.col("ours") - pl.col("paper")).abs().alias("d"))
+    worst = diff.sort("d").row(-1, named=True)
+    ok = worst["d"] <= 0.005 + 1e-9
+    return Verdict.decide(ok, f"{both.height} dense entries (unit 1e7)",
+                          f"largest |ours − paper| {worst['d']:.3g} (×1e7) at {worst['algorithm']}, "
+                          f"{_row_name(worst)} (printed to 0.01)",
+                          [f"{_row_name(r)}: {r['algorithm']}" for r in both.iter_rows(named=True)])
+
+
+def _decide_alg3_entropy(ev):
+    from fedbench.analysis.scorecard import Verdict
+
+    rows, fails, cells = 0, [], []
+    for name in ("fedelasticnet_table3", "fedelasticnet_table4"):
+        t = ev.tables.get(name)
+        if t is None:
+            continue
+        ours = t.filter((pl.col("metric") == "uplink_entropy_bits") & pl.col("ours").is_not_null())
+        for key, g in ours.group_by(["experiment", "dataset", "partition", "participation"], maintain_order=True):
+            vals = dict(zip(g["algorithm"].to_list(), g["ours"].to_list()))
+            if "fedelasticnet_feddyn" not in vals or len(vals) < 2:
+                continue
+            rows += 1
+            other, low = min(((v, a) for a, v in vals.items() if a != "fedelasticnet_feddyn"))
+            cells += [f"{key[0]}/{key[1]}/{key[2]}/{a}" for a in vals]
+            if vals["fedelasticnet_feddyn"] >= other:
+                fails.append((vals["fedelasticnet_feddyn"] / other, f"{key[0]}/{key[1]}/{key[2]} (vs {low})"))
+            else:
+                fails.append((vals["fedelasticnet_feddyn"] / other, ""))
+    if rows == 0:
+        return Verdict.undecidable("needs Algorithm 3 (fedelasticnet_feddyn) and another method with measured "
+                                   "uplink entropy (uplink_entropy: true)")
+    bad = [f for f in fails if f[1]]
+    worst = max(fails)
+    if bad:
+        return Verdict.decide(False, f"Alg. 3 not the lowest in {len(bad)} of {rows} rows",
+                              f"{worst[0]:.3g}× the lowest other method at {worst[1]}", cells)
+    return Verdict.decide(True, f"Alg. 3 the lowest in {rows} of {rows} rows",
+                          f"at most {worst[0]:.3g}× the next lowest method's entropy", cells)
+
+
+def _decide_less_comm(ev):
+    from fedbench.analysis.scorecard import Verdict
+
+    t = ev.tables.get("fedelasticnet_table2")
+    m = ev.metrics
+    need = {"test_accuracy", "uplink_nonzeros", "round", "status"}
+    if t is None and m.height == 0 or not need <= set(m.columns):
+        return Verdict.undecidable("no metrics with test accuracy and uplink non-zeros")
+    last = (m.sort("round").group_by(["experiment", "dataset", "partition", "algorithm", "seed"])
+            .agg(acc=pl.col("test_accuracy").last(), nz=pl.col("uplink_nonzeros").last(),
+                 ok=(pl.col("status") == "ok").all())
+            .filter(pl.col("ok")).group_by(["experiment", "dataset", "partition", "algorithm"])
+            .agg(pl.col("acc").mean(), pl.col("nz").mean(), pl.len().alias("n")))
+    pairs, bad, cells = [], [], []
+    for key, g in last.group_by(["experiment", "dataset", "partition"], maintain_order=True):
+        vals = {a: (acc, nz) for a, acc, nz in zip(g["algorithm"].to_list(), g["acc"].to_list(), g["nz"].to_list())}
+        for en, base in BASE.items():
+            if en in vals and base in vals and None not in (*vals[en], *vals[base]):
+                (acc, nz), (bacc, bnz) = vals[en], vals[base]
+                drop = 100 * (bacc - acc)
+                text = f"{key[0]}/{key[2]} {en}: {bnz / max(nz, 1):.3g}× fewer non-zeros, accuracy {100 * acc:.1f} % " \
+                       f"vs {100 * bacc:.1f} %"
+                pairs.append(text)
+                cells += [f"{key[0]}/{key[1]}/{key[2]}/{a}" for a in (en, base)]
+                if not (nz < bnz and drop <= COMPARABLE_PP):
+                    bad.append((drop, text))
+    if not pairs:
+        return Verdict.undecidable("needs a FedElasticNet algorithm and its base (FedProx, SCAFFOLD or FedDyn) in one "
+                                   "experiment")
+    if bad:
+        worst = max(bad)
+        return Verdict.decide(False, "; ".join(pairs), f"{len(bad)} of {len(pairs)} pairs not comparable: worst "
+                              f"{worst[0]:.1f} pp below its base ({worst[1]})", cells)
+    return Verdict.decide(True, "; ".join(pairs), f"all {len(pairs)} pairs send fewer non-zeros within "
+                          f"{COMPARABLE_PP:g} pp of their base's accuracy", cells)
+
+
+def claims():
+    """The paper's claims, as code (:class:`fedbench.analysis.scorecard.Claim`)."""
+    from fedbench.analysis.scorecard import Claim
+
+    return [
+        Claim("fedelasticnet.table2_dense", KEY, "Table 2",
+              "cumulative non-zero uplink elements of the dense methods (FedProx, SCAFFOLD, FedDyn), e.g. CIFAR-10 "
+              "IID, 10 %: FedProx 163.82, SCAFFOLD 327.64 (unit 1e7)",
+              "Table 2's FedProx, SCAFFOLD and FedDyn columns",
+              "uplink_nonzeros at the last round (mean over seeds), unit 1e7: table fedelasticnet_table2",
+              "every dense entry with a paper number equal to it at its printed precision (±0.005e7)", _decide_dense),
+        Claim("fedelasticnet.alg3_lowest_entropy", KEY, "Tables 3 and 4",
+              "Algorithm 3 (FedDyn + elastic net) has the lowest cumulative uplink entropy of the six methods",
+              "Alg. 3 the lowest in every row",
+              "uplink_entropy_bits at the last round (what each method sends; FedDyn's θ): tables "
+              "fedelasticnet_table3 and fedelasticnet_table4",
+              "in every row where Alg. 3 ran, its entropy is below every other method's", _decide_alg3_entropy),
+        Claim("fedelasticnet.less_comm_comparable_acc", KEY, "§1, §5 (Tables 2 and 5, Figs. 6–9)",
+              "FedElasticNet reduces communication (fewer non-zero uplink elements) while keeping the accuracy of "
+              "its base method",
+              "fewer non-zeros, comparable accuracy",
+              "cumulative uplink non-zeros and final test accuracy of each FedElasticNet algorithm and its base, mean "
+              "over seeds",
+              f"fewer non-zeros and final test accuracy at most {COMPARABLE_PP:g} pp below the base's, in every pair",
+              _decide_less_comm),
+    ]
