@@ -120,27 +120,28 @@ def table_markdown(rows: list[dict]) -> str:
 def plot(path: str | os.PathLike, lr: float = 0.1, rounds: int = 60, z0=(0.0, 3.0)) -> Path:
     """Draw Fig. 1: both trajectories (real modules), both fixed points, both saddles, the clients'
     saddles; save to ``path`` (format from the suffix; parents created)."""
-    import seaborn as sns
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
     problems = toy_problem()
     z_mis = theory.saddle(problems, P * np.asarray(TAUS, dtype=np.float64))
     z_true = theory.saddle(problems, P)
-    colors = sns.color_palette("colorblind", 4)
+    from fedbench.analysis.style import algorithm_colors
+
+    algo = algorithm_colors(["local_sgda", "fed_norm_sgda"])  # their colours in every other figure
     fig = Figure(figsize=(6.4, 5.2))
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
-    for (name, label, normalized), color in zip((("local_sgda", "Local SGDA", False),
-                                                 ("fed_norm_sgda", "Fed-Norm-SGDA", True)), colors):
+    for name, label, normalized in (("local_sgda", "Local SGDA", False), ("fed_norm_sgda", "Fed-Norm-SGDA", True)):
+        color = algo[name]
         traj = run_rounds(name, problems, P, TAUS, lr, rounds, z0)
         ax.plot(traj[:, 0], traj[:, 1], "-o", ms=2.5, lw=1.0, color=color, label=f"{label} (server iterates)")
         fp = theory.fixed_point(problems, P, TAUS, lr, lr, normalized)
         ax.plot(*fp, marker="X", ms=11, color=color, ls="none", mec="k", label=f"{label} fixed point (closed form)")
-    ax.plot(*z_mis, marker="*", ms=15, color=colors[2], ls="none", mec="k", label="saddle of Σ p_i τ_i f_i (mismatch)")
-    ax.plot(*z_true, marker="*", ms=15, color=colors[3], ls="none", mec="k", label="saddle of Σ p_i f_i (true)")
+    ax.plot(*z_mis, marker="*", ms=15, color="#e6ab02", ls="none", mec="k", label="saddle of Σ p_i τ_i f_i (mismatch)")
+    ax.plot(*z_true, marker="*", ms=15, color="white", ls="none", mec="k", label="saddle of Σ p_i f_i (true)")
     for i, (q, tau) in enumerate(zip(problems, TAUS)):
-        ax.plot(q.c[0], q.d[0], marker="^", ms=10, ls="none", color=("tab:green", "tab:red")[i],
+        ax.plot(q.c[0], q.d[0], marker="^", ms=10, ls="none", color=("#9467bd", "#8c564b")[i],
                 label=f"client {i + 1} saddle (τ = {tau})")
     ax.plot(*z0, marker="s", ms=7, color="0.3", ls="none", label="start")
     ax.set_xlabel("x (descent)")
