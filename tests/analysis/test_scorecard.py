@@ -224,3 +224,59 @@ def test_the_scorecard_is_the_reports_first_category_and_part_of_rule_all():
     snakefile = (root / "Snakefile").read_text()
     rule_all = snakefile[snakefile.index("rule all:"):snakefile.index("onstart:")]
     assert '"results/tables/scorecard.md"' in rule_all and "print_scorecard()" in snakefile
+
+
+def _summary(rows):
+    """A fed_minimax_summary table from (label, work, num_clients, final_mean, rounds_mean)."""
+    return pl.DataFrame([{"experiment": "mm", "dataset": "digits", "partition": f"p{n or ''}",
+                          "algorithm": f"{label}[{work}]", "label": label, "work": work, "num_clients": n,
+                          "base_partition": "p", "final_mean": acc, "n_seeds": 3, "rounds_mean": r}
+                         for label, work, n, acc, r in rows], schema_overrides={"num_clients": pl.Int64})
+
+
+def test_fed_minimax_fed_norm_ahead_and_rounds_against_clients():
+    from fedbench.papers import fed_minimax
+
+    ahead = _claim(fed_minimax, "fed_minimax.fed_norm_ahead")
+    rows = [("local_sgda", "E5", None, 0.60, None), ("fed_norm_sgda", "E5", None, 0.64, None),
+            ("local_sgda_m", "E5", None, 0.90, None)]  # momentum: not one of the compared pair
+    v = ahead.decide(sc.Evidence(tables={"fed_minimax_summary": _summary(rows)}))
+    assert v.status == sc.HOLDS and v.margin == "ahead in all 1 settings, by ≥ 4.00 pp"
+    rows += [("local_sgda", "E7", None, 0.62, None), ("fed_norm_sgda", "E7", None, 0.55, None)]
+    v = ahead.decide(sc.Evidence(tables={"fed_minimax_summary": _summary(rows)}))
+    assert v.status == sc.FAILS and v.margin == "behind by 7.00 pp in mm E7"
+    clients = _claim(fed_minimax, "fed_minimax.rounds_vs_clients")
+    v = clients.decide(sc.Evidence(tables={"fed_minimax_summary": _summary(rows)}))
+    assert v.status == sc.UNDECIDED and "num_clients" in v.note
+    sweep = [("fed_norm_sgda_plus", "E5", n, 0.7, 120 * 5 / n) for n in (5, 10, 20)]  # rounds ∝ 1/n
+    v = clients.decide(sc.Evidence(tables={"fed_minimax_summary": _summary(sweep)}))
+    assert v.status == sc.HOLDS and v.ours == "mm fed_norm_sgda_plus: rounds ∝ n^−1.00"
+    flat = [("fed_norm_sgda_plus", "E5", n, 0.7, 100.0) for n in (5, 10, 20)]
+    assert clients.decide(sc.Evidence(tables={"fed_minimax_summary": _summary(flat)})).status == sc.FAILS
+
+
+def test_fedelasticnet_dense_columns_and_the_lowest_entropy():
+    def table(name, rows):
+        return pl.DataFrame([{"table": 2, "experiment": "en", "dataset": d, "partition": "iid", "participation": 0.1,
+                              "rounds": 200, "algorithm": a, "metric": m, "ours": ours, "paper": paper}
+                             for d, a, m, ours, paper in rows])
+
+    dense = _claim(fedelasticnet, "fedelasticnet.table2_dense")
+    t2 = table(2, [("cifar10", "fedprox", "uplink_nonzeros", 163.82, 163.82),
+                   ("cifar10", "scaffold", "uplink_nonzeros", 327.64, 327.64)])
+    assert dense.decide(sc.Evidence(tables={"fedelasticnet_table2": t2})).status == sc.HOLDS
+    off = table(2, [("cifar10", "fedprox", "uplink_nonzeros", 163.90, 163.82)])
+    v = dense.decide(sc.Evidence(tables={"fedelasticnet_table2": off}))
+    assert v.status == sc.FAILS and v.margin.startswith("largest |ours − paper| 0.08 (×1e7) at fedprox")
+    digits = table(2, [("digits", "fedprox", "uplink_nonzeros", 1.3, None)])
+    v = dense.decide(sc.Evidence(tables={"fedelasticnet_table2": digits}))
+    assert v.status == sc.UNDECIDED and "this run: digits" in v.note
+    lowest = _claim(fedelasticnet, "fedelasticnet.alg3_lowest_entropy")
+    t3 = table(3, [("digits", "feddyn", "uplink_entropy_bits", 96.7, None),
+                   ("digits", "fedelasticnet_feddyn", "uplink_entropy_bits", 0.76, None),
+                   ("digits", "fedprox", "uplink_entropy_bits", 20.58, None)])
+    v = lowest.decide(sc.Evidence(tables={"fedelasticnet_table3": t3}))
+    assert v.status == sc.HOLDS and v.ours == "Alg. 3 the lowest in 1 of 1 rows"
+    t4 = t3.with_columns(pl.when(pl.col("algorithm") == "fedprox").then(0.5).otherwise(pl.col("ours")).alias("ours"))
+    v = lowest.decide(sc.Evidence(tables={"fedelasticnet_table4": t4}))
+    assert v.status == sc.FAILS and "vs fedprox" in v.margin
