@@ -1,6 +1,6 @@
 """A training job's fixed cost as the workflow runs it, side by side against another commit.
 
-    python benchmarks/job_fixed_cost.py --mirror ../shared/datasets/libsvm --against HEAD~1 --repeats 5
+    python benchmarks/job_fixed_cost.py --mirror /path/to/libsvm-mirror --against HEAD~1 --repeats 5
     python benchmarks/job_fixed_cost.py --mirror ... --config my.yaml   # another job (any config)
 
 A job's fixed cost is everything but its training: starting Python, Snakemake's arguments
@@ -202,6 +202,8 @@ class Tree:
                                          ("read the dataset", "read partitions", "write the cells' files"))
                      for i in (0, 1)]
             rows["run_cells' other work (locks, tensors, engine)"] = other
+            rest = "rest of the script (arguments, log lines)"  # its timer ran across run_cells
+            rows[rest] = [rows[rest][i] - rc[i] for i in (0, 1)]
             rows["process end (after the script)"] = [wall - start_wall - in_wall, cpu - in_cpu]
             rows["whole process"] = [wall, cpu]
             for k, v in rows.items():
