@@ -235,7 +235,9 @@ def _decide_ordering(ev):
         rows += 1
         seeds.update(g["n_seeds"].to_list())
         gap = vals["elastic_fedavg"] - max(v for a, v in vals.items() if a != "elastic_fedavg")
-        order = " > ".join(names[a] for a in sorted(vals, key=vals.get, reverse=True))
+        ranked = sorted(vals, key=vals.get, reverse=True)
+        order = names[ranked[0]] + "".join((" = " if vals[b] == vals[a] else " > ") + names[b]
+                                           for a, b in zip(ranked, ranked[1:]))
         texts.append(f"{key[0]}/{key[2]} {key[4].replace('_accuracy', '')}: {order}")
         cells += [f"{key[0]}/{key[1]}/{key[2]}/{a}" for a in vals]
         if gap < 0:
@@ -262,5 +264,6 @@ def claims():
               "CIFAR-10: test 61.45 / 61.11 / 61.22 %, train 58.74 / 55.49 / 55.39 % (momentum / average / naive)",
               "final test and train accuracy (%) of naive / elastic(average) / elastic(momentum), mean over seeds: "
               "table elastic_aggregation_table1",
-              "elastic(momentum) has the highest value of the three in every row and metric", _decide_ordering),
+              "elastic(momentum) has the highest value of the three (a tie counts) in every row and metric",
+              _decide_ordering),
     ]
