@@ -41,7 +41,8 @@ from fedbench.runlog import (  # noqa: E402
     slurm_cpus,
 )
 
-_started = time.perf_counter() - (process_age() or 0.0)  # when the process started, on perf_counter's clock
+# when the process started, on perf_counter's clock (where /proc cannot say: this script's start)
+_started = time.perf_counter() - (process_age() or 0.0)
 sys.stdout = sys.stderr = ProgressLog(_log, interval=10.0)
 pyarrow_without_pandas()
 
