@@ -105,7 +105,7 @@ def test_a_damaged_cell_output_retrains_that_cell_only(run, damage):
     dry, proc = dry_then_run(w)
     assert f"{target.relative_to(w)}: " in dry and "retrains the cell" in dry
     assert f"{target.relative_to(w)}: " in proc.stderr and ".damaged" in proc.stderr
-    assert jobs_of(proc) == ["aggregate", "all", "collect", "collect_folder", "compare", "train"]
+    assert jobs_of(proc) == ["aggregate", "all", "collect", "collect_folder", "compare", "scorecard", "train"]
     trained = [w_ for r, w_ in planned_jobs(proc.stdout + proc.stderr) if r == "train"]
     assert [(t["algorithm"], t["seed"]) for t in trained] == [("fedprox", "1")]
     assert (w / CELL / f"{target.name}.damaged").exists()
@@ -139,7 +139,7 @@ def test_a_damaged_collected_file_is_collected_again(run):
     truncate(f)
     proc = ok(snakemake(w, CONFIG))
     assert "results/metrics/e.parquet: " in proc.stderr and "this run makes it again" in proc.stderr
-    assert jobs_of(proc) == ["aggregate", "all", "collect", "collect_folder", "compare"]
+    assert jobs_of(proc) == ["aggregate", "all", "collect", "collect_folder", "compare", "scorecard"]
     assert metrics(w).equals(before)
 
 

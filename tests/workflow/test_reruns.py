@@ -120,7 +120,7 @@ def test_new_algorithm_adds_only_its_cells(wf):
     jobs = wf.planned(more)
     assert trained(jobs) == [("scaffold", "0")]
     # no new dataset or partition
-    assert rules(jobs) == ["aggregate", "all", "collect", "collect_folder", "compare", "train"]
+    assert rules(jobs) == ["aggregate", "all", "collect", "collect_folder", "compare", "scorecard", "train"]
 
 
 @pytest.mark.slow
@@ -129,7 +129,7 @@ def test_editing_an_algorithm_module_reruns_only_its_cells(wf):
     with wf.edited("src/fedbench/algorithms/fedprox.py", lambda s: s + "\n_CODE_EDIT = 1\n"):
         jobs = wf.planned(TINY)
     assert trained(jobs) == [("fedprox", "0")]
-    assert rules(jobs) == ["aggregate", "all", "collect", "collect_folder", "compare", "train"]
+    assert rules(jobs) == ["aggregate", "all", "collect", "collect_folder", "compare", "scorecard", "train"]
     # FedProx imports fedavg.py: editing it reruns both algorithms' cells.
     with wf.edited("src/fedbench/algorithms/fedavg.py", lambda s: s + "\n_CODE_EDIT = 1\n"):
         assert trained(wf.planned(TINY)) == [("fedavg", "0"), ("fedprox", "0")]
@@ -150,7 +150,8 @@ def test_library_edits_rerun_exactly_the_jobs_that_use_the_code(wf):
     with wf.edited("src/fedbench/models/logreg.py", code_edit):
         jobs = wf.planned(TINY)
     assert trained(jobs) == cells
-    assert rules(jobs) == ["aggregate", "all", "collect", "collect_folder", "compare", "train", "train"]
+    assert rules(jobs) == ["aggregate", "all", "collect", "collect_folder", "compare", "scorecard", "train",
+                           "train"]
     # The engine, and what it imports (the RNG), is in every cell's version.
     for path in ("src/fedbench/engine/clients/sampling.py", "src/fedbench/rng.py"):
         with wf.edited(path, code_edit):
@@ -158,13 +159,13 @@ def test_library_edits_rerun_exactly_the_jobs_that_use_the_code(wf):
     # The digits reader re-prepares digits, and so its partition and cells; another reader nothing.
     with wf.edited("src/fedbench/data/digits.py", code_edit):
         assert rules(wf.planned(TINY)) == ["aggregate", "all", "collect", "collect_folder", "compare", "partition",
-                                           "prepare_dataset", "train", "train"]
+                                           "prepare_dataset", "scorecard", "train", "train"]
     with wf.edited("src/fedbench/data/idx.py", code_edit):
         assert wf.planned(TINY) == []
     # The partitioners rebuild the partition and rerun its cells.
     with wf.edited("src/fedbench/data/partition.py", code_edit):
         assert rules(wf.planned(TINY)) == ["aggregate", "all", "collect", "collect_folder", "compare", "partition",
-                                           "train", "train"]
+                                           "scorecard", "train", "train"]
     # Comments and docstrings change no version.
     doc_edit = lambda s: s.replace('"""', '"""Edited docstring. ', 1) + "\n# a comment\n"  # noqa: E731
     with (wf.edited("src/fedbench/engine/rounds/loop.py", doc_edit),
@@ -194,7 +195,7 @@ def test_runtime_settings_rerun_nothing(wf):
     assert wf.planned(rt) == []
     # naming the paper an experiment feeds adds that paper's outputs and retrains nothing
     rt["experiments"]["tiny"]["paper"] = "elastic_aggregation"
-    assert rules(wf.planned(rt)) == ["all", "paper_table"]
+    assert rules(wf.planned(rt)) == ["all", "paper_table", "scorecard"]  # the paper's claims join the scorecard
 
 
 @pytest.mark.slow

@@ -222,7 +222,8 @@ def test_changed_hyperparameter_reruns_only_its_cells(tiny_run):
     changed["experiments"]["tiny"]["algorithms"]["fedprox"]["mu"] = 0.5
     changed["device"] = "auto"  # runtime only: must not rerun anything by itself
     jobs = planned_jobs(ok(snakemake(w, changed, "-n", name="changed.yaml")).stdout)
-    assert sorted(r for r, _ in jobs) == ["aggregate", "all", "collect", "collect_folder", "compare", "train"]
+    assert sorted(r for r, _ in jobs) == ["aggregate", "all", "collect", "collect_folder", "compare", "scorecard",
+                                          "train"]
     assert [w_["algorithm"] for r, w_ in jobs if r == "train"] == ["fedprox"]
 
     runtime_only = copy.deepcopy(TINY)
