@@ -205,7 +205,7 @@ def test_turning_wandb_on_logs_existing_cells_offline_without_retraining(wf):
     on = copy.deepcopy(TINY)
     on["wandb"] = {"enabled": True, "project": "fedbench-test", "mode": "offline"}
     on["experiments"]["tiny"]["paper"] = "elastic_aggregation"
-    assert rules(wf.planned(on)) == ["all", "paper_table", "wandb_log", "wandb_log"]
+    assert rules(wf.planned(on)) == ["all", "paper_table", "scorecard", "wandb_log", "wandb_log"]
     # A real W&B offline run: no WANDB_MODE override, no API key, no network.
     env = {"WANDB_MODE": None, "WANDB_API_KEY": None, "WANDB_SILENT": "true", "NETRC": str(wf.work / "no-netrc")}
     wf.run(on, env=env)
