@@ -543,8 +543,8 @@ def render(results: list[dict], args, peak_before: float, peak_after: float, flo
     lines += ["", f"(a) / (c) on {args.device} against its FLOP ceiling (the most any implementation running at the "
               "matmul probe's rate could beat (c) by: 1 / (c)'s MFU) and the target (1× = no slower than (c)):", "",
               "| workload | p | (a) / (c) | FLOP ceiling | target | verdict |", "|---|---|---|---|---|---|"]
-    lines += [f"| {w} | {p} | {ratio:.2f}× | {_ceiling_text(flop_ceiling(results, w, p, peak))} | ≥ {goal:g}× | {verdict} |"
-              for w, p, goal, ratio, verdict in target_rows(results, args.device)]
+    lines += [f"| {w} | {p} | {ratio:.2f}× | {_ceiling_text(flop_ceiling(results, w, p, peak))} | ≥ {goal:g}× "
+              f"| {verdict} |" for w, p, goal, ratio, verdict in target_rows(results, args.device)]
     lines += ["", "Workloads:", ""]
     for wname in args.workloads:
         lines.append(f"- {wname}: {WORKLOADS[wname]['title']}" + (" (--quick sizes)" if args.quick else ""))
