@@ -241,10 +241,13 @@ def test_fed_minimax_fed_norm_ahead_and_rounds_against_clients():
     rows = [("local_sgda", "E5", None, 0.60, None), ("fed_norm_sgda", "E5", None, 0.64, None),
             ("local_sgda_m", "E5", None, 0.90, None)]  # momentum: not one of the compared pair
     v = ahead.decide(sc.Evidence(tables={"fed_minimax_summary": _summary(rows)}))
-    assert v.status == sc.HOLDS and v.margin == "ahead in all 1 settings, by ≥ 4.00 pp"
+    assert v.status == sc.HOLDS and v.margin == "ahead in all 1 settings by more than the seeds' sd, by ≥ 4.00 pp"
     rows += [("local_sgda", "E7", None, 0.62, None), ("fed_norm_sgda", "E7", None, 0.55, None)]
     v = ahead.decide(sc.Evidence(tables={"fed_minimax_summary": _summary(rows)}))
-    assert v.status == sc.FAILS and v.margin == "behind by 7.00 pp in mm E7"
+    assert v.status == sc.FAILS and v.margin == "behind by 7.00 pp (more than the seeds' sd) in mm E7"
+    noisy = _summary(rows).with_columns(pl.lit(0.08).alias("final_sd"))  # every gap within the seeds' sd
+    v = ahead.decide(sc.Evidence(tables={"fed_minimax_summary": noisy}))
+    assert v.status == sc.UNDECIDED and v.note.startswith("2 of 2 settings differ by less than the seeds' sd")
     clients = _claim(fed_minimax, "fed_minimax.rounds_vs_clients")
     v = clients.decide(sc.Evidence(tables={"fed_minimax_summary": _summary(rows)}))
     assert v.status == sc.UNDECIDED and "num_clients" in v.note

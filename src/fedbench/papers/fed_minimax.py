@@ -481,17 +481,28 @@ def _decide_fed_norm_ahead(ev):
         if set(fam) != {"fed_norm", "local"} or None in (fam["fed_norm"]["final_mean"], fam["local"]["final_mean"]):
             continue
         gap = fam["fed_norm"]["final_mean"] - fam["local"]["final_mean"]
-        comps.append((gap, f"{exp} {work}", fam["fed_norm"]["n_seeds"]))
+        sds = [fam[f].get("final_sd") for f in ("fed_norm", "local")]
+        noise = max((float(x) for x in sds if x is not None), default=0.0)  # the seeds' spread (0: one seed)
+        comps.append((gap, f"{exp} {work}", noise))
         cells += [f"{exp}/{ds}/{part}/{fam[f]['algorithm']}" for f in ("fed_norm", "local")]
     if not comps:
         return Verdict.undecidable("needs Fed-Norm-SGDA(+) and Local SGDA(+) (no momentum) at the same local work")
-    worst = min(comps)
-    ok = worst[0] >= 0
-    ours = "; ".join(f"{w}: {100 * g:+.2f} pp" for g, w, _ in comps)
-    return Verdict.decide(ok, f"Fed-Norm minus Local, final metric: {ours}",
-                          (f"ahead in all {len(comps)} settings, by ≥ {100 * worst[0]:.2f} pp" if ok else
-                           f"behind by {-100 * worst[0]:.2f} pp in {worst[1]}"), cells,
-                          f"mean over {min(c[2] for c in comps)}+ seeds; the paper's datasets are CIFAR-10 with VGG-11")
+    ours = "; ".join(f"{w}: {100 * g:+.2f} pp (seeds' sd {100 * n:.2f})" for g, w, n in comps)
+    behind = [c for c in comps if c[0] < -c[2]]
+    ahead = [c for c in comps if c[0] > c[2]]
+    note = "the paper's datasets are CIFAR-10 with VGG-11"
+    if behind:
+        worst = min(behind)
+        return Verdict.decide(False, f"Fed-Norm minus Local, final metric: {ours}",
+                              f"behind by {-100 * worst[0]:.2f} pp (more than the seeds' sd) in {worst[1]}",
+                              cells, note)
+    if len(ahead) == len(comps):
+        return Verdict.decide(True, f"Fed-Norm minus Local, final metric: {ours}",
+                              f"ahead in all {len(comps)} settings by more than the seeds' sd, by ≥ "
+                              f"{100 * min(ahead)[0]:.2f} pp", cells, note)
+    return Verdict.undecidable(f"{len(comps) - len(ahead)} of {len(comps)} settings differ by less than the seeds' sd "
+                               f"(more seeds or rounds needed); {note}", cells, f"Fed-Norm minus Local, final metric: "
+                               f"{ours}")
 
 
 def _decide_rounds_vs_n(ev):
@@ -544,7 +555,8 @@ def claims():
               "worst-class test accuracy than Local SGDA(+)",
               "Fed-Norm-SGDA(+) above Local SGDA(+) (curves; no number)",
               "the final value of the problem's metric (mean over seeds): table fed_minimax_summary",
-              "Fed-Norm-SGDA(+)'s final metric ≥ Local SGDA(+)'s (no momentum) in every (experiment, local work)",
+              "in every (experiment, local work), Fed-Norm-SGDA(+)'s final metric above Local SGDA(+)'s (no "
+              "momentum) by more than the seeds' sd (fails: behind by more; not decidable: within the sd)",
               _decide_fed_norm_ahead),
         Claim("fed_minimax.rounds_vs_clients", KEY, "Appendix D, Fig. 9",
               "with a k-fold increase in the number of clients n, an almost k-fold drop in the rounds needed to "
