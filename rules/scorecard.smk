@@ -25,9 +25,11 @@ def scorecard_code_version(wildcards=None):
     (editing the table formatting re-decides nothing)."""
     import hashlib
 
-    from fedbench.codeversion import source_digest
+    from fedbench.codeversion import module_closure, source_digest
 
-    names = ["fedbench.analysis.scorecard", "fedbench.analysis.minimax_toy", *(p.__name__ for p in papers.PAPERS)]
+    own = [p.__name__ for p in papers.PAPERS]  # a paper package's submodules (e.g. its paper_claims) included
+    names = ["fedbench.analysis.scorecard", "fedbench.analysis.minimax_toy",
+             *(m for m in module_closure(own, "fedbench") if m.startswith("fedbench.papers."))]
     h = hashlib.sha256("".join(f"{n}={source_digest(n, 'fedbench')}\n" for n in names).encode())
     return h.hexdigest()[:16]
 
