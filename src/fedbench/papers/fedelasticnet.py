@@ -395,7 +395,7 @@ def _decide_dense(ev):
     if both.height == 0:
         ran = sorted(set(dense.filter(pl.col("ours").is_not_null())["dataset"].to_list()))
         return Verdict.undecidable("no dense cell on the paper's datasets, splits, participation and rounds (Table 2: "
-                                   f"MNIST … Shakespeare){f'; this run: {chr(44).join(ran)}' if ran else ''}")
+                                   f"MNIST … Shakespeare){'; this run: ' + ', '.join(ran) if ran else ''}")
     diff = both.with_columns((pl.col("ours") - pl.col("paper")).abs().alias("d"))
     worst = diff.sort("d").row(-1, named=True)
     ok = worst["d"] <= 0.005 + 1e-9
