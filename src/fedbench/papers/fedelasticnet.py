@@ -449,7 +449,8 @@ def _decide_less_comm(ev):
             .agg(acc=pl.col("test_accuracy").last(), nz=pl.col("uplink_nonzeros").last(),
                  ok=(pl.col("status") == "ok").all())
             .filter(pl.col("ok")).group_by(["experiment", "dataset", "partition", "algorithm"])
-            .agg(pl.col("acc").mean(), pl.col("nz").mean(), pl.len().alias("n")))
+            .agg(pl.col("acc").mean(), pl.col("nz").mean(), pl.len().alias("n"))
+            .sort(["experiment", "dataset", "partition", "algorithm"]))  # one order on every run
     pairs, bad, cells = [], [], []
     for key, g in last.group_by(["experiment", "dataset", "partition"], maintain_order=True):
         vals = {a: (acc, nz) for a, acc, nz in zip(g["algorithm"].to_list(), g["acc"].to_list(), g["nz"].to_list())}
