@@ -18,7 +18,7 @@ stacked run's time from its first cell's set-up to its end). Two figures per tre
 Each tree (the live one or ``--rev REV``; ``--against REV``; a revision in a ``git worktree``, its
 own ``src`` first on ``PYTHONPATH``) first runs the whole config once in its own folder (data, partitions, F*: not
 timed); then the repeats alternate the trees (paired), and medians (min–max) are printed. The
-default config (``benchmarks/job_fixed_cost.yaml``) is the a9a FedAc-I job of issue 43's table
+default config (``benchmarks/job_fixed_cost.yaml``) is one a9a FedAc-I job of FedAc's figure set
 (M = 256, K = 16, T = 4,096, 18 η × 3 seeds stacked). A loaded machine inflates wall times; CPU
 seconds move less.
 """

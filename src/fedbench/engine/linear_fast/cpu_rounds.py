@@ -52,8 +52,8 @@ ONE_STEP, PRODUCTS, SCALED = 0, 1, 2
 
 #: From how many rows a client's round (K·B) a one-sequence state (FedAvg) takes the
 #: :data:`SCALED` path: a row reads the client's part at its non-zeros, which the products path
-#: saves while the rows' products are few. Measured (FedAvg, a9a-shaped rows, M = 256,
-#: benchmarks/RESULTS.md, stop 33): the two equal at K = 8, the products path 1.05–1.13× faster at
+#: saves while the rows' products are few. Measured (FedAvg, a9a-shaped rows, M = 256, 2-core
+#: AMD EPYC VM, 2026-11-26): the two equal at K = 8, the products path 1.05–1.13× faster at
 #: K = 4 and 2, the scaled path 1.15× faster at K = 16 and 1.4× at K = 32.
 SCALED_FROM_ROWS = 8
 

@@ -47,8 +47,8 @@ from fedbench.engine.linear_fast.rows import _copy_row
 
 #: The rows of a segment of the :data:`~.cpu_rounds.PRODUCTS` path, per sequence of the state: a
 #: row's products with the segment's earlier rows grow with it, the cost of a segment's start (a power
-#: of A at every coordinate the client touched) shrinks. Measured (FedAc-I, M = 256 and 1,024;
-#: benchmarks/RESULTS.md, stop 33): 32 (FedAc: 64 steps at B = 1) and 16 equal at K = 256, 32 faster
+#: of A at every coordinate the client touched) shrinks. Measured (FedAc-I, M = 256 and 1,024,
+#: 2-core AMD EPYC VM, 2026-11-26): 32 (FedAc: 64 steps at B = 1) and 16 equal at K = 256, 32 faster
 #: at K = 64.
 PRODUCTS_SEGMENT_ROWS = 32
 
