@@ -609,3 +609,43 @@ def estimate_jobs():
 
 
 JOB_SECONDS = estimate_jobs()
+
+
+# The scorecard (rules/scorecard.smk): its inputs, its code version, and its print at the end of a run.
+
+
+def scorecard_tables(wildcards=None):
+    """The paper tables' CSVs the scorecard reads: this config's (rule paper_table) and those already
+    in the folder (results/tables/paper/*.csv, left as they are), in one order whichever config runs."""
+    present = [str(p) for p in Path("results/tables/paper").glob("*.csv") if not p.name.startswith(".")]
+    return sorted(set(present) | {f"results/tables/paper/{n}.csv" for n in PAPER_TABLES})
+
+
+def scorecard_code_version(wildcards=None):
+    """The code version of the claims: the scorecard, each paper's module (its claims() and the
+    functions they call there) and the minimax toy the minimax claims run; not what those import
+    (editing the table formatting re-decides nothing)."""
+    import hashlib
+
+    from fedbench.codeversion import module_closure, source_digest
+
+    own = [p.__name__ for p in papers.PAPERS]  # a paper package's submodules (e.g. its paper_claims) included
+    names = ["fedbench.analysis.scorecard", "fedbench.analysis.minimax_toy",
+             *(m for m in module_closure(own, "fedbench") if m.startswith("fedbench.papers."))]
+    h = hashlib.sha256("".join(f"{n}={source_digest(n, 'fedbench')}\n" for n in names).encode())
+    return h.hexdigest()[:16]
+
+
+#: Rows of the scorecard printed at the end of a run (the files hold them all).
+SCORECARD_ROWS = 40
+
+
+def print_scorecard():
+    """After a successful run, on stderr: the scorecard (results/tables/scorecard.md), cut to its
+    first SCORECARD_ROWS rows."""
+    from fedbench.analysis.tables import head_rows
+
+    path = "results/tables/scorecard.md"
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            print(f"\n{path}:\n{head_rows(f.read(), SCORECARD_ROWS, path)}", file=sys.stderr)
