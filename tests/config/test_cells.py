@@ -119,10 +119,11 @@ PINNED_SPEC_IDS = {
         "baselines/synthetic_1_1/natural/fedavg/0": "7b64fc1f8f9b",
         "baselines/synthetic_1_1/natural/feddyn/0": "1f85f8879a91",
     },
+    # at the file's λ1 and ε chosen by its own sweep (its header)
     "config/experiments/fedelasticnet_quick.yaml": {
-        "fedelasticnet_quick_p10/digits/iid/fedelasticnet_prox/0": "f5dfa9ca7cdb",
-        "fedelasticnet_quick_p10/digits/iid/fedelasticnet_scaffold/0": "4decfdf56d81",
-        "fedelasticnet_quick_p100/digits/iid/fedelasticnet_feddyn/0": "0c5b184e0019",
+        "fedelasticnet_quick_p10/digits/iid/fedelasticnet_prox/0": "ad5b0bac2b5d",
+        "fedelasticnet_quick_p10/digits/iid/fedelasticnet_scaffold/0": "42bc3cb268a8",
+        "fedelasticnet_quick_p100/digits/iid/fedelasticnet_feddyn/0": "7d3043d7427a",
     },
     "config/experiments/elastic_aggregation_quick.yaml": {
         "elastic_aggregation_quick/digits/iid/elastic_fedavg_average/0": "9303bc04b2cb",
