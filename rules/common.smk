@@ -625,15 +625,12 @@ def scorecard_code_version(wildcards=None):
     """The code version of the claims: the scorecard, each paper's module (its claims() and the
     functions they call there) and the minimax toy the minimax claims run; not what those import
     (editing the table formatting re-decides nothing)."""
-    import hashlib
-
-    from fedbench.codeversion import module_closure, source_digest
+    from fedbench.codeversion import module_closure, modules_digest
 
     own = [p.__name__ for p in papers.PAPERS]  # a paper package's submodules (e.g. its paper_claims) included
     names = ["fedbench.analysis.scorecard", "fedbench.analysis.minimax_toy",
              *(m for m in module_closure(own, "fedbench") if m.startswith("fedbench.papers."))]
-    h = hashlib.sha256("".join(f"{n}={source_digest(n, 'fedbench')}\n" for n in names).encode())
-    return h.hexdigest()[:16]
+    return modules_digest(names, "fedbench")
 
 
 #: Rows of the scorecard printed at the end of a run (the files hold them all).

@@ -39,7 +39,8 @@ from functools import cache
 from pathlib import Path
 
 __all__ = [
-    "source_digest", "module_closure", "code_version", "train_version", "dataset_version", "partition_version",
+    "source_digest", "module_closure", "code_version", "modules_digest", "train_version", "dataset_version",
+    "partition_version",
 ]
 
 # Registry module -> the modules it registers: imports along these edges are not followed (the
@@ -166,7 +167,11 @@ def code_version(
 ) -> str:
     """A 16-hex-digit version of ``modules`` and what they import from package ``within``
     (:func:`module_closure`)."""
-    names = module_closure(modules, within, registries, ignored)
+    return modules_digest(module_closure(modules, within, registries, ignored), within)
+
+
+def modules_digest(names: Iterable[str], within: str) -> str:
+    """A 16-hex-digit digest of exactly the modules ``names`` (no closure), in the given order."""
     h = hashlib.sha256()
     for name in names:
         h.update(f"{name}={source_digest(name, within)}\n".encode())

@@ -28,10 +28,16 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-__all__ = ["LocalWork", "CellSpec", "FROM_DATASET", "schedule_label"]
+__all__ = ["LocalWork", "CellSpec", "FROM_DATASET", "schedule_label", "cell_name"]
 
 #: ``CellSpec.augmentation`` of a spec without the key: the dataset's own record applies.
 FROM_DATASET = "from dataset"
+
+
+def cell_name(spec: Mapping) -> str:
+    """experiment/dataset/partition/algorithm/seed=s: a cell's name in messages and in summary.json's
+    ``stacked_cells``, from a training spec."""
+    return f"{spec['experiment']}/{spec['dataset']}/{spec['partition']}/{spec['algorithm']}/seed={spec['seed']}"
 
 
 def schedule_label(schedule: Mapping) -> str:
@@ -184,7 +190,7 @@ class CellSpec:
     @property
     def name(self) -> str:
         """experiment/dataset/partition/algorithm/seed=s: the cell's name in messages."""
-        return f"{self.experiment}/{self.dataset}/{self.partition}/{self.algorithm}/seed={self.seed}"
+        return cell_name(self.record)
 
     @property
     def pgd_radius(self) -> float | None:

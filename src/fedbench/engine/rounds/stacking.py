@@ -48,6 +48,7 @@ import json
 
 from fedbench.algorithms import get_algorithm
 from fedbench.engine.rounds.cell import RUNTIME_KEYS
+from fedbench.engine.spec import cell_name
 
 #: Spec keys a stack key ignores outright (identity parts that may differ, runtime, report-only).
 IGNORED_KEYS = ("seed", "algorithm", *RUNTIME_KEYS)
@@ -99,11 +100,6 @@ def stack_key(spec: dict) -> str:
         KeyError: unknown ``algorithm_name``.
     """
     return json.dumps(stack_view(spec), sort_keys=True, default=str)
-
-
-def cell_name(spec: dict) -> str:
-    """experiment/dataset/partition/algorithm/seed=s: a cell's name in messages."""
-    return f"{spec['experiment']}/{spec['dataset']}/{spec['partition']}/{spec['algorithm']}/seed={spec['seed']}"
 
 
 def check_stackable(specs: list[dict]) -> None:
