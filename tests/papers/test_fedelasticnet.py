@@ -149,14 +149,17 @@ def test_lambda1_sweep_points_and_plot(tmp_path, mr):
     assert out.stat().st_size > 1000
 
 
-def _hist_file(path, algorithm, scale, seed=0, dist="normal"):
+def _hist_file(path, algorithm, scale, seed=0, dist="normal", zeros=0):
+    """A cell's histogram file of 2 rounds × 3 clients × (500 drawn values + ``zeros`` exact zeros,
+    half of them −0.0); returns the number of values."""
     rng = np.random.default_rng(seed)
     h = DeltaHistogram([1])
     n_values = 0
+    exact = torch.tensor([0.0, -0.0] * (zeros // 2) + [0.0] * (zeros % 2), dtype=torch.float64)
     for t in (1, 2):
         draw = getattr(rng, dist)
-        msgs = [{"delta": {"w": torch.as_tensor(draw(scale=scale, size=500))}} for _ in range(3)]
-        n_values += 1500
+        msgs = [{"delta": {"w": torch.cat([torch.as_tensor(draw(scale=scale, size=500)), exact])}} for _ in range(3)]
+        n_values += 3 * (500 + zeros)
         h.add_round(t, msgs, flatten)
     ident = {"experiment": "e", "dataset": "d", "partition": "p", "algorithm": algorithm, "seed": seed}
     pq.write_table(h.to_table(ident), path)
@@ -190,3 +193,97 @@ def test_read_histograms_checks_the_schema(tmp_path):
     pl.DataFrame({"round": [0], "bin": [1.5]}).write_parquet(tmp_path / "bad.parquet")
     with pytest.raises(ValueError, match="DELTA_HISTOGRAM_SCHEMA"):
         read_histograms([tmp_path / "bad.parquet"])
+
+
+def test_a_histogram_file_without_zero_counts_is_an_error_naming_it_and_the_fix(tmp_path):
+    """A file of the layout without ``zeros`` cannot tell the exact zeros from bin [0, 0.01)'s
+    other values: reading it (and so drawing Figure 2) stops, naming the file and the fix."""
+    _hist_file(tmp_path / "new.parquet", "dyn", 0.05, zeros=4)
+    old = tmp_path / "run" / "delta_histogram.parquet"
+    old.parent.mkdir()
+    pl.read_parquet(tmp_path / "new.parquet").drop("zeros").write_parquet(old)
+    whole = read_histograms([tmp_path / "new.parquet"])
+    assert whole.filter(pl.col("round") == 0)["zeros"].sum() == 2 * 3 * 4  # cumulative: 2 rounds × 3 clients
+    for call in (lambda: read_histograms([tmp_path / "new.parquet", old]),
+                 lambda: plot_delta_histograms([old], [{"experiment": "e", "dataset": "d", "partition": "p",
+                                                        "algorithm": "dyn", "algorithm_name": "feddyn"}],
+                                               tmp_path / "h.png")):
+        with pytest.raises(ValueError) as err:
+            call()
+        msg = str(err.value)
+        assert str(old) in msg and "no column 'zeros'" in msg and "retrain its cell" in msg and "snakemake" in msg
+    assert not (tmp_path / "h.png").exists()
+    pl.read_parquet(tmp_path / "new.parquet").with_columns(pl.col("zeros").cast(pl.Float64)).write_parquet(old)
+    with pytest.raises(ValueError, match="'zeros' of type Float64, not Int64"):
+        read_histograms([old])
+
+
+def _drawn(monkeypatch):
+    """The figures plot_delta_histograms saves (its save_figure spied on; it still writes)."""
+    from fedbench.papers import fedelasticnet
+
+    got = []
+    real = fedelasticnet.save_figure
+
+    def spy(fig, path, dpi):
+        got.append(fig)
+        return real(fig, path, dpi)
+
+    monkeypatch.setattr(fedelasticnet, "save_figure", spy)
+    return got
+
+
+def test_delta_histogram_figure_draws_the_exact_zeros_as_their_own_bar(tmp_path, monkeypatch):
+    """Figure 2 (Kim et al., arXiv 2022): the exact zeros are a black bar at 0 with their share;
+    bin [0, 0.01) shows only its non-zero values; a panel without exact zeros has no bar."""
+    from matplotlib.patches import Rectangle, StepPatch
+
+    got = _drawn(monkeypatch)
+    paths = []
+    for alg, dist, zeros in (("dyn", "normal", 0), ("alg3", "laplace", 250)):
+        for seed in (0, 1):
+            paths.append(tmp_path / f"{alg}_{seed}.parquet")
+            _hist_file(paths[-1], alg, 0.05, seed, dist, zeros=zeros)
+    cells = [{"experiment": "e", "dataset": "d", "partition": "p", "algorithm": a, "algorithm_name": m}
+             for a, m in (("dyn", "feddyn"), ("alg3", "fedelasticnet_feddyn"))]
+    panels = histogram_panels(read_histograms(paths), cells)
+    bins, counts, zeros = panels[("d", "p", "fedelasticnet_feddyn")]
+    assert zeros.sum() == 2 * 2 * 3 * 250 and zeros[bins != 0].sum() == 0  # 2 seeds × 2 rounds × 3 clients
+    assert not panels[("d", "p", "feddyn")][2].any()
+    out = plot_delta_histograms(paths, cells, tmp_path / "h.png", title="e")
+    assert out.stat().st_size > 10_000
+    fig = got[-1]
+    by_title = {ax.get_title().split(":")[0]: ax for ax in fig.axes}
+    dyn, alg3 = by_title["FedDyn"], by_title["Alg. 3 (FedDyn + EN)"]
+    share = zeros.sum() / counts.sum()
+    notes = [t.get_text() for t in alg3.texts]
+    assert f"exact 0: {100 * share:.3g} %" in notes
+    assert "exact 0: 0 %" in [t.get_text() for t in dyn.texts]
+    (bar,) = [p for p in alg3.patches if isinstance(p, Rectangle)]
+    assert bar.get_height() == pytest.approx(share) and bar.get_facecolor()[:3] == (0.0, 0.0, 0.0)
+    assert bar.get_x() < 0 < bar.get_x() + bar.get_width() < 0.01  # at x = 0, narrower than a bin
+    assert not [p for p in dyn.patches if isinstance(p, Rectangle)]
+    # the step of [0, 0.01) is bin 0's non-zero values only
+    (steps,) = [p for p in alg3.patches if isinstance(p, StepPatch)]
+    values, edges, _ = steps.get_data()
+    at0 = values[np.flatnonzero(np.isclose(edges[:-1], 0.0))[0]]
+    assert at0 == pytest.approx((counts[bins == 0][0] - zeros.sum()) / counts.sum())
+    assert at0 < share
+    # every value is drawn once: the steps (gaps of empty bins included, at 0) and the bar sum to 1
+    assert values.sum() + share == pytest.approx(1.0)
+    assert all(not p.get_hatch() for ax in fig.axes for p in ax.patches)
+    suptitle = " ".join(fig._suptitle.get_text().split())
+    assert "included" not in suptitle and "black bar at 0: the values exactly 0" in suptitle
+    # the entropy stays that of the 0.01 bins, the exact zeros counted in bin 0
+    from fedbench.metrics.communication import entropy_from_counts
+
+    assert any(f"H = {entropy_from_counts(counts):.2f} bits/value" in t for t in notes)
+
+
+def test_delta_histogram_steps_leave_empty_bins_empty():
+    from fedbench.papers.fedelasticnet import _steps
+
+    values, edges = _steps(np.array([-3, 0, 1, 5]), np.array([0.1, 0.2, 0.3, 0.4]))
+    assert edges.tolist() == [-3, -2, 0, 1, 2, 5, 6] and values.tolist() == [0.1, 0.0, 0.2, 0.3, 0.0, 0.4]
+    values, edges = _steps(np.array([7]), np.array([1.0]))
+    assert edges.tolist() == [7, 8] and values.tolist() == [1.0]

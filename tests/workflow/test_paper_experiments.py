@@ -149,6 +149,13 @@ def test_quick_experiments_run_end_to_end_with_the_paper_tables(tmp_path):
                     ).sort("round").row(-1, named=True)
     assert hist.filter(pl.col("round") == 0).get_column("count").sum() == last["uplink_floats"]
     assert set(hist.get_column("round")) == {0, 1, 2} and set(hist.get_column("entry")) == {"delta"}
+    # Alg. 3 sends its thresholded Δ̂_k: the file's exact zeros are every value it sent that is 0
+    alg3 = pl.read_parquet(run.parent.parent / "fedelasticnet_feddyn" / "seed=0" / "delta_histogram.parquet")
+    last3 = m.filter((pl.col("experiment") == "fedelasticnet_quick_p10")
+                     & (pl.col("algorithm") == "fedelasticnet_feddyn")).sort("round").row(-1, named=True)
+    cum3 = alg3.filter(pl.col("round") == 0)
+    assert cum3.get_column("zeros").sum() == last3["uplink_floats"] - last3["uplink_nonzeros"] > 0
+    assert cum3.filter(pl.col("zeros") > 0).get_column("bin").to_list() == [0]
     assert not (tmp_path / "results" / "runs" / "fedelasticnet_quick_p100" / "digits" / "iid" / "fedprox" / "seed=0"
                 / "delta_histogram.parquet").exists()  # only the experiment that asks for it
 

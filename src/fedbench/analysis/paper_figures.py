@@ -37,7 +37,14 @@ def figure_grid(n: int, ncols: int, width: float, height: float):
 
 
 def read_histograms(paths: Sequence[str | os.PathLike]) -> pl.DataFrame:
-    """Concatenate cells' ``delta_histogram.parquet`` files (checked against the schema)."""
+    """Concatenate cells' ``delta_histogram.parquet`` files, each checked against
+    :data:`fedbench.metrics.histogram.DELTA_HISTOGRAM_SCHEMA` (its columns, in schema order).
+
+    Raises:
+        ValueError: a file lacks a column of the schema (e.g. ``zeros``, the exact-zero counts) or
+            holds one of another type; the message names the file, the column and the fix
+            (retrain that cell: remove the file and rerun the same snakemake command).
+    """
     from fedbench.metrics.histogram import DELTA_HISTOGRAM_SCHEMA
 
     want = dict(pl.from_arrow(DELTA_HISTOGRAM_SCHEMA.empty_table()).schema)
@@ -45,8 +52,12 @@ def read_histograms(paths: Sequence[str | os.PathLike]) -> pl.DataFrame:
     for p in paths:
         f = pl.read_parquet(p)
         for name, dtype in want.items():
-            if f.schema.get(name) != dtype:
-                raise ValueError(f"{p}: column {name!r} is {f.schema.get(name)}, expected {dtype} "
-                                 "(fedbench.metrics.histogram.DELTA_HISTOGRAM_SCHEMA)")
+            got = f.schema.get(name)
+            if got != dtype:
+                problem = (f"has no column {name!r}" if got is None
+                           else f"has column {name!r} of type {got}, not {dtype}")
+                raise ValueError(f"{p} {problem} (fedbench.metrics.histogram.DELTA_HISTOGRAM_SCHEMA), so no figure "
+                                 f"can be drawn from it; fix: retrain its cell: remove {p} and rerun the same "
+                                 "snakemake command")
         frames.append(f.select(list(want)))
     return pl.concat(frames) if frames else pl.DataFrame(schema=want)

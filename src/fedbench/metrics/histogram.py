@@ -22,10 +22,20 @@ the same quantisation.
              (:func:`fedbench.metrics.communication.histogram`)
     count    int64 > 0: values sent in that bin, pooled over the round's sampled clients and
              every tensor of the entry (only non-empty bins are stored)
+    zeros    int64 ≥ 0: how many of that bin's ``count`` values are exactly 0.0 (−0.0 included);
+             0 on every row but bin 0's. Bin 0 = [0, 0.01) pools the exact zeros that sparse
+             updates send with small non-zero values; Figure 2 shows them as a bar of their own
+             (:func:`fedbench.papers.fedelasticnet.plot_delta_histograms`), while ``count``, and
+             so the entropy, keep the paper's 0.01 quantisation.
 
 So Σ count over the rows of one (round, entry) = the number of scalars of that entry sent in the
-round(s), and the entropy of the counts pooled over entries is the round's
-``uplink_entropy_bits_delta`` increment (tested), unless values fell into the overflow bins.
+round(s), Σ zeros = the number of those that are exactly 0, and the entropy of the counts pooled
+over entries is the round's ``uplink_entropy_bits_delta`` increment (tested), unless values fell
+into the overflow bins.
+
+A file without the column ``zeros`` (or of other column types) does not have this layout: its
+readers (:func:`fedbench.analysis.paper_figures.read_histograms`) stop with a ValueError naming
+the file and the fix, retraining its cell.
 """
 
 from __future__ import annotations
@@ -47,19 +57,27 @@ DELTA_HISTOGRAM_SCHEMA = pa.schema([
     ("entry", pa.string()),
     ("bin", pa.int64()),
     ("count", pa.int64()),
+    ("zeros", pa.int64()),
 ])
 IDENTITY = ("experiment", "dataset", "partition", "algorithm", "seed")
 
 
-def _merge(a: tuple[np.ndarray, np.ndarray] | None, bins: np.ndarray, counts: np.ndarray
-           ) -> tuple[np.ndarray, np.ndarray]:
-    """The sum of two sparse histograms (sorted bins, counts)."""
+#: A sparse histogram: (bins, counts, zeros), int64 arrays of one length, bins increasing
+#: (:func:`fedbench.metrics.communication.histogram`).
+Hist = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+def _merge(a: Hist | None, b: Hist) -> Hist:
+    """The sum of two sparse histograms (bins, counts, zeros); ``a`` None: a copy of ``b``."""
     if a is None:
-        return bins.copy(), counts.copy()
-    all_bins = np.concatenate([a[0], bins])
-    all_counts = np.concatenate([a[1], counts])
+        return tuple(x.copy() for x in b)
+    all_bins = np.concatenate([a[0], b[0]])
     u, inv = np.unique(all_bins, return_inverse=True)
-    return u, np.bincount(inv, weights=all_counts, minlength=len(u)).astype(np.int64)
+
+    def total(i: int) -> np.ndarray:
+        return np.bincount(inv, weights=np.concatenate([a[i], b[i]]), minlength=len(u)).astype(np.int64)
+
+    return u, total(1), total(2)
 
 
 class DeltaHistogram:
@@ -67,24 +85,27 @@ class DeltaHistogram:
 
     Args:
         rounds: the rounds t ≥ 1 whose own histogram is kept (besides the cumulative one).
+
+    Raises:
+        ValueError: a round < 1.
     """
 
     def __init__(self, rounds: Iterable[int]):
         self.rounds = sorted({int(r) for r in rounds})
         if any(r < 1 for r in self.rounds):
             raise ValueError(f"delta histogram rounds must be >= 1 (got {self.rounds})")
-        self.per_round: dict[tuple[int, str], tuple[np.ndarray, np.ndarray]] = {}
-        self.cumulative: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self.per_round: dict[tuple[int, str], Hist] = {}
+        self.cumulative: dict[str, Hist] = {}
 
     def add_round(self, t: int, messages: list[dict], flatten) -> None:
         """Add round t's messages (Δ convention), entry by entry; ``flatten(list of pytrees)``
         gives an entry's values as one float64 vector."""
         entries = sorted({e for m in messages for e in m})
         for e in entries:
-            bins, counts = histogram(flatten([m[e] for m in messages if e in m]))
+            h = histogram(flatten([m[e] for m in messages if e in m]))
             if t in self.rounds:
-                self.per_round[(t, e)] = (bins, counts)
-            self.cumulative[e] = _merge(self.cumulative.get(e), bins, counts)
+                self.per_round[(t, e)] = h
+            self.cumulative[e] = _merge(self.cumulative.get(e), h)
 
     def state(self) -> dict:
         """A picklable snapshot (for the resume checkpoint)."""
@@ -92,8 +113,17 @@ class DeltaHistogram:
 
     @classmethod
     def from_state(cls, state: dict) -> DeltaHistogram:
+        """The histogram of a :meth:`state` snapshot.
+
+        Raises:
+            ValueError: the snapshot's histograms are not (bins, counts, zeros) triples (a snapshot
+                without the exact-zero counts cannot be continued: its zeros are unknown).
+        """
         h = cls(state["rounds"])
         h.per_round, h.cumulative = dict(state["per_round"]), dict(state["cumulative"])
+        if any(len(x) != 3 for x in (*h.per_round.values(), *h.cumulative.values())):
+            raise ValueError("the Δ-histogram state holds (bins, counts) pairs without the exact-zero counts "
+                             "(bins, counts, zeros)")
         return h
 
     def to_table(self, identity: dict) -> pa.Table:
@@ -102,7 +132,7 @@ class DeltaHistogram:
         cols: dict[str, list] = {f.name: [] for f in DELTA_HISTOGRAM_SCHEMA}
         items = [((t, e), h) for (t, e), h in sorted(self.per_round.items())]
         items += [((0, e), h) for e, h in sorted(self.cumulative.items())]
-        for (t, e), (bins, counts) in items:
+        for (t, e), (bins, counts, zeros) in items:
             n = len(bins)
             for key in IDENTITY:
                 cols[key].extend([identity[key]] * n)
@@ -110,4 +140,5 @@ class DeltaHistogram:
             cols["entry"].extend([e] * n)
             cols["bin"].extend(bins.tolist())
             cols["count"].extend(counts.tolist())
+            cols["zeros"].extend(zeros.tolist())
         return pa.table(cols, schema=DELTA_HISTOGRAM_SCHEMA)

@@ -30,7 +30,10 @@ Figures (``results/plots/paper/<name>.png``):
   histogram (round 0: every round's transmitted Δ, pooled over clients and seeds) of the
   ``delta`` entry, as the fraction of values per 0.01 bin on a log axis (a Gaussian is a
   parabola there, a Laplacian a tent), one column per method in the paper's order, one row per
-  (dataset, partition). Each panel states the entropy of its histogram (bits per value).
+  (dataset, partition). The values exactly 0 (the spike that Algorithms 2 and 3 send) are a
+  narrow black bar of their own at 0 with their share ("exact 0: p %"), and the bin [0, 0.01)
+  shows the non-zero values in it. Each panel states the entropy of its histogram (bits per
+  value, at the 0.01 bins, the exact zeros in bin [0, 0.01) as in Tables 3-4).
 - ``fedelasticnet_lambda1_sweep``: Figures 3–5 (accuracy and sparsity against λ1, Algorithms 1,
   2, 3), when an experiment runs a FedElasticNet algorithm at two or more values of λ1:
   :func:`plot_lambda1_sweep`, final test accuracy and cumulative uplink non-zeros (unit 1e7)
@@ -124,9 +127,11 @@ _HISTOGRAM_CAPTION = (
     "Δ_k^t of FedDyn (its θ_k converted to Δ_k = θ_k − θ^{{t−1}}), Algorithm 2 (SCAFFOLD + ℓ1; the Δ "
     "entry only, not Δc) and Algorithm 3 (FedDyn + elastic net), pooled over every round, client and "
     "seed, at the entropy's bin width 0.01, as the fraction of values per bin on a log axis (a "
-    "Gaussian is a parabola there, a Laplacian a tent). One row per (dataset, partition); each panel "
-    "gives the entropy of its histogram in bits per value. From the cells' ``delta_histogram.parquet`` "
-    "(counts only; raw Δ are never stored).")
+    "Gaussian is a parabola there, a Laplacian a tent). The values exactly 0 are the narrow black bar at "
+    "0, labelled with their share of all values (\"exact 0: p %\"); the bin [0, 0.01) beside it holds "
+    "its non-zero values only. One row per (dataset, partition); each panel gives the entropy of its "
+    "histogram in bits per value (at the 0.01 bins, the exact zeros counted in [0, 0.01), the paper's "
+    "quantisation). From the cells' ``delta_histogram.parquet`` (counts only; raw Δ are never stored).")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -292,30 +297,52 @@ def plot_lambda1_sweep(df: pl.DataFrame, cells: list[dict], path: str | os.PathL
 
 
 def histogram_panels(hist: pl.DataFrame, cells: Sequence[dict], entry: str = "delta", round: int = 0
-                     ) -> dict[tuple[str, str, str], tuple[np.ndarray, np.ndarray]]:
-    """{(dataset, partition, algorithm_name): (bins, counts)} of ``entry`` at ``round`` (0 =
-    cumulative), summed over the seeds and over the cells with that algorithm module, for the
-    methods of :data:`HISTOGRAM_METHODS`."""
+                     ) -> dict[tuple[str, str, str], tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """{(dataset, partition, algorithm_name): (bins, counts, zeros)} of ``entry`` at ``round``
+    (0 = cumulative), summed over the seeds and over the cells with that algorithm module, for the
+    methods of :data:`HISTOGRAM_METHODS`: int64 arrays of one length, bins increasing, ``zeros`` the
+    exact zeros among ``counts`` (non-zero at bin 0 only; :mod:`fedbench.metrics.histogram`)."""
     name_of = {c["algorithm"]: c["algorithm_name"] for c in cells}
     h = hist.filter((pl.col("entry") == entry) & (pl.col("round") == round))
     h = h.with_columns(pl.col("algorithm").replace_strict(name_of, default=None).alias("algorithm_name"))
     h = h.filter(pl.col("algorithm_name").is_in(list(HISTOGRAM_METHODS)))
     out = {}
     for key, part in h.group_by(["dataset", "partition", "algorithm_name"], maintain_order=True):
-        agg = part.group_by("bin").agg(pl.col("count").sum()).sort("bin")
-        out[tuple(key)] = (agg["bin"].to_numpy(), agg["count"].to_numpy())
+        agg = part.group_by("bin").agg(pl.col("count").sum(), pl.col("zeros").sum()).sort("bin")
+        out[tuple(key)] = (agg["bin"].to_numpy(), agg["count"].to_numpy(), agg["zeros"].to_numpy())
     return out
+
+
+def _steps(bins: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(values, edges in bin units) for ``Axes.stairs`` of a sparse histogram: bin b spans [b, b+1),
+    and a run of empty bins between two stored ones is one step of height 0."""
+    gap = np.flatnonzero(np.diff(bins) > 1)  # stored bin i is followed by empty bins
+    vals = np.insert(values.astype(float), gap + 1, 0.0)
+    edges = np.concatenate([bins, bins[gap] + 1])
+    edges.sort()
+    return vals, np.append(edges, bins[-1] + 1)
 
 
 def plot_delta_histograms(paths: Sequence[str | os.PathLike], cells: Sequence[dict], path: str | os.PathLike,
                           title: str = "", dpi: int = 120) -> Path:
-    """Save FedElasticNet's Figure 2 for one experiment (see the module docstring).
+    """Save FedElasticNet's Figure 2 for one experiment (see the module docstring): Kim, Woo, Seo &
+    Kim, "Communication-Efficient and Drift-Robust Federated Learning via Elastic Net", arXiv 2022,
+    §4, Figure 2.
+
+    Each panel: the fraction of the values per 0.01 bin (log axis), the bin [0, 0.01) holding its
+    non-zero values only, and the values exactly 0 as a narrow black bar at x = 0 with their share
+    ("exact 0: p %", of all values); the entropy printed is that of the 0.01 bins, the exact zeros
+    counted in bin 0 (the paper's quantisation, as in the ``uplink_entropy_bits`` columns).
 
     Args:
         paths: the experiment's cells' ``delta_histogram.parquet`` files.
         cells: dicts with experiment, dataset, partition, algorithm (label) and algorithm_name.
         path: output PNG.
         title: the experiment, for the figure title.
+
+    Raises:
+        ValueError: a file that does not match ``DELTA_HISTOGRAM_SCHEMA`` (e.g. without the column
+            ``zeros``), named with the fix (:func:`fedbench.analysis.paper_figures.read_histograms`).
     """
     from fedbench.analysis.style import algorithm_colors, wrap_title
     from fedbench.metrics.communication import ENTROPY_BIN_WIDTH, entropy_from_counts  # imports torch
@@ -336,7 +363,7 @@ def plot_delta_histograms(paths: Sequence[str | os.PathLike], cells: Sequence[di
         lo_hi = []
         for m in methods:
             if (ds, pid, m) in panels:
-                bins, counts = panels[(ds, pid, m)]
+                bins, counts, _ = panels[(ds, pid, m)]
                 cdf = np.cumsum(counts) / counts.sum()
                 lo_hi.append((bins[np.searchsorted(cdf, 0.001)], bins[min(len(bins) - 1, np.searchsorted(cdf, 0.999))]))
         lo = min(a for a, _ in lo_hi) if lo_hi else -5
@@ -348,26 +375,28 @@ def plot_delta_histograms(paths: Sequence[str | os.PathLike], cells: Sequence[di
             if (ds, pid, m) not in panels:
                 ax.text(0.5, 0.5, "not run", ha="center", va="center", transform=ax.transAxes)
                 continue
-            bins, counts = panels[(ds, pid, m)]
-            frac = counts / counts.sum()
-            ax.stairs(frac, np.append(bins, bins[-1] + 1) * w, fill=True, alpha=0.75, color=color)
-            if (bins == 0).any():  # the bin of the exact zeros: its own hatched bar and its share
-                z = float(frac[bins == 0][0])
-                ax.stairs([z], [0.0, w], fill=True, color="black", alpha=0.35, hatch="////")
-                ax.text(0.02, 0.96, f"hatched [0, 0.01): {100 * z:.3g}%\nof values, exact zeros included",
-                        transform=ax.transAxes, fontsize=7, ha="left", va="top", color="0.15")
+            bins, counts, zeros = panels[(ds, pid, m)]
+            total = counts.sum()
+            # the exact zeros apart: bin [0, 0.01) keeps its non-zero values only
+            values, edges = _steps(bins, (counts - zeros) / total)
+            ax.stairs(values, edges * w, fill=True, alpha=0.75, color=color)
+            z = int(zeros.sum())
+            if z:
+                ax.bar(0.0, z / total, width=0.4 * w, color="black", edgecolor="white", linewidth=0.5, zorder=3)
+            ax.text(0.02, 0.96, f"exact 0: {100 * z / total:.3g} %", transform=ax.transAxes, fontsize=8,
+                    ha="left", va="top", color="black")
             ax.set_yscale("log")
             ax.set_xlim((lo - 1) * w, (hi + 2) * w)
             ax.set_title(f"{HISTOGRAM_METHODS[m]}: {ds} / {pid}", fontsize=9)
-            ax.text(0.98, 0.96, f"H = {entropy_from_counts(counts):.2f} bits/value\n{int(counts.sum()):,} values",
+            ax.text(0.98, 0.96, f"H = {entropy_from_counts(counts):.2f} bits/value\n{int(total):,} values",
                     ha="right", va="top", fontsize=8, transform=ax.transAxes)
             ax.set_xlabel("transmitted Δ (bins of 0.01)")
             if j == 0:
                 ax.set_ylabel("fraction of values")
             ax.grid(alpha=0.3)
     fig.suptitle(wrap_title(f"FedElasticNet Figure 2: histograms of the transmitted Δ, all rounds"
-                            f"{f' ({title})' if title else ''}; hatched: the bin [0, 0.01), which holds every exact "
-                            "zero", fig.get_figwidth()))
+                            f"{f' ({title})' if title else ''}; black bar at 0: the values exactly 0, apart from "
+                            "the bin [0, 0.01)", fig.get_figwidth()))
     return save_figure(fig, path, dpi)
 
 # ----------------------------------------------------------------------------------------------

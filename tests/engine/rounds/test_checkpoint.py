@@ -114,6 +114,37 @@ def test_resume_in_process_is_bitwise_identical(files, tmp_path, monkeypatch, al
         assert all(0 < r["boosted_pct"] < 100 for r in resumed)
 
 
+def test_checkpoint_whose_histograms_lack_the_zero_counts_is_ignored(files, tmp_path, monkeypatch, capsys):
+    """A Δ-histogram state of (bins, counts) pairs cannot say how many values were exactly 0: the
+    cell does not resume from it but trains from round 1, to the uninterrupted run's histograms."""
+    import torch
+
+    from fedbench.data.partition import read_partition
+    from fedbench.data.store import load_dataset
+    from fedbench.engine.rounds.checkpoint import save_checkpoint
+
+    ds, part = load_dataset(files / "toy"), read_partition(files / "part" / "partition.parquet")
+    spec = _spec("feddyn", {"alpha": 0.01}) | {"delta_histogram": {"rounds": [2, 12]}}
+    full, info_full = train(spec, ds, part, device="cpu", engine="sequential")
+    ckpt = tmp_path / "checkpoint.pt"
+    _killed_in_round_8(monkeypatch, spec, ds, part, engine="sequential", checkpoint_path=ckpt, checkpoint_every=5)
+    state = torch.load(ckpt, weights_only=False)
+    hist = state["delta_histogram"]
+    assert all(len(h) == 3 for h in [*hist["per_round"].values(), *hist["cumulative"].values()])
+    hist["per_round"] = {k: h[:2] for k, h in hist["per_round"].items()}
+    hist["cumulative"] = {k: h[:2] for k, h in hist["cumulative"].items()}
+    save_checkpoint(ckpt, state)
+    capsys.readouterr()
+    resumed, info = train(spec, ds, part, device="cpu", engine="sequential", checkpoint_path=ckpt,
+                          checkpoint_every=5)
+    err = capsys.readouterr().err
+    assert f"ignoring checkpoint {ckpt}" in err and "exact-zero counts" in err and "resuming" not in err
+    strip = lambda rows: [{k: v for k, v in r.items() if k != "wall_seconds"} for r in rows]  # noqa: E731
+    assert strip(resumed) == strip(full)
+    ident = {"experiment": "t", "dataset": "toy", "partition": "dir", "algorithm": "feddyn", "seed": 3}
+    assert info["delta_histogram"].to_table(ident).equals(info_full["delta_histogram"].to_table(ident))
+
+
 def test_checkpoint_of_an_older_format_is_ignored(tmp_path):
     import torch
 

@@ -265,6 +265,28 @@ def test_delta_histogram_counts_every_transmitted_value(tmp_path, data, algorith
     assert rows[0]["uplink_entropy_bits_delta"] == pytest.approx(float(-(p * np.log2(p)).sum()), rel=1e-12)
 
 
+def test_delta_histogram_zeros_are_the_exact_zeros_sent_in_both_engines(data):
+    """Algorithm 2 (SCAFFOLD + ℓ1, Kim et al., arXiv 2022) sends sparse Δ: the histograms' zeros
+    of a round are its sent values that are exactly 0 (= uplink floats − non-zeros: Algorithm 2
+    sends in the Δ convention), all in bin 0, and the vectorized engine's histogram file is the
+    sequential one's, zeros included."""
+    ds, part = data
+    hp = {"server_lr": 1.0, "lambda1": 1e-3, "lambda2": 0.0, "epsilon": 1e-3}
+    spec = _spec("fedelasticnet_scaffold", hparams=hp, rounds=4, delta_histogram={"rounds": [1, 2, 3, 4]})
+    ident = {k: spec[k] for k in ("experiment", "dataset", "partition", "algorithm", "seed")}
+    tables = {}
+    for engine in ("sequential", "vectorized"):
+        rows, info = train(spec, ds, part, device="cpu", engine=engine)
+        hist = info["delta_histogram"].to_table(ident).to_pylist()
+        sent_zeros = np.diff([0] + [r["uplink_floats"] - r["uplink_nonzeros"] for r in rows])
+        per_round = [sum(h["zeros"] for h in hist if h["round"] == t) for t in (1, 2, 3, 4)]
+        assert per_round == sent_zeros.tolist() and sum(per_round) > 0
+        assert sum(h["zeros"] for h in hist if h["round"] == 0) == sum(per_round)
+        assert all(h["bin"] == 0 and 0 < h["zeros"] <= h["count"] for h in hist if h["zeros"])
+        tables[engine] = info["delta_histogram"].to_table(ident)
+    assert tables["vectorized"].equals(tables["sequential"])
+
+
 def test_delta_histogram_path_without_the_spec_key_is_an_error(tmp_path, data):
     with pytest.raises(ValueError, match="delta_histogram"):
         run_cell(_spec(), tmp_path / "toy", tmp_path / "p", tmp_path / "m.parquet", tmp_path / "s.json",

@@ -251,15 +251,24 @@ class Cell:
         self.t_start = time.perf_counter()
 
     def resume(self, checkpoint_path) -> dict | None:
-        """Load this cell's checkpoint if there is one; returns its client states (None: fresh start)."""
+        """Load this cell's checkpoint if there is one; returns its client states (None: fresh start).
+        A checkpoint whose Δ-histogram state lacks the exact-zero counts
+        (:meth:`fedbench.metrics.histogram.DeltaHistogram.from_state`) is ignored with a message:
+        the cell trains from its first round."""
         ckpt = load_checkpoint(checkpoint_path, self.identity["hparams_id"], self.dev)
         if ckpt is None:
             return None
+        if self.hist is not None:
+            try:
+                hist = DeltaHistogram.from_state(ckpt["delta_histogram"])
+            except ValueError as e:  # a snapshot without the exact-zero counts: they cannot be recounted
+                print(f"ignoring checkpoint {checkpoint_path}: {e}; the cell trains from its first round",
+                      file=sys.stderr)
+                return None
+            self.hist = hist
         self.server = ckpt["server"]
         self.rows = ckpt["rows"]
         self.counters = tuple(ckpt["counters"])
-        if self.hist is not None:
-            self.hist = DeltaHistogram.from_state(ckpt["delta_histogram"])
         self.first_round = ckpt["round"] + 1
         self.t_start = time.perf_counter() - ckpt["elapsed"]
         print(f"resuming from {checkpoint_path} after round {ckpt['round']}", file=sys.stderr)
