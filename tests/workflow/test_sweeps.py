@@ -55,8 +55,14 @@ def ok(proc: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
     return proc
 
 
+def dry_run(workdir: Path, config: dict) -> str:
+    """The console of a dry run with every job's whole output list: Snakemake's own console
+    (``--workflow-profile none``), since fedbench's cuts lists of more than four files."""
+    return ok(snakemake(workdir, config, "-n", "--workflow-profile", "none")).stdout
+
+
 def train_jobs(out: str) -> list[tuple[str, list[str]]]:
-    """(rule, its metrics.parquet outputs) of every train job a dry run prints."""
+    """(rule, its metrics.parquet outputs) of every train job a dry run prints (:func:`dry_run`)."""
     jobs = []
     for block in re.split(r"\n(?=(?:local)?rule \S+:)", out):
         m = re.match(r"(?:local)?rule (train\S*):", block)
@@ -73,7 +79,7 @@ def cells_of(jobs) -> list[str]:
 
 @pytest.mark.slow
 def test_stacked_sweep_trains_one_job_per_group_and_an_added_value_only_its_cells(tmp_path):
-    jobs = train_jobs(ok(snakemake(tmp_path, SWEEP, "-n")).stdout)
+    jobs = train_jobs(dry_run(tmp_path, SWEEP))
     # FedAvg: 2 lr x 2 seeds; FedProx: 2 lr x 2 mu x 2 seeds; one job each (different algorithms)
     assert [len(outs) for _, outs in jobs] == [4, 8] or [len(outs) for _, outs in jobs] == [8, 4]
     assert all(rule.startswith("train_sw_") for rule, _ in jobs)
@@ -91,7 +97,7 @@ def test_stacked_sweep_trains_one_job_per_group_and_an_added_value_only_its_cell
 
     wider = copy.deepcopy(SWEEP)
     wider["experiments"]["sw"]["sweep"]["grid"]["local.lr"].append(0.2)
-    jobs = train_jobs(ok(snakemake(tmp_path, wider, "-n")).stdout)
+    jobs = train_jobs(dry_run(tmp_path, wider))
     assert cells_of(jobs) == sorted(
         [f"sw/digits/iid/fedavg,lr=0.2/seed={s}" for s in (0, 1)]
         + [f"sw/digits/iid/fedprox,lr=0.2,mu={mu}/seed={s}" for mu in (0.01, 0.1) for s in (0, 1)])
@@ -100,7 +106,7 @@ def test_stacked_sweep_trains_one_job_per_group_and_an_added_value_only_its_cell
     # a changed hyperparameter of one algorithm retrains exactly its cells (one job)
     changed = copy.deepcopy(SWEEP)
     changed["experiments"]["sw"]["algorithms"]["fedprox"]["sweep"]["grid"]["mu"] = [0.01, 0.5]
-    jobs = train_jobs(ok(snakemake(tmp_path, changed, "-n")).stdout)
+    jobs = train_jobs(dry_run(tmp_path, changed))
     assert cells_of(jobs) == sorted(f"sw/digits/iid/fedprox,lr={lr},mu=0.5/seed={s}" for lr in (0.05, 0.1)
                                     for s in (0, 1))
 
@@ -108,7 +114,7 @@ def test_stacked_sweep_trains_one_job_per_group_and_an_added_value_only_its_cell
 def test_unstacked_sweep_runs_one_job_per_cell_and_a_bad_value_fails_before_any_job(tmp_path):
     cfg = copy.deepcopy(SWEEP)
     cfg["experiments"]["sw"]["stack"] = False
-    jobs = train_jobs(ok(snakemake(tmp_path, cfg, "-n")).stdout)
+    jobs = train_jobs(dry_run(tmp_path, cfg))
     assert len(jobs) == 12 and {rule for rule, _ in jobs} == {"train"}
 
     bad = copy.deepcopy(SWEEP)
