@@ -503,6 +503,7 @@ def stack_groups():
         out.append(SimpleNamespace(
             name=f"train_{readable}_{digest[:6]}",
             cells=[c for c, _ in members],
+            partitions=[f"{c['partition_dir']}/partition.parquet" for c, _ in members],  # per cell
             fingerprints=[f for _, f in members],
             sizes=[len(group) for group in job],
             log="results/logs/train/{experiment}/{dataset}/{partition}/stack-{digest}.log".format(

@@ -69,10 +69,13 @@ for _group in STACK_GROUPS:
             _group.name
         input:
             meta=f"{_group.cells[0]['dataset_dir']}/meta.json",
-            partitions=[f"{c['partition_dir']}/partition.parquet" for c in _group.cells],
+            # each partition file once (the 486 cells of a FedAc a9a job share 3): when a job ends,
+            # Snakemake hashes every input once per output, so repeats cost outputs × cells reads
+            partitions=list(dict.fromkeys(_group.partitions)),
         output:
             **stack_outputs(_group),
         params:
+            partitions=_group.partitions,  # each cell's, in member order
             specs=[training_spec(c) for c in _group.cells],
             fingerprints=_group.fingerprints,
             sizes=_group.sizes,

@@ -66,7 +66,8 @@ codes = list(params.code) if stacked else [params.code]
 job = job_context()
 slurm = job["slurm"]
 hist = getattr(out, "delta_histogram", None)  # rules for experiments with `delta_histogram` declare it
-partitions = per_cell(snakemake.input.partitions if stacked else snakemake.input.partition)  # noqa: F821
+# a stacked job's inputs hold each partition file once; params.partitions has each cell's
+partitions = per_cell(params.partitions if stacked else snakemake.input.partition)  # noqa: F821
 metrics, summaries = per_cell(out.metrics), per_cell(out.summary)
 hists = None if hist is None else per_cell(hist)
 # what each summary.json records besides the cell's own summary (one write per file)
