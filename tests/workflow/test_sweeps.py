@@ -73,15 +73,26 @@ def train_jobs(out: str) -> list[tuple[str, list[str]]]:
     return sorted(jobs)
 
 
+def train_inputs(out: str) -> list[list[str]]:
+    """The input files of every train job a dry run prints (:func:`dry_run`), in rule order."""
+    blocks = sorted(b for b in re.split(r"\n(?=(?:local)?rule \S+:)", out) if re.match(r"(?:local)?rule train", b))
+    return [re.search(r"^\s+input: (.*)$", b, re.M).group(1).split(", ") for b in blocks]
+
+
 def cells_of(jobs) -> list[str]:
     return sorted(re.sub(r"^results/runs/|/metrics.parquet$", "", o) for _, outs in jobs for o in outs)
 
 
 @pytest.mark.slow
 def test_stacked_sweep_trains_one_job_per_group_and_an_added_value_only_its_cells(tmp_path):
-    jobs = train_jobs(dry_run(tmp_path, SWEEP))
+    out = dry_run(tmp_path, SWEEP)
+    jobs = train_jobs(out)
     # FedAvg: 2 lr x 2 seeds; FedProx: 2 lr x 2 mu x 2 seeds; one job each (different algorithms)
     assert [len(outs) for _, outs in jobs] == [4, 8] or [len(outs) for _, outs in jobs] == [8, 4]
+    # each job reads the dataset and the 2 seeds' partitions, each file declared once (Snakemake hashes
+    # every input once per output when a job ends)
+    assert [len(files) for files in train_inputs(out)] == [3, 3]
+    assert all(len(set(files)) == len(files) for files in train_inputs(out))
     assert all(rule.startswith("train_sw_") for rule, _ in jobs)
     assert "sw/digits/iid/fedprox,lr=0.05,mu=0.1/seed=1" in cells_of(jobs)
 
