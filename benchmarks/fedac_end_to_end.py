@@ -62,32 +62,32 @@ JOB_LINE = re.compile(r"\[fedbench\] job: ([\d.]+) s since its process started: 
 WROTE = re.compile(r"\[fedbench\] wrote results/runs/[^/]+/[^/]+/[^/]+/([a-z_]+)[,/]")
 
 
-def figure_set_grid() -> tuple[list[int], list[int]]:
-    """(M values, K values) of ``fedac_a9a_lam1e3``."""
-    spec = yaml.safe_load((ROOT / "config/experiments/fedac.yaml").read_text())["experiments"][EXPERIMENT]
+def figure_set_grid(experiment: str = EXPERIMENT) -> tuple[list[int], list[int]]:
+    """(M values, K values) of an a9a experiment of ``fedac.yaml`` (``fedac_a9a_lam1e3``)."""
+    spec = yaml.safe_load((ROOT / "config/experiments/fedac.yaml").read_text())["experiments"][experiment]
     ms = [int(m) for m in spec["sweep"]["grid"]["partition.num_clients"]]
     ks = [int(k) for k in spec["sweep"]["zip"]["local.steps"]]
     return ms, ks
 
 
-def cut_config(mirror: Path) -> dict:
-    """``fedac.yaml`` with only ``fedac_a9a_lam1e3``, its dataset, and ``data.mirror`` (its
-    SHA256SUMS trusted, as for the real a9a in the tests)."""
+def cut_config(mirror: Path, experiment: str = EXPERIMENT) -> dict:
+    """``fedac.yaml`` with only ``experiment`` (``fedac_a9a_lam1e3``), its dataset, and
+    ``data.mirror`` (its SHA256SUMS trusted, as for the real a9a in the tests)."""
     cfg = yaml.safe_load((ROOT / "config/experiments/fedac.yaml").read_text())
     cfg = {k: v for k, v in cfg.items() if not k.startswith("_")}
-    cfg["experiments"] = {EXPERIMENT: cfg["experiments"][EXPERIMENT]}
+    cfg["experiments"] = {experiment: cfg["experiments"][experiment]}
     cfg["datasets"] = {"a9a": cfg["datasets"]["a9a"]}
     cfg["data"] = {**(cfg.get("data") or {}), "mirror": str(mirror), "trust_mirror_checksums": True}
     return cfg
 
 
-def run_workflow(rev: str, mirror: Path, keep: Path | None) -> dict:
+def run_workflow(rev: str, mirror: Path, keep: Path | None, experiment: str = EXPERIMENT) -> dict:
     """The whole command in a fresh clone; its times and the train jobs' times per algorithm."""
     with tempfile.TemporaryDirectory(prefix="fedbench-fedac-e2e-") as tmp:
         clone = Path(tmp) / "fedbench"
         subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
         subprocess.run(["git", "-C", str(clone), "checkout", "-q", rev], check=True)
-        (clone / "cfg.yaml").write_text(yaml.safe_dump(cut_config(mirror), sort_keys=False))
+        (clone / "cfg.yaml").write_text(yaml.safe_dump(cut_config(mirror, experiment), sort_keys=False))
         env = {**os.environ, "PYTHONPATH": str(clone / "src")}
         cmd = [sys.executable, "-m", "snakemake", "--cores", "2", "--configfile", "cfg.yaml"]
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -109,7 +109,7 @@ def run_workflow(rev: str, mirror: Path, keep: Path | None) -> dict:
                 row["jobs"] += 1
                 row["job_s"] += float(m.group(1))
                 row["training_s"] += float(m.group(2))
-        runs = sum(1 for _ in (clone / "results/runs" / EXPERIMENT).rglob("summary.json"))
+        runs = sum(1 for _ in (clone / "results/runs" / experiment).rglob("summary.json"))
         scorecard = clone / "results/tables/scorecard.md"
         if keep is not None and scorecard.exists():
             (keep / "scorecard.md").write_text(scorecard.read_text())
@@ -177,6 +177,8 @@ def main(argv=None) -> None:
     ap.add_argument("--sample-K", default="1,16,256")
     ap.add_argument("--max-worker-steps", type=int, default=4_200_000,
                     help="an authors' run of more worker-steps (M × T) is timed on fewer steps and scaled")
+    ap.add_argument("--experiment", default=EXPERIMENT, help="another a9a experiment of fedac.yaml "
+                    "(fedac_a9a_lam1e2: Figs. 4 and 5), with --workflow-only: its command and scorecard")
     ap.add_argument("--authors-only", action="store_true")
     ap.add_argument("--workflow-only", action="store_true")
     ap.add_argument("--from-json", type=Path, help="print the report of an earlier --json (both parts in it)")
@@ -186,7 +188,7 @@ def main(argv=None) -> None:
     for name in ("a9a", "a9a.t"):
         if not (args.mirror / name).is_file():
             ap.error(f"--mirror {args.mirror}: no file {name} (a data.mirror folder of LIBSVM files)")
-    ms, ks = figure_set_grid()
+    ms, ks = figure_set_grid(args.experiment)
     out = json.loads(args.from_json.read_text()) if args.from_json else {}
     rev = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", args.rev], check=True,
                          capture_output=True, text=True).stdout.strip()
@@ -194,7 +196,7 @@ def main(argv=None) -> None:
     out.setdefault("date", time.strftime("%Y-%m-%d %H:%M %Z"))
     print(f"{out['date']}: commit {out['commit']}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}", flush=True)
     if not args.from_json and not args.authors_only:
-        out["workflow"] = run_workflow(rev, args.mirror, args.keep)
+        out["workflow"] = run_workflow(rev, args.mirror, args.keep, args.experiment)
         print(f"fedbench: {hms(out['workflow']['wall_s'])} wall, {hms(out['workflow']['cpu_s'])} CPU, "
               f"{out['workflow']['runs']} runs", flush=True)
     if not args.from_json and not args.workflow_only and args.authors:
