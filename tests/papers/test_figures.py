@@ -70,16 +70,9 @@ def test_ea_boosted_panels_follow_the_cells_order_and_stay_within_100(mr, tmp_pa
 def test_fedelasticnet_histograms_set_the_bin_of_exact_zeros_apart(tmp_path, monkeypatch):
     from fedbench.papers import fedelasticnet
 
-    from .test_fedelasticnet import _hist_file
+    from .test_fedelasticnet import _drawn, _hist_file
 
-    got = []
-    real = fedelasticnet.save_figure
-
-    def spy(fig, path, dpi):
-        got.append(fig)
-        return real(fig, path, dpi)
-
-    monkeypatch.setattr(fedelasticnet, "save_figure", spy)
+    got = _drawn(monkeypatch)
     paths = []
     for alg, scale, dist in (("dyn", 0.05, "normal"), ("alg3", 0.01, "laplace")):
         p = tmp_path / f"{alg}.parquet"
