@@ -40,7 +40,6 @@ import json
 import math
 import os
 import re
-import resource
 import subprocess
 import sys
 import tempfile
@@ -56,6 +55,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
 from fedac_speed import AUTHORS_ETA, CELLS, EXPERIMENT, T_TOTAL, subprocess_json  # noqa: E402
+from quick_files import fresh_clone, timed_command  # noqa: E402
 
 ALGORITHMS = ("fedac", "fedavg", "mb_sgd", "mb_ac_sgd")
 JOB_LINE = re.compile(r"\[fedbench\] job: ([\d.]+) s since its process started: .* of which ([\d.]+) s training")
@@ -83,18 +83,10 @@ def cut_config(mirror: Path, experiment: str = EXPERIMENT) -> dict:
 
 def run_workflow(rev: str, mirror: Path, keep: Path | None, experiment: str = EXPERIMENT) -> dict:
     """The whole command in a fresh clone; its times and the train jobs' times per algorithm."""
-    with tempfile.TemporaryDirectory(prefix="fedbench-fedac-e2e-") as tmp:
-        clone = Path(tmp) / "fedbench"
-        subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
-        subprocess.run(["git", "-C", str(clone), "checkout", "-q", rev], check=True)
+    with fresh_clone(rev, "fedbench-fedac-e2e-") as (clone, env):
         (clone / "cfg.yaml").write_text(yaml.safe_dump(cut_config(mirror, experiment), sort_keys=False))
-        env = {**os.environ, "PYTHONPATH": str(clone / "src")}
         cmd = [sys.executable, "-m", "snakemake", "--cores", "2", "--configfile", "cfg.yaml"]
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        t0 = time.perf_counter()
-        proc = subprocess.run(cmd, cwd=clone, env=env, capture_output=True, text=True)
-        wall = time.perf_counter() - t0
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        proc, wall, cpu = timed_command(cmd, clone, env)
         if keep is not None:
             keep.mkdir(parents=True, exist_ok=True)
             (keep / "snakemake.log").write_text(proc.stdout + proc.stderr)
@@ -113,7 +105,7 @@ def run_workflow(rev: str, mirror: Path, keep: Path | None, experiment: str = EX
         scorecard = clone / "results/tables/scorecard.md"
         if keep is not None and scorecard.exists():
             (keep / "scorecard.md").write_text(scorecard.read_text())
-        return {"wall_s": wall, "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
+        return {"wall_s": wall, "cpu_s": cpu,
                 "runs": runs, "per_algorithm": dict(jobs)}
 
 

@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -44,22 +45,36 @@ RUNS = {
 }
 
 
-def run_one(name: str, configfile: str | None, rev: str, cores: int, keep: Path | None) -> dict:
-    """Clone ``rev``, run the command, return its timings (raises if the command fails)."""
-    with tempfile.TemporaryDirectory(prefix=f"fedbench-quick-{name}-") as tmp:
+@contextmanager
+def fresh_clone(rev: str, prefix: str):
+    """A fresh clone of this repository at ``rev`` in a temporary folder (removed afterwards):
+    yields (its root, an environment with its own ``src`` first on ``PYTHONPATH``)."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
         clone = Path(tmp) / "fedbench"
         subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
         subprocess.run(["git", "-C", str(clone), "checkout", "-q", rev], check=True)
+        yield clone, {**os.environ, "PYTHONPATH": str(clone / "src")}
+
+
+def timed_command(cmd: list[str], cwd: Path, env: dict) -> tuple[subprocess.CompletedProcess, float, float]:
+    """``cmd`` run to its end, output captured: (the process, wall seconds, CPU seconds = user + sys
+    of it and every process it started)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return proc, wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def run_one(name: str, configfile: str | None, rev: str, cores: int, keep: Path | None) -> dict:
+    """Clone ``rev``, run the command, return its timings (raises if the command fails)."""
+    with fresh_clone(rev, f"fedbench-quick-{name}-") as (clone, env):
         cmd = [sys.executable, "-m", "snakemake", "--cores", str(cores)]
         if configfile:
             cmd += ["--configfile", configfile]
-        env = {**os.environ, "PYTHONPATH": str(clone / "src")}
         load_before = os.getloadavg()[0]
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        t0 = time.perf_counter()
-        proc = subprocess.run(cmd, cwd=clone, env=env, capture_output=True, text=True)
-        wall = time.perf_counter() - t0
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        proc, wall, cpu = timed_command(cmd, clone, env)
         log = proc.stdout + proc.stderr
         if keep is not None:
             keep.mkdir(parents=True, exist_ok=True)
@@ -68,9 +83,7 @@ def run_one(name: str, configfile: str | None, rev: str, cores: int, keep: Path 
             raise RuntimeError(f"{name}: {' '.join(cmd)} failed ({proc.returncode}):\n{log[-4000:]}")
         done = re.findall(r"(\d+) of (\d+) steps \(100%\) done", log)
         command = f"snakemake --cores {cores}" + (f" --configfile {configfile}" if configfile else "")
-        return {"name": name, "command": command,
-                "wall_s": round(wall, 1),
-                "cpu_s": round((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), 1),
+        return {"name": name, "command": command, "wall_s": round(wall, 1), "cpu_s": round(cpu, 1),
                 "jobs": int(done[-1][1]) if done else None,
                 "load_before": round(load_before, 2), "load_after": round(os.getloadavg()[0], 2)}
 
