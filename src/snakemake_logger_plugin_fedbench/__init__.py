@@ -25,13 +25,13 @@ from snakemake_interface_logger_plugins.base import LogHandlerBase
 SHOWN = 3
 
 
-def short_list(files: list[str] | tuple[str, ...], shown: int = SHOWN) -> str:
-    """``files`` joined by ", ", cut after ``shown`` files with "… and n more (m files)" when longer
+def short_list(files: list[str] | tuple[str, ...], shown: int = SHOWN, what: str = "files") -> str:
+    """``files`` joined by ", ", cut after ``shown`` files with "… and n more (m <what>)" when longer
     than ``shown + 1`` (cutting one file would save nothing)."""
     files = [str(f) for f in files]
     if len(files) <= shown + 1:
         return ", ".join(files)
-    return ", ".join(files[:shown]) + f", … and {len(files) - shown} more ({len(files)} files)"
+    return ", ".join(files[:shown]) + f", … and {len(files) - shown} more ({len(files)} {what})"
 
 
 def short_reason(reason: str, shown: int = SHOWN) -> str:
@@ -56,9 +56,8 @@ def short_reasons_summary(text: str, shown: int = SHOWN) -> str:
             names = line.strip().split(", ")
             capped = names[-1] == "..."  # Snakemake lists at most 50 rules, then "..."
             names = names[:-1] if capped else names
-            cut = short_list(names, shown)
-            if cut != ", ".join(names):
-                lines[i] = "        " + cut.replace(" files)", " rules, and more)" if capped else " rules)")
+            if len(names) > shown + 1:
+                lines[i] = "        " + short_list(names, shown, "rules, and more" if capped else "rules")
     return "\n".join(lines)
 
 
