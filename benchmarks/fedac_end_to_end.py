@@ -40,6 +40,7 @@ import json
 import math
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -102,9 +103,10 @@ def run_workflow(rev: str, mirror: Path, keep: Path | None, experiment: str = EX
                 row["job_s"] += float(m.group(1))
                 row["training_s"] += float(m.group(2))
         runs = sum(1 for _ in (clone / "results/runs" / experiment).rglob("summary.json"))
-        scorecard = clone / "results/tables/scorecard.md"
-        if keep is not None and scorecard.exists():
-            (keep / "scorecard.md").write_text(scorecard.read_text())
+        if keep is not None:  # the tables (scorecard.md among them) and the figures, for the docs
+            for kept in ("tables", "figures"):
+                if (clone / "results" / kept).is_dir():
+                    shutil.copytree(clone / "results" / kept, keep / kept, dirs_exist_ok=True)
         return {"wall_s": wall, "cpu_s": cpu,
                 "runs": runs, "per_algorithm": dict(jobs)}
 
@@ -175,7 +177,8 @@ def main(argv=None) -> None:
     ap.add_argument("--workflow-only", action="store_true")
     ap.add_argument("--from-json", type=Path, help="print the report of an earlier --json (both parts in it)")
     ap.add_argument("--json", type=Path)
-    ap.add_argument("--keep", type=Path, help="keep the command's console output and scorecard here")
+    ap.add_argument("--keep", type=Path,
+                    help="keep the command's console output, its tables (scorecard.md among them) and figures here")
     args = ap.parse_args(argv)
     for name in ("a9a", "a9a.t"):
         if not (args.mirror / name).is_file():

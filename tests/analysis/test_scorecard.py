@@ -52,6 +52,22 @@ def test_fedac_best_at_large_K_M_fails_by_how_much():
     assert v.margin == "at a9a λ = 0.001, M = 512, K = 128 the best baseline is 2× below FedAc-I"
 
 
+def test_fedac_best_at_large_K_M_from_K_128_at_lambda_1e2():
+    """App. A.2 (Figs. 4 and 5, a9a λ = 1e-2): Mb-Ac-SGD "similar" to FedAc-I up to K = 64, beaten
+    from K = 128. A point at K = 64 where Mb-Ac-SGD wins is outside the claim there, not at 1e-3."""
+    rows = [("a9a", lam, k, 256, 64, {**FOUR, "mb_ac_sgd": 8e-4}[k], None) for lam in (1e-2, 1e-3) for k in FOUR]
+    rows += [("a9a", 1e-2, k, 256, 128, v, None) for k, v in FOUR.items()]
+    v = _claim(fedac, "fedac.best_at_large_K_M").decide(sc.Evidence(tables={"fedac_best": _best(rows)}))
+    assert v.status == sc.FAILS and v.ours == "FedAc-I not the best at 1 of 2 points"
+    assert v.margin == "at a9a λ = 0.001, M = 256, K = 64 the best baseline is 1.25× below FedAc-I"
+    v = _claim(fedac, "fedac.best_at_large_K_M").decide(sc.Evidence(tables={"fedac_best": _best(
+        [r for r in rows if r[1] == 1e-2])}))
+    assert v.status == sc.HOLDS and v.ours == "FedAc-I the best at 1 of 1 points"
+    only_64 = [r for r in rows if r[1] == 1e-2 and r[4] == 64]
+    v = _claim(fedac, "fedac.best_at_large_K_M").decide(sc.Evidence(tables={"fedac_best": _best(only_64)}))
+    assert v.status == sc.UNDECIDED and "≥ 128 at a9a λ = 1e-2" in v.note
+
+
 @pytest.mark.parametrize("rows, missing", [
     ([("a9a", 1e-3, k, 64, 64, v, None) for k, v in FOUR.items()], "M ≥ 256"),  # too few workers
     ([("breast_cancer", 1e-2, k, 256, 64, v, None) for k, v in FOUR.items()], "this run: breast_cancer"),

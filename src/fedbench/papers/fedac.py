@@ -510,6 +510,13 @@ def _coincide(keys: Sequence[str], k_panel: int | None, part: pl.DataFrame, x: s
 #: The datasets (ids) the paper's claims are about.
 PAPER_DATASETS = ("a9a", "epsilon")
 _FOUR = ("fedac", "fedavg", "mb_sgd", "mb_ac_sgd")
+#: The smallest K at which the paper has FedAc-I beat the three baselines "by a margin", per
+#: (dataset, λ): K ≥ 64 in §5 (Figs. 1 and 3, a9a λ = 1e-3; Figs. 6 and 7 on epsilon are
+#: "qualitatively similar"); K ≥ 128 in App. A.2 (Figs. 4 and 5, a9a λ = 1e-2: "for K ≤ 64, the
+#: performance of FedAc and Mb-Ac-Sgd are similar ... for K ≥ 128 ... FedAc outperforms the other
+#: baselines by a margin"). Any other (dataset, λ): 64.
+LARGE_K = {("a9a", 1e-2): 128}
+LARGE_M = 256
 
 
 def _best_table(ev) -> pl.DataFrame | None:
@@ -536,15 +543,23 @@ def _no_sweep():
     return Verdict.undecidable("no FedAc sweep ran (the table fedac_best is made from swept cells only)")
 
 
+def _large_k(ds: str, lam: float) -> int:
+    """:data:`LARGE_K` of (``ds``, ``lam``): the smallest K of the claim there."""
+    return next((k for (d, at), k in LARGE_K.items() if d == ds and math.isclose(at, lam)), 64)
+
+
 def _decide_best_at_large(ev):
-    """FedAc-I below each of FedAvg, Mb-SGD and Mb-Ac-SGD at every point with K ≥ 64, M ≥ 256."""
+    """FedAc-I below each of FedAvg, Mb-SGD and Mb-Ac-SGD at every point with M ≥ 256 and K at or
+    above its figure's :data:`LARGE_K` (64; 128 at a9a λ = 1e-2)."""
     from fedbench.analysis.scorecard import Verdict, ratio_text
 
     best = _best_table(ev)
     if best is None:
         return _no_sweep()
     paper, others = _on_paper_data(best)
-    big = paper.filter((pl.col("K") >= 64) & (pl.col("M") >= 256) & pl.col("key").is_in(list(_FOUR)))
+    big = paper.filter((pl.col("M") >= LARGE_M) & pl.col("key").is_in(list(_FOUR)))
+    big = big.filter(pl.Series([k >= _large_k(d, lam) for d, lam, k in big.select("dataset", "lam", "K").rows()],
+                               dtype=pl.Boolean))
     points, gaps, losses, rows = 0, [], [], []
     for (ds, lam, m, k), g in big.group_by(["dataset", "lam", "M", "K"], maintain_order=True):
         score = dict(zip(g["key"].to_list(), g["mean"].to_list()))
@@ -559,8 +574,8 @@ def _decide_best_at_large(ev):
             losses.append(gaps[-1])
     if not points:
         where = f" (this run: {others})" if others and paper.height == 0 else ""
-        return Verdict.undecidable("needs the four algorithms at some K ≥ 64 and M ≥ 256 on a9a or epsilon; "
-                                   f"none ran{where}")
+        return Verdict.undecidable("needs the four algorithms at some K ≥ 64 (≥ 128 at a9a λ = 1e-2) and M ≥ 256 "
+                                   f"on a9a or epsilon; none ran{where}")
     cells = _group_cells(pl.concat(rows))
     worst = min(gaps)
     if losses:
@@ -666,14 +681,16 @@ def claims():
     from fedbench.analysis.scorecard import Claim
 
     return [
-        Claim("fedac.best_at_large_K_M", KEY, "§5, Figs. 1 and 3",
-              "FedAc-I is the most robust at large K and M: at K ≥ 64 and M ≥ 256 it has the lowest best "
-              "suboptimality of FedAc-I, FedAvg, Mb-SGD and Mb-Ac-SGD",
+        Claim("fedac.best_at_large_K_M", KEY, "§5, Figs. 1 and 3; App. A.2, Figs. 4 and 5",
+              "FedAc-I is the most robust at large K and M: at K ≥ 64 (at λ = 1e-2, K ≥ 128, where Mb-Ac-SGD is "
+              "\"similar\" up to K = 64) and M ≥ 256 it has the lowest best suboptimality of FedAc-I, FedAvg, "
+              "Mb-SGD and Mb-Ac-SGD",
               "FedAc-I lowest at every such point (a9a, λ = 1e-3: the best baseline 4.3–7.6× above it in the "
               "authors' runs)",
               "best suboptimality (min over evaluations of F(w) − F*, mean over seeds at the chosen η) per "
               "(dataset, λ, algorithm, M, K): table fedac_best",
-              "at every (a9a or epsilon, λ, M ≥ 256, K ≥ 64) where all four ran, FedAc-I's is below each other's",
+              "at every (a9a or epsilon, λ, M ≥ 256, K ≥ 64; K ≥ 128 at a9a λ = 1e-2) where all four ran, FedAc-I's "
+              "is below each other's",
               _decide_best_at_large),
         Claim("fedac.rounds_to_1e-3", KEY, "§5",
               "on a9a (λ = 1e-3, M = 8,192) FedAc needs 32 rounds to reach suboptimality 1e-3, Mb-Ac-SGD 128, "
