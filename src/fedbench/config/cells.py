@@ -11,7 +11,6 @@ experiments: a partition id names one set of parameters per dataset.
 
 from __future__ import annotations
 
-import copy
 import itertools
 import re
 
@@ -64,6 +63,17 @@ REPORT_KEYS = ("target_accuracy", "paper", "sweep")
 PATH_KEYS = ("dataset_dir", "partition_dir")
 
 
+def _copied(value):
+    """A copy of a YAML value (dicts and lists of scalars, nested): what ``copy.deepcopy`` gives
+    for them, without its memo (a sweep builds one cell per point and seed: ~100,000 in
+    ``fedac.yaml``)."""
+    if isinstance(value, dict):
+        return {k: _copied(v) if isinstance(v, (dict, list)) else v for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copied(v) if isinstance(v, (dict, list)) else v for v in value]
+    return value
+
+
 def _seed_cells(exp: dict, dset: dict, pid: str, label: str, algo: tuple[str, dict, dict]) -> list[dict]:
     """The cells of one (partition, algorithm label) of a dataset of an experiment, one per seed."""
     name, hparams, local_over = algo
@@ -76,8 +86,8 @@ def _seed_cells(exp: dict, dset: dict, pid: str, label: str, algo: tuple[str, di
     return [{
         "experiment": exp["experiment"], "dataset": dset["dataset"], "partition": pid,
         "algorithm": label, "seed": seed, "algorithm_name": name, "hparams": dict(hparams),
-        "model": copy.deepcopy(dset["shared"]["model"]), "local": dict(local),
-        **copy.deepcopy(after_local), "sweep": None,
+        "model": _copied(dset["shared"]["model"]), "local": dict(local),
+        **_copied(after_local), "sweep": None,
     } for seed in exp["seeds"]]
 
 
@@ -143,7 +153,7 @@ def _swept_cells(ctx: dict, ds: str, pid: str, label: str, axes: dict, factors: 
     grid = {a: [canon[a][i] for i in rows] for group, rows in factors for a in group}
     grid = {a: grid[a] for a in axes}
     for c in cells:
-        c["sweep"]["grid"] = copy.deepcopy(grid)
+        c["sweep"]["grid"] = _copied(grid)
     return cells
 
 
@@ -206,11 +216,14 @@ def _expand(cfg: dict) -> tuple[list[dict], dict[tuple[str, str], dict]]:
             _check_reached(lvl_d, reached)
         for lvl in (lvl_e, *lvl_a.values()):
             _check_reached(lvl, reached)
+    dirs = {}  # (dataset, partition, seed): the two directories, digested once
     for c in cells:  # where the cell's inputs live: directories named by what they hold (fedbench.layout)
-        dparams = known[c["dataset"]]
-        c["dataset_dir"] = layout.dataset_dir(c["dataset"], dparams)
-        c["partition_dir"] = layout.partition_dir(c["dataset"], dparams, c["partition"],
-                                                  parts[(c["dataset"], c["partition"])], c["seed"])
+        key = (c["dataset"], c["partition"], c["seed"])
+        if key not in dirs:
+            dparams = known[c["dataset"]]
+            dirs[key] = (layout.dataset_dir(c["dataset"], dparams),
+                         layout.partition_dir(c["dataset"], dparams, c["partition"], parts[key[:2]], c["seed"]))
+        c["dataset_dir"], c["partition_dir"] = dirs[key]
     return cells, parts
 
 
