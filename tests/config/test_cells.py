@@ -154,3 +154,23 @@ def test_training_spec_is_the_cell_less_its_report_and_path_keys():
         spec = training_spec(c)
         assert set(spec) == set(c) - set(REPORT_KEYS) - set(PATH_KEYS) and all(spec[k] == c[k] for k in spec)
         assert list(spec) == [k for k in c if k not in REPORT_KEYS + PATH_KEYS]  # the cell's key order
+
+
+def test_cells_share_no_mutable_value():
+    """Each cell is its own copy of the config's values (model, sampling, the sweep's grid): changing
+    one cell, as a script may, changes no other cell and not the config."""
+    config = yaml.safe_load((REPO / "config/experiments/fedac_quick.yaml").read_text())
+    cells = expand_cells(config)
+    swept = [c for c in cells if c["sweep"] is not None]
+    first, second = swept[0], swept[1]
+    assert first["sweep"]["grid"] == second["sweep"]["grid"] and first["model"] == second["model"]
+    for container in ("model", "sampling", "local", "hparams"):
+        assert first[container] is not second[container], container
+    for axis, values in first["sweep"]["grid"].items():
+        assert values is not second["sweep"]["grid"][axis], axis
+    grid_before = copy.deepcopy(second["sweep"]["grid"])
+    next(iter(first["sweep"]["grid"].values())).append("changed")
+    first["model"]["name"] = "changed"
+    assert second["sweep"]["grid"] == grid_before and second["model"]["name"] != "changed"
+    assert expand_cells(config) == expand_cells(yaml.safe_load((REPO / "config/experiments/fedac_quick.yaml")
+                                                                .read_text()))
