@@ -103,8 +103,8 @@ def run_workflow(rev: str, mirror: Path, keep: Path | None, experiment: str = EX
                 row["job_s"] += float(m.group(1))
                 row["training_s"] += float(m.group(2))
         runs = sum(1 for _ in (clone / "results/runs" / experiment).rglob("summary.json"))
-        if keep is not None:  # the tables (scorecard.md among them) and the figures, for the docs
-            for kept in ("tables", "figures"):
+        if keep is not None:  # the tables (scorecard.md among them) and the plots, for the docs
+            for kept in ("tables", "plots"):
                 if (clone / "results" / kept).is_dir():
                     shutil.copytree(clone / "results" / kept, keep / kept, dirs_exist_ok=True)
         return {"wall_s": wall, "cpu_s": cpu,
@@ -178,7 +178,7 @@ def main(argv=None) -> None:
     ap.add_argument("--from-json", type=Path, help="print the report of an earlier --json (both parts in it)")
     ap.add_argument("--json", type=Path)
     ap.add_argument("--keep", type=Path,
-                    help="keep the command's console output, its tables (scorecard.md among them) and figures here")
+                    help="keep the command's console output, its tables (scorecard.md among them) and plots here")
     args = ap.parse_args(argv)
     for name in ("a9a", "a9a.t"):
         if not (args.mirror / name).is_file():
