@@ -29,17 +29,18 @@ import argparse
 import json
 import os
 import re
-import resource
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from quick_files import timed_command  # noqa: E402
 
 #: Run as ``python harness.py <kept job script>``: the script under timers, per component (wall, CPU),
 #: printed as one JSON line on the process's stdout at the job's end.
@@ -123,14 +124,10 @@ NESTED = ("compiled kernels (numba's cache)", "partitions' rows")
 
 def timed(cmd: list[str], env: dict, cwd: Path) -> tuple[float, float]:
     """(wall, CPU = user + sys) seconds of ``cmd`` run to its end (it must succeed)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    proc = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True)
-    wall = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    proc, wall, cpu = timed_command(cmd, cwd, env)
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu
 
 
 class Tree:
@@ -179,13 +176,7 @@ class Tree:
         """Each job's script under :data:`HARNESS`: seconds (wall, CPU) per component, summed over the jobs."""
         total: dict[str, list[float]] = {}
         for script in self.scripts():
-            before = resource.getrusage(resource.RUSAGE_CHILDREN)
-            t0 = time.perf_counter()
-            proc = subprocess.run([sys.executable, str(harness), str(script)], env=self.env, cwd=self.work,
-                                  capture_output=True, text=True)
-            wall = time.perf_counter() - t0
-            after = resource.getrusage(resource.RUSAGE_CHILDREN)
-            cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+            proc, wall, cpu = timed_command([sys.executable, str(harness), str(script)], self.work, self.env)
             lines = [line for line in proc.stdout.splitlines() if line.startswith("PHASES ")]
             if proc.returncode != 0 or not lines:
                 raise RuntimeError(f"{script} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
