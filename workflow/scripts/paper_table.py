@@ -12,7 +12,8 @@ from fedbench.analysis.folder import read_metrics  # noqa: E402
 from fedbench.analysis.tables import write_renderings  # noqa: E402
 
 out = snakemake.output  # noqa: F821
-papers.get(snakemake.params.paper).write_table(  # noqa: F821
+papers.write_table(
+    snakemake.params.paper,  # noqa: F821
     snakemake.wildcards.table,  # noqa: F821
     read_metrics(list(snakemake.input.metrics)),  # noqa: F821
     snakemake.input.reference,  # noqa: F821

@@ -11,7 +11,7 @@ from fedbench.analysis.folder import read_metrics  # noqa: E402
 from fedbench.analysis.scorecard import scorecard_frame, write_scorecard  # noqa: E402
 
 out = snakemake.output  # noqa: F821
-metrics, tables = papers.scorecard_inputs(read_metrics(snakemake.input.metrics), list(snakemake.input.tables))  # noqa: F821
-frame = scorecard_frame(papers.scorecard_rows(list(tables), metrics, tables))
-write_scorecard(frame, out.md, out.html, out.csv, names={k: papers.display_name(k) for k in tables})
+inputs = papers.scorecard_inputs(read_metrics(snakemake.input.metrics), list(snakemake.input.tables))  # noqa: F821
+frame = scorecard_frame(papers.scorecard_rows(inputs))
+write_scorecard(frame, out.md, out.html, out.csv, names={k: papers.display_name(k) for k, *_ in inputs})
 print(frame)

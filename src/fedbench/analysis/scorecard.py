@@ -12,6 +12,21 @@ cells measure, the rule that decides it, and ``decide``, a function of the run's
   the claim is about the paper's datasets, or cells that did not run. The note says what is missing.
   A claim is never passed for want of evidence.
 
+A claim that no run can decide (a statement about the paper's own hardware, a proof, a figure
+without numbers that no experiment of ours reproduces) is still a row: ``decide`` is None and
+``no_run`` says why in one sentence, so the scorecard lists every claim the paper makes.
+
+Every verdict carries the **scale** it was decided at (:data:`SCALES`): ``paper scale`` (the
+paper's data set at the paper's rounds), ``reduced real data`` (real data, fewer samples, clients or
+rounds than the paper), ``toy data`` (embedded or generated data: digits, Synthetic(α, β),
+quadratics), or ``the paper's own numbers`` (:func:`paper_numbers_frame`). A claim that holds only
+at toy scale is never counted as reproduced (:func:`summary_line`).
+
+The same rule is applied to the numbers the paper itself reports (``on_paper``): run as
+``python -m fedbench.analysis.scorecard --paper-numbers``. A rule that the paper's own numbers
+break is declared so (``contradicted``) and its row says "contradicted by the paper's own ...":
+a finding shown to the reader, never hidden by a widened tolerance.
+
 :func:`evaluate` decides every claim of every paper that has cells; :func:`write_scorecard`
 writes ``results/tables/scorecard.{md,html,csv}`` (rule scorecard, ``rules/scorecard.smk``).
 """
@@ -29,14 +44,21 @@ import polars as pl
 
 from fedbench.files import atomic_write
 
-__all__ = ["HOLDS", "FAILS", "UNDECIDED", "Verdict", "Claim", "Evidence", "evaluate", "scorecard_frame",
-           "markdown_scorecard", "html_scorecard", "write_scorecard", "cell_name", "ratio_text"]
+__all__ = ["HOLDS", "FAILS", "UNDECIDED", "PAPER_SCALE", "REDUCED_REAL", "TOY", "PAPER_NUMBERS", "SCALES",
+           "Verdict", "Claim", "Evidence", "evaluate", "paper_number_rows", "paper_numbers_frame", "scorecard_frame",
+           "summary_line", "markdown_scorecard", "html_scorecard", "write_scorecard", "cell_name", "ratio_text"]
 
 HOLDS, FAILS, UNDECIDED = "holds", "fails", "not decidable"
 VERDICTS = (HOLDS, FAILS, UNDECIDED)
+#: The scales a verdict is decided at, from the most to the least faithful to the paper.
+PAPER_SCALE, REDUCED_REAL, TOY = "paper scale", "reduced real data", "toy data"
+PAPER_NUMBERS = "the paper's own numbers"
+SCALES = (PAPER_SCALE, REDUCED_REAL, TOY, PAPER_NUMBERS)
+#: The prefix of the margin of a rule that fails on the paper's own numbers.
+CONTRADICTED = "contradicted by the paper's own"
 #: The CSV's columns, in order.
-COLUMNS = ("paper", "claim", "where", "says", "paper_value", "measure", "rule", "ours", "verdict", "margin",
-           "cells", "note")
+COLUMNS = ("paper", "claim", "where", "says", "paper_value", "measure", "rule", "basis", "ours", "verdict",
+           "scale", "margin", "cells", "note", "figure")
 
 
 @dataclass(frozen=True)
@@ -81,11 +103,14 @@ class Evidence:
             concatenated; empty when none ran).
         cells: the paper's cells (the workflow's cell specs, or the rows its tables read).
         tables: {paper table name: its long CSV as written by rule paper_table}, those present.
+        scale: the scale of the experiments behind it (one of :data:`SCALES`; the scorecard
+            decides each scale's experiments apart).
     """
 
     metrics: pl.DataFrame = field(default_factory=pl.DataFrame)
     cells: list[Mapping] = field(default_factory=list)
     tables: dict[str, pl.DataFrame] = field(default_factory=dict)
+    scale: str = TOY
 
 
 @dataclass(frozen=True)
@@ -100,7 +125,19 @@ class Claim:
         paper_value: the paper's number, or its qualitative statement in short.
         measure: the quantity our cells measure.
         rule: the rule that decides it.
-        decide: (Evidence) -> Verdict.
+        decide: (Evidence) -> Verdict; None when no run can decide the claim (``no_run`` says why).
+        basis: where each threshold and tolerance of ``rule`` comes from: the paper's sentence, or a
+            measured seed spread with the command that measured it ("no threshold: ..." for an exact
+            ordering or identity). Required when ``decide`` is set.
+        on_paper: () -> Verdict: the same rule applied to the numbers the paper itself reports
+            (its tables, figure values its text gives, FedAc's released runs); None when the paper
+            gives no numbers for it.
+        paper_source: what ``on_paper`` reads, e.g. "Table 2" or "released runs (Fig. 1)".
+        contradicted: non-empty when the paper's own numbers break the rule: what they show. The
+            test of every paper requires ``on_paper`` to fail exactly when this is set.
+        no_run: why no run can decide the claim (one sentence), when ``decide`` is None.
+        figure: the file name (``results/plots/paper/<figure>.png``) of the paper figure that shows
+            the evidence, "" for none.
     """
 
     id: str
@@ -110,7 +147,23 @@ class Claim:
     paper_value: str
     measure: str
     rule: str
-    decide: Callable[[Evidence], Verdict]
+    decide: Callable[[Evidence], Verdict] | None
+    basis: str = ""
+    on_paper: Callable[[], Verdict] | None = None
+    paper_source: str = ""
+    contradicted: str = ""
+    no_run: str = ""
+    figure: str = ""
+
+    def __post_init__(self):
+        if (self.decide is None) == (not self.no_run):
+            raise ValueError(f"claim {self.id}: give exactly one of decide (a rule) and no_run (why no run can "
+                             "decide it)")
+        if self.decide is not None and not self.basis:
+            raise ValueError(f"claim {self.id}: basis is empty; name where each threshold comes from (the paper's "
+                             "sentence or a measured seed spread with its command), or 'no threshold: ...'")
+        if self.on_paper is not None and not self.paper_source:
+            raise ValueError(f"claim {self.id}: on_paper needs paper_source (which of the paper's numbers it reads)")
 
 
 def cell_name(experiment: str, dataset: str, partition: str, algorithm: str, seed=None) -> str:
@@ -124,22 +177,64 @@ def ratio_text(x: float) -> str:
     return "—" if x is None or not math.isfinite(x) else f"{x:.3g}×"
 
 
+def _row(c: Claim, v: Verdict, scale: str) -> dict:
+    return {"paper": c.paper, "claim": c.id, "where": c.where, "says": c.says, "paper_value": c.paper_value,
+            "measure": c.measure, "rule": c.rule, "basis": c.basis, "ours": v.ours, "verdict": v.status,
+            "scale": scale, "margin": v.margin, "cells": "; ".join(v.cells), "note": v.note, "figure": c.figure}
+
+
+def _safely(c: Claim, fn: Callable[[], Verdict]) -> Verdict:
+    try:
+        v = fn()
+        if not isinstance(v, Verdict):
+            raise TypeError(f"decide returned {type(v).__name__}, not a Verdict")
+        return v
+    except Exception as e:  # noqa: BLE001 (a broken rule must show in its row, not stop the others)
+        traceback.print_exc()
+        return Verdict.undecidable(f"the rule raised {type(e).__name__}: {e}")
+
+
 def evaluate(claims: Sequence[Claim], evidence: Evidence) -> list[dict]:
-    """One row per claim (the columns of :data:`COLUMNS`). A claim whose ``decide`` raises is
-    ``not decidable`` with the error in its note (never a pass); the traceback goes to stderr."""
+    """One row per claim (the columns of :data:`COLUMNS`), at ``evidence.scale``. A claim whose
+    ``decide`` raises is ``not decidable`` with the error in its note (never a pass); the traceback
+    goes to stderr. A claim no run can decide is ``not decidable`` with its ``no_run`` sentence."""
     rows = []
     for c in claims:
-        try:
-            v = c.decide(evidence)
-            if not isinstance(v, Verdict):
-                raise TypeError(f"decide returned {type(v).__name__}, not a Verdict")
-        except Exception as e:  # noqa: BLE001 (a broken rule must show in its row, not stop the others)
-            traceback.print_exc()
-            v = Verdict.undecidable(f"the rule raised {type(e).__name__}: {e}")
-        rows.append({"paper": c.paper, "claim": c.id, "where": c.where, "says": c.says, "paper_value": c.paper_value,
-                     "measure": c.measure, "rule": c.rule, "ours": v.ours, "verdict": v.status, "margin": v.margin,
-                     "cells": "; ".join(v.cells), "note": v.note})
+        if c.decide is None:
+            v = Verdict.undecidable(f"no run can decide it: {c.no_run}")
+        else:
+            v = _safely(c, lambda c=c: c.decide(evidence))
+        rows.append(_row(c, v, evidence.scale))
     return rows
+
+
+def paper_number_rows(claims: Sequence[Claim]) -> list[dict]:
+    """Each claim's rule applied to the paper's own reported numbers (``on_paper``), at scale
+    :data:`PAPER_NUMBERS`. A rule that fails there has its margin start with "contradicted by the
+    paper's own <paper_source>"; a claim without ``on_paper`` is not decidable (the paper gives no
+    numbers for it, or no run can decide it)."""
+    rows = []
+    for c in claims:
+        if c.on_paper is None:
+            why = (f"no run can decide it: {c.no_run}" if c.decide is None
+                   else "the paper reports no numbers this rule can be applied to")
+            v = Verdict.undecidable(why)
+        else:
+            v = _safely(c, c.on_paper)
+            if v.status == FAILS:
+                v = Verdict(FAILS, v.ours, f"{CONTRADICTED} {c.paper_source}: {v.margin}", v.cells,
+                            c.contradicted or v.note)
+        rows.append(_row(c, v, PAPER_NUMBERS))
+    return rows
+
+
+def paper_numbers_frame(keys: Sequence[str] | None = None) -> pl.DataFrame:
+    """Every claim of the papers ``keys`` (default: all, :data:`fedbench.papers.PAPERS` order),
+    decided on the papers' own numbers (:func:`paper_number_rows`)."""
+    import fedbench.papers as papers
+
+    keys = papers.keys() if keys is None else list(keys)
+    return scorecard_frame([r for k in keys for r in paper_number_rows(papers.get(k).claims())])
 
 
 def scorecard_frame(rows: Sequence[Mapping]) -> pl.DataFrame:
@@ -148,9 +243,22 @@ def scorecard_frame(rows: Sequence[Mapping]) -> pl.DataFrame:
                         schema={k: pl.String for k in COLUMNS}, orient="row")
 
 
-def _counts(frame: pl.DataFrame) -> str:
-    n = {v: frame.filter(pl.col("verdict") == v).height for v in VERDICTS}
-    return f"{frame.height} claims: {n[HOLDS]} hold, {n[FAILS]} fail, {n[UNDECIDED]} not decidable at this run's scale"
+def summary_line(frame: pl.DataFrame) -> str:
+    """The count line: the rows, then what holds at each scale apart (a claim that holds only on toy
+    data is not counted as reproduced), what fails and what is not decidable."""
+    def n(verdict, scale=None):
+        f = frame.filter(pl.col("verdict") == verdict)
+        return (f if scale is None else f.filter(pl.col("scale") == scale)).height
+
+    parts = [f"{n(HOLDS, PAPER_SCALE)} reproduced at paper scale",
+             f"{n(HOLDS, REDUCED_REAL)} hold on reduced real data",
+             f"{n(HOLDS, TOY)} hold on toy data only (not counted as reproduced)"]
+    if n(HOLDS, PAPER_NUMBERS):
+        parts.append(f"{n(HOLDS, PAPER_NUMBERS)} hold on the papers' own numbers")
+    contradicted = frame.filter((pl.col("verdict") == FAILS) & pl.col("margin").str.starts_with(CONTRADICTED)).height
+    fails = f"{n(FAILS)} fail" + (f" ({contradicted} contradicted by the paper's own numbers)" if contradicted else "")
+    return f"{frame.height} claim rows: " + ", ".join(parts + [fails, f"{n(UNDECIDED)} not decidable"])
+
 
 
 def _md_cell(text: str) -> str:
@@ -170,58 +278,92 @@ def _cells_text(cells: str, limit: int = 4) -> str:
     return ", ".join(parts[:limit]) + f" and {len(parts) - limit} more (CSV)"
 
 
+#: Where a claim's figure is, relative to the scorecard's folder (results/tables/).
+FIGURE_DIR = "../plots/paper"
+_HEADERS = ("paper", "where", "claim", "paper's number", "ours", "verdict", "scale", "cells", "figure")
+
+
+def _groups(frame: pl.DataFrame):
+    """(scale, its rows) in :data:`SCALES` order, the scales present only."""
+    for scale in SCALES:
+        part = frame.filter(pl.col("scale") == scale)
+        if part.height:
+            yield scale, part
+
+
+def _title(command: str | None, paper_numbers: bool) -> str:
+    if paper_numbers:
+        return "Reproduction scorecard: the papers' claims, decided on the papers' own numbers"
+    return "Reproduction scorecard: the papers' claims, decided on this run"
+
+
+def _cells_of(r: Mapping, names: Mapping[str, str]) -> tuple:
+    return (names.get(r["paper"], r["paper"]), r["where"], r["says"], r["paper_value"], r["ours"] or "—",
+            _verdict_text(r), r["scale"], _cells_text(r["cells"]))
+
+
+_FOOTER = ("Scale: paper scale = the paper's data set at the paper's rounds; reduced real data = real data with "
+           "fewer samples, clients or rounds; toy data = embedded or generated data (digits, Synthetic, "
+           "quadratics): a claim that holds only there is not counted as reproduced. Each claim's quantity, "
+           "rule and the source of its thresholds: the CSV (columns measure, rule, basis) and the paper's module "
+           "(fedbench.papers.<paper>, claims()). Not decidable: the run lacks what the rule needs (the claim's "
+           "dataset, scale or cells), never counted as a pass.")
+
+
 def markdown_scorecard(frame: pl.DataFrame, names: Mapping[str, str] | None = None,
-                       command: str | None = None) -> str:
-    """The scorecard as Markdown: a count line, then one row per claim (paper, where, the claim,
-    the paper's number, ours, the verdict with its margin or why it is not decidable, the cells)."""
+                       command: str | None = None, paper_numbers: bool = False) -> str:
+    """The scorecard as Markdown: the count line (:func:`summary_line`), then per scale one table
+    with a row per claim (paper, where, the claim, the paper's number, ours, the verdict with its
+    margin or why it is not decidable, the scale, the cells, a link to the figure that shows it)."""
     names = names or {}
-    lines = ["# Reproduction scorecard: the papers' claims, decided on this run", ""]
+    lines = [f"# {_title(command, paper_numbers)}", ""]
     if command:
         lines += [f"Command: `{command}`", ""]
     if frame.height == 0:
         return "\n".join(lines + ["No experiment of this run feeds a paper (an experiment's `paper` key): "
                                   "no claim to decide.", ""])
-    lines += [_counts(frame) + ".", ""]
-    lines.append("| paper | where | claim | paper | ours | verdict | cells |")
-    lines.append("|---|---|---|---|---|---|---|")
-    for r in frame.iter_rows(named=True):
-        lines.append("| " + " | ".join(_md_cell(x) for x in (
-            names.get(r["paper"], r["paper"]), r["where"], r["says"], r["paper_value"], r["ours"] or "—",
-            _verdict_text(r), _cells_text(r["cells"]))) + " |")
-    lines += ["", "Each claim's quantity and rule: the CSV (columns measure, rule) and the paper's module "
-              "(fedbench.papers.<paper>, claims()). Not decidable: the run lacks what the rule needs (the claim's "
-              "dataset, scale or cells), never counted as a pass.", ""]
+    lines += [summary_line(frame) + ".", ""]
+    for scale, part in _groups(frame):
+        lines += [f"## Decided on {scale}" if scale != PAPER_NUMBERS else "## Decided on the papers' own numbers",
+                  "", "| " + " | ".join(_HEADERS) + " |", "|" + "---|" * len(_HEADERS)]
+        for r in part.iter_rows(named=True):
+            fig = f"[{r['figure']}]({FIGURE_DIR}/{r['figure']}.png)" if r["figure"] else "—"
+            lines.append("| " + " | ".join(_md_cell(x) for x in _cells_of(r, names)) + f" | {fig} |")
+        lines.append("")
+    lines += [_FOOTER, ""]
     return "\n".join(lines)
 
 
 _STYLE = {HOLDS: "color:#176c2e", FAILS: "color:#b3261e;font-weight:bold", UNDECIDED: "color:#6b6b6b"}
 
 
-def html_scorecard(frame: pl.DataFrame, names: Mapping[str, str] | None = None, command: str | None = None) -> str:
-    """The scorecard as one HTML fragment (``div.fedbench-table``), verdicts coloured, each row's rule
-    and measure in a tooltip; it is the top of the report's landing page."""
+def html_scorecard(frame: pl.DataFrame, names: Mapping[str, str] | None = None, command: str | None = None,
+                   paper_numbers: bool = False) -> str:
+    """The scorecard as one HTML fragment (``div.fedbench-table``): the count line, one table per
+    scale, verdicts coloured, each row's rule, measure and threshold source in a tooltip, a link to
+    the figure that decides it; it is the top of the report's landing page."""
     names = names or {}
     e = html.escape
-    out = ['<div class="fedbench-table fedbench-scorecard">',
-           "<h3>Reproduction scorecard: the papers' claims, decided on this run</h3>"]
+    out = ['<div class="fedbench-table fedbench-scorecard">', f"<h3>{e(_title(command, paper_numbers))}</h3>"]
     if command:
         out.append(f"<p>Command: <code>{e(command)}</code></p>")
     if frame.height == 0:
         out.append("<p>No experiment of this run feeds a paper: no claim to decide.</p></div>")
         return "\n".join(out) + "\n"
-    out.append(f"<p>{e(_counts(frame))}.</p>")
-    out.append("<table><thead><tr>" + "".join(f"<th>{h}</th>" for h in
-                                              ("paper", "where", "claim", "paper", "ours", "verdict", "cells"))
-               + "</tr></thead><tbody>")
-    for r in frame.iter_rows(named=True):
-        tip = e(f"measure: {r['measure']}\nrule: {r['rule']}", quote=True)
-        out.append(f'<tr title="{tip}">' + "".join(f"<td>{e(str(x))}</td>" for x in (
-            names.get(r["paper"], r["paper"]), r["where"], r["says"], r["paper_value"], r["ours"] or "—"))
-            + f'<td style="{_STYLE[r["verdict"]]}">{e(_verdict_text(r))}</td>'
-            + f"<td>{e(_cells_text(r['cells']))}</td></tr>")
-    out.append("</tbody></table>")
-    out.append("<p>Hover a row for the quantity measured and the rule that decides it. Not decidable: the run lacks "
-               "what the rule needs (the claim's dataset, scale or cells), never counted as a pass.</p></div>")
+    out.append(f"<p>{e(summary_line(frame))}.</p>")
+    for scale, part in _groups(frame):
+        out.append(f"<h4>Decided on {e(scale)}</h4>")
+        out.append("<table><thead><tr>" + "".join(f"<th>{e(h)}</th>" for h in _HEADERS) + "</tr></thead><tbody>")
+        for r in part.iter_rows(named=True):
+            tip = e(f"measure: {r['measure']}\nrule: {r['rule']}\nbasis: {r['basis']}", quote=True)
+            cols = _cells_of(r, names)
+            fig = (f'<a href="{e(FIGURE_DIR)}/{e(r["figure"])}.png">{e(r["figure"])}</a>' if r["figure"] else "—")
+            out.append(f'<tr title="{tip}">' + "".join(f"<td>{e(str(x))}</td>" for x in cols[:5])
+                       + f'<td style="{_STYLE[r["verdict"]]}">{e(cols[5])}</td>'
+                       + "".join(f"<td>{e(str(x))}</td>" for x in cols[6:]) + f"<td>{fig}</td></tr>")
+        out.append("</tbody></table>")
+    out.append(f"<p>{e(_FOOTER)} Hover a row for the quantity measured, the rule and the source of its "
+               "thresholds.</p></div>")
     return "\n".join(out) + "\n"
 
 
@@ -235,3 +377,29 @@ def write_scorecard(frame: pl.DataFrame, md_path: str | os.PathLike, html_path: 
             tmp.write_text(text, encoding="utf-8")
     with atomic_write(csv_path) as tmp:
         frame.write_csv(tmp)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m fedbench.analysis.scorecard --paper-numbers [--paper KEY ...] [--csv PATH]``:
+    print (Markdown) every claim row of the papers, decided on the papers' own numbers."""
+    import argparse
+    import sys
+
+    import fedbench.papers as papers
+
+    ap = argparse.ArgumentParser(prog="python -m fedbench.analysis.scorecard", description=main.__doc__)
+    ap.add_argument("--paper-numbers", action="store_true", required=True,
+                    help="decide every claim on the numbers the paper itself reports")
+    ap.add_argument("--paper", action="append", choices=papers.keys(), help="only this paper (repeatable)")
+    ap.add_argument("--csv", help="also write the rows as CSV here")
+    args = ap.parse_args(argv)
+    frame = paper_numbers_frame(args.paper)
+    names = {k: papers.display_name(k) for k in papers.keys()}
+    sys.stdout.write(markdown_scorecard(frame, names, paper_numbers=True))
+    if args.csv:
+        frame.write_csv(args.csv)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

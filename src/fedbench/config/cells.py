@@ -54,7 +54,7 @@ CELL_ID_PATTERN = ID_PATTERN + r"(?:,[A-Za-z0-9_]+=[A-Za-z0-9_.+\-]+)*"
 
 #: Keys of a cell that only the tables, paper outputs and reports read: not part of the training
 #: spec (:func:`training_spec`), so changing them re-aggregates without retraining.
-REPORT_KEYS = ("target_accuracy", "paper", "sweep")
+REPORT_KEYS = ("target_accuracy", "paper", "scale", "sweep")
 
 
 #: Keys of a cell that locate its inputs in the results folder (fedbench.layout): the prepared
@@ -233,7 +233,8 @@ def expand_cells(config: dict) -> list[dict]:
 
     Each cell has exactly the keys: experiment, dataset, partition, algorithm (the config label),
     seed, algorithm_name, hparams, model, local, sampling, rounds, eval_every, target_accuracy,
-    paper (the experiment's ``paper``, or None), dtype; and, for image datasets that can augment
+    paper (the experiment's ``paper``, or None), scale (the scale its paper's claims are decided at:
+    :func:`fedbench.papers.cell_scale`), dtype; and, for image datasets that can augment
     (a source with an ``augment`` parameter), ``augmentation``: the training augmentation record
     or None (see :func:`_augmentation`); and, for experiments with ``delta_histogram``,
     ``delta_histogram: {"rounds": [sorted ints]}`` ("last" resolved to the cell's rounds; a round

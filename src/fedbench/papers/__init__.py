@@ -30,7 +30,8 @@ from fedbench.papers import elastic_aggregation, fed_minimax, fedac, fedelasticn
 from fedbench.papers.base import PaperFigure, Table
 
 __all__ = ["PAPERS", "get", "keys", "check_paper", "paper_cells", "tables", "figures", "code_version",
-           "display_name", "paper_of_table", "scorecard_inputs", "scorecard_rows", "Table", "PaperFigure"]
+           "display_name", "paper_of_table", "scorecard_inputs", "scorecard_rows", "cell_scale", "write_table",
+           "TOY_SOURCES", "Table", "PaperFigure"]
 
 #: The papers, in the order their outputs are listed.
 PAPERS: tuple[ModuleType, ...] = (
@@ -100,43 +101,110 @@ def paper_of_table(name: str) -> str | None:
     return max(fits, key=len) if fits else None
 
 
-def scorecard_inputs(metrics, table_paths: Sequence[str]) -> tuple[dict, dict]:
-    """The scorecard's evidence per paper, from the folder's files: ({key: the rows of ``metrics`` of
-    the experiments its tables name (column ``experiment``)}, {key: {table name: its long CSV as a
-    frame}}), for each paper with a table among ``table_paths`` (``results/tables/paper/<name>.csv``),
-    in :data:`PAPERS` order."""
+#: Dataset sources that are embedded or generated stand-ins, never the papers' data: a verdict
+#: decided on them is at toy scale.
+TOY_SOURCES = ("digits", "synthetic", "quadratic")
+
+
+def cell_scale(paper: str | None, dataset: Mapping, rounds: int) -> str:
+    """The scale a cell decides its paper's claims at (:data:`fedbench.analysis.scorecard.SCALES`).
+
+    Args:
+        paper: the experiment's paper key (None: no paper; then only toy / reduced real apply).
+        dataset: the cell's dataset config, resolved (``{"source": ..., **params}``).
+        rounds: the cell's number of rounds.
+
+    Returns:
+        ``toy data`` for :data:`TOY_SOURCES`; ``paper scale`` when the source is one of the paper's
+        data sets (the module's ``PAPER_SCALE``: {source: the paper's rounds for it}) and the cell
+        runs at least the paper's rounds; ``reduced real data`` otherwise (real data: fewer samples,
+        clients or rounds than the paper, or a real data set the paper did not use).
+    """
+    from fedbench.analysis.scorecard import PAPER_SCALE, REDUCED_REAL, TOY
+
+    source = dataset["source"]
+    if source in TOY_SOURCES:
+        return TOY
+    full = getattr(get(paper), "PAPER_SCALE", {}) if paper in _BY_KEY else {}
+    return PAPER_SCALE if source in full and rounds >= full[source] else REDUCED_REAL
+
+
+def write_table(key: str, name: str, df, reference, cells: Sequence[Mapping], md_path, csv_path) -> None:
+    """Write paper ``key``'s table ``name`` (its module's ``write_table``) and add to its long CSV the
+    column ``scale``: each row's (experiment, dataset) scale, from the cells' ``scale``, which the
+    scorecard decides apart (:func:`scorecard_inputs`)."""
+    import polars as pl
+
+    get(key).write_table(name, df, reference, list(cells), md_path, csv_path)
+    frame = pl.read_csv(csv_path, infer_schema_length=None)
+    if "experiment" not in frame.columns:
+        return
+    scales = pl.DataFrame([{"experiment": e, "dataset": d, "scale": s} for (e, d), s in
+                           {(c["experiment"], c["dataset"]): c["scale"] for c in cells}.items()],
+                          schema={"experiment": pl.String, "dataset": pl.String, "scale": pl.String})
+    on = ["experiment", "dataset"] if "dataset" in frame.columns else ["experiment"]
+    if on == ["experiment"]:
+        scales = scales.group_by("experiment").agg(pl.col("scale").max())  # toy data > reduced > paper, alphabetically
+    frame = frame.drop("scale", strict=False).with_columns(pl.col(c).cast(pl.String) for c in on)
+    frame.join(scales, on=on, how="left").with_columns(pl.col("scale").fill_null("toy data")).write_csv(csv_path)
+
+
+def scorecard_inputs(metrics, table_paths: Sequence[str]) -> list[tuple[str, str, object, dict]]:
+    """The scorecard's evidence, from the folder's files: one ``(paper key, scale, metrics, tables)``
+    per paper with a table among ``table_paths`` (``results/tables/paper/<name>.csv``) and per scale
+    its tables' rows are at (column ``scale``, :func:`write_table`; a table written without it counts
+    as toy data), in :data:`PAPERS` order and :data:`~fedbench.analysis.scorecard.SCALES` order:
+    ``metrics`` the rows of the folder's metrics of the (experiment, dataset) pairs at that scale,
+    ``tables`` {table name: its rows at that scale (all its rows when it names no experiment)}."""
     from pathlib import Path
 
     import polars as pl
 
-    tables: dict[str, dict] = {}
+    from fedbench.analysis.scorecard import SCALES, TOY
+
+    own: dict[str, dict] = {}
     for path in table_paths:
         name = Path(path).stem
         key = paper_of_table(name)
         if key is not None:
-            tables.setdefault(key, {})[name] = pl.read_csv(path, infer_schema_length=None)
-    tables = {p.KEY: tables[p.KEY] for p in PAPERS if p.KEY in tables}
-    by_paper = {}
-    for key, own in tables.items():
-        exps = sorted({e for t in own.values() if "experiment" in t.columns for e in t["experiment"].drop_nulls()})
-        by_paper[key] = (metrics.filter(pl.col("experiment").is_in(exps)) if metrics.height else metrics)
-    return by_paper, tables
+            frame = pl.read_csv(path, infer_schema_length=None)
+            if "experiment" in frame.columns and "scale" not in frame.columns:
+                frame = frame.with_columns(pl.lit(TOY).alias("scale"))
+            own.setdefault(key, {})[name] = frame
+    out = []
+    for p in PAPERS:
+        if p.KEY not in own:
+            continue
+        tables = own[p.KEY]
+        present = {s for t in tables.values() if "scale" in t.columns for s in t["scale"].drop_nulls()}
+        for scale in [s for s in SCALES if s in present] or [TOY]:
+            part = {n: (t.filter(pl.col("scale") == scale) if "scale" in t.columns else t) for n, t in tables.items()}
+            pairs = {(e, d) for t in part.values() if "experiment" in t.columns
+                     for e, d in zip(t["experiment"].cast(pl.String),
+                                     t["dataset"].cast(pl.String) if "dataset" in t.columns
+                                     else [None] * t.height)}
+            if metrics.height:
+                exps = {e for e, _ in pairs}
+                keep = pl.col("experiment").is_in(sorted(exps))
+                if all(d is not None for _, d in pairs):
+                    keep = pl.struct("experiment", "dataset").is_in(
+                        [{"experiment": e, "dataset": d} for e, d in sorted(pairs)])
+                rows = metrics.filter(keep)
+            else:
+                rows = metrics
+            out.append((p.KEY, scale, rows, part))
+    return out
 
 
-def scorecard_rows(keys: Sequence[str], metrics: Mapping[str, object], tables: Mapping[str, Mapping[str, object]]
-                   ) -> list[dict]:
-    """The scorecard rows (:func:`fedbench.analysis.scorecard.evaluate`) of papers ``keys``, in
-    order: each paper's claims decided on its own evidence, ``metrics[key]`` (the collected metrics
-    of its experiments, a polars frame; absent: empty) and ``tables[key]`` ({its paper table name:
-    the table's long CSV as a frame})."""
-    import polars as pl
-
+def scorecard_rows(inputs: Sequence[tuple[str, str, object, Mapping]]) -> list[dict]:
+    """The scorecard rows (:func:`fedbench.analysis.scorecard.evaluate`): for each ``(paper key,
+    scale, metrics, tables)`` of :func:`scorecard_inputs`, the paper's claims decided on that
+    evidence, each row labelled with its scale."""
     from fedbench.analysis.scorecard import Evidence, evaluate
 
     rows = []
-    for key in keys:
-        ev = Evidence(metrics=metrics.get(key, pl.DataFrame()), tables=dict(tables.get(key, {})))
-        rows += evaluate(get(key).claims(), ev)
+    for key, scale, metrics, tables in inputs:
+        rows += evaluate(get(key).claims(), Evidence(metrics=metrics, tables=dict(tables), scale=scale))
     return rows
 
 
