@@ -14,7 +14,7 @@ REPO = Path(__file__).resolve().parents[2]
 DEFAULT = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
 SPEC_KEYS = {
     "experiment", "dataset", "partition", "algorithm", "seed", "algorithm_name", "hparams", "model",
-    "local", "sampling", "rounds", "eval_every", "target_accuracy", "paper", "dtype", "sweep",
+    "local", "sampling", "rounds", "eval_every", "target_accuracy", "paper", "scale", "dtype", "sweep",
     "dataset_dir", "partition_dir",  # where its inputs live (fedbench.layout)
 }
 
