@@ -78,7 +78,8 @@ def test_scorecard_files_group_rows_by_scale(tmp_path):
     md = paths[0].read_text()
     assert ("4 claim rows: 0 reproduced at paper scale, 1 hold on reduced real data, 1 hold on toy data only "
             "(not counted as reproduced), 1 fail, 1 not decidable.") in md
-    assert md.index("## Decided on reduced real data") < md.index("## Decided on toy data")
+    assert "## Paper (2020)\n\n4 claim rows:" in md
+    assert md.index("| reduced real data |") < md.index("| toy data |")
     assert ("| Paper (2020) | Table 1 | A beats B | 61.45 vs 61.22 | 91.1 vs 88.6 | ✅ holds: by 2.5 pp "
             "| reduced real data | e/d/p/a, e/d/p/b | [p_fig2](../plots/paper/p_fig2.png) |") in md
     assert "| C \\| D | 32 | 64 | ❌ fails: 2× it | reduced real data |" in md
@@ -117,6 +118,7 @@ def test_paper_numbers_command_prints_every_claim_of_the_five_papers(tmp_path):
     assert frame.height == sum(len(p.claims()) for p in papers.PAPERS) and set(frame["paper"]) == set(papers.keys())
     assert out.startswith("# Reproduction scorecard: the papers' claims, decided on the papers' own numbers")
     assert out.count("\n| ") - out.count("\n| paper |") == frame.height
+    assert frame.height >= 60
     failing = frame.filter(pl.col("verdict") == sc.FAILS)
     assert all(m.startswith("contradicted by the paper's own") for m in failing["margin"])
 
@@ -162,3 +164,14 @@ def test_the_scorecard_is_the_reports_first_category_and_part_of_rule_all():
     snakefile = (root / "Snakefile").read_text()
     rule_all = snakefile[snakefile.index("rule all:"):snakefile.index("onstart:")]
     assert '"results/tables/scorecard.md"' in rule_all and "print_scorecard()" in snakefile
+
+
+def test_docs_list_every_claim_as_the_inventory_prints_it():
+    """docs/papers.md's claims section is `python -m fedbench.analysis.scorecard --inventory`."""
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "papers.md").read_text(encoding="utf-8")
+    begin, end = "<!-- claims: begin -->\n", "<!-- claims: end -->"
+    assert doc[doc.index(begin) + len(begin):doc.index(end)] == sc.inventory_markdown(), (
+        "docs/papers.md's claims section is stale: replace it with "
+        "`python -m fedbench.analysis.scorecard --inventory`")

@@ -46,7 +46,8 @@ from fedbench.files import atomic_write
 
 __all__ = ["HOLDS", "FAILS", "UNDECIDED", "PAPER_SCALE", "REDUCED_REAL", "TOY", "PAPER_NUMBERS", "SCALES",
            "Verdict", "Claim", "Evidence", "evaluate", "paper_number_rows", "paper_numbers_frame", "scorecard_frame",
-           "summary_line", "markdown_scorecard", "html_scorecard", "write_scorecard", "cell_name", "ratio_text"]
+           "summary_line", "inventory_markdown", "markdown_scorecard", "html_scorecard", "write_scorecard",
+           "cell_name", "ratio_text"]
 
 HOLDS, FAILS, UNDECIDED = "holds", "fails", "not decidable"
 VERDICTS = (HOLDS, FAILS, UNDECIDED)
@@ -283,12 +284,15 @@ FIGURE_DIR = "../plots/paper"
 _HEADERS = ("paper", "where", "claim", "paper's number", "ours", "verdict", "scale", "cells", "figure")
 
 
-def _groups(frame: pl.DataFrame):
-    """(scale, its rows) in :data:`SCALES` order, the scales present only."""
-    for scale in SCALES:
-        part = frame.filter(pl.col("scale") == scale)
-        if part.height:
-            yield scale, part
+def _groups(frame: pl.DataFrame, names: Mapping[str, str]):
+    """(paper's name, its rows ordered by :data:`SCALES`, claims in declared order within a scale),
+    papers in the order they come."""
+    rank = {s: i for i, s in enumerate(SCALES)}
+    ordered = frame.with_row_index("_i").with_columns(pl.col("scale").replace_strict(rank, default=len(SCALES),
+                                                                                     return_dtype=pl.Int64).alias("_s"))
+    for paper in dict.fromkeys(frame["paper"].to_list()):
+        part = ordered.filter(pl.col("paper") == paper).sort("_s", "_i").drop("_i", "_s")
+        yield names.get(paper, paper), part
 
 
 def _title(command: str | None, paper_numbers: bool) -> str:
@@ -312,9 +316,10 @@ _FOOTER = ("Scale: paper scale = the paper's data set at the paper's rounds; red
 
 def markdown_scorecard(frame: pl.DataFrame, names: Mapping[str, str] | None = None,
                        command: str | None = None, paper_numbers: bool = False) -> str:
-    """The scorecard as Markdown: the count line (:func:`summary_line`), then per scale one table
-    with a row per claim (paper, where, the claim, the paper's number, ours, the verdict with its
-    margin or why it is not decidable, the scale, the cells, a link to the figure that shows it)."""
+    """The scorecard as Markdown: the count line (:func:`summary_line`), then per paper its count
+    line and one table, rows grouped by scale (:data:`SCALES` order), a row per claim and scale
+    (paper, where, the claim, the paper's number, ours, the verdict with its margin or why it is not
+    decidable, the scale, the cells, a link to the figure that shows it)."""
     names = names or {}
     lines = [f"# {_title(command, paper_numbers)}", ""]
     if command:
@@ -323,9 +328,9 @@ def markdown_scorecard(frame: pl.DataFrame, names: Mapping[str, str] | None = No
         return "\n".join(lines + ["No experiment of this run feeds a paper (an experiment's `paper` key): "
                                   "no claim to decide.", ""])
     lines += [summary_line(frame) + ".", ""]
-    for scale, part in _groups(frame):
-        lines += [f"## Decided on {scale}" if scale != PAPER_NUMBERS else "## Decided on the papers' own numbers",
-                  "", "| " + " | ".join(_HEADERS) + " |", "|" + "---|" * len(_HEADERS)]
+    for name, part in _groups(frame, names):
+        lines += [f"## {name}", "", summary_line(part) + ".", "",
+                  "| " + " | ".join(_HEADERS) + " |", "|" + "---|" * len(_HEADERS)]
         for r in part.iter_rows(named=True):
             fig = f"[{r['figure']}]({FIGURE_DIR}/{r['figure']}.png)" if r["figure"] else "—"
             lines.append("| " + " | ".join(_md_cell(x) for x in _cells_of(r, names)) + f" | {fig} |")
@@ -340,8 +345,9 @@ _STYLE = {HOLDS: "color:#176c2e", FAILS: "color:#b3261e;font-weight:bold", UNDEC
 def html_scorecard(frame: pl.DataFrame, names: Mapping[str, str] | None = None, command: str | None = None,
                    paper_numbers: bool = False) -> str:
     """The scorecard as one HTML fragment (``div.fedbench-table``): the count line, one table per
-    scale, verdicts coloured, each row's rule, measure and threshold source in a tooltip, a link to
-    the figure that decides it; it is the top of the report's landing page."""
+    paper (claim, paper's number, ours, verdict, scale; rows grouped by scale), verdicts coloured,
+    each row's rule, measure and threshold source in a tooltip, a link to the figure that decides
+    it; it is the top of the report's landing page."""
     names = names or {}
     e = html.escape
     out = ['<div class="fedbench-table fedbench-scorecard">', f"<h3>{e(_title(command, paper_numbers))}</h3>"]
@@ -351,8 +357,8 @@ def html_scorecard(frame: pl.DataFrame, names: Mapping[str, str] | None = None, 
         out.append("<p>No experiment of this run feeds a paper: no claim to decide.</p></div>")
         return "\n".join(out) + "\n"
     out.append(f"<p>{e(summary_line(frame))}.</p>")
-    for scale, part in _groups(frame):
-        out.append(f"<h4>Decided on {e(scale)}</h4>")
+    for name, part in _groups(frame, names):
+        out.append(f"<h4>{e(name)}</h4><p>{e(summary_line(part))}.</p>")
         out.append("<table><thead><tr>" + "".join(f"<th>{e(h)}</th>" for h in _HEADERS) + "</tr></thead><tbody>")
         for r in part.iter_rows(named=True):
             tip = e(f"measure: {r['measure']}\nrule: {r['rule']}\nbasis: {r['basis']}", quote=True)
@@ -379,20 +385,51 @@ def write_scorecard(frame: pl.DataFrame, md_path: str | os.PathLike, html_path: 
         frame.write_csv(tmp)
 
 
+def inventory_markdown(keys: Sequence[str] | None = None) -> str:
+    """Every claim of the papers ``keys`` (default: all) as Markdown, one table per paper: its id,
+    where the paper says it, what it says, the rule that decides it and the source of its
+    thresholds (or why no run can decide it), and its verdict on the paper's own numbers. The
+    claims section of docs/papers.md is this text (a test keeps them equal)."""
+    import fedbench.papers as papers
+
+    keys = papers.keys() if keys is None else list(keys)
+    lines = []
+    for key in keys:
+        claims = papers.get(key).claims()
+        rows = paper_number_rows(claims)
+        lines += [f"#### {papers.display_name(key)}: {len(claims)} claims, "
+                  f"{sum(c.decide is not None for c in claims)} decided by a rule", "",
+                  "| claim | where | the paper says | rule (source of its thresholds), or why no run can decide it "
+                  "| on the paper's own numbers |", "|---|---|---|---|---|"]
+        for c, r in zip(claims, rows):
+            rule = f"{c.rule} ({c.basis})" if c.decide is not None else f"no run can decide it: {c.no_run}"
+            own = _verdict_text(r) + (f" ({c.paper_source})" if c.on_paper is not None else "")
+            lines.append("| " + " | ".join(_md_cell(x) for x in (f"`{c.id}`", c.where, c.says, rule, own)) + " |")
+        lines.append("")
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m fedbench.analysis.scorecard --paper-numbers [--paper KEY ...] [--csv PATH]``:
-    print (Markdown) every claim row of the papers, decided on the papers' own numbers."""
+    print (Markdown) every claim row of the papers, decided on the papers' own numbers;
+    ``--inventory``: every claim with its rule or why no run can decide it (:func:`inventory_markdown`)."""
     import argparse
     import sys
 
     import fedbench.papers as papers
 
     ap = argparse.ArgumentParser(prog="python -m fedbench.analysis.scorecard", description=main.__doc__)
-    ap.add_argument("--paper-numbers", action="store_true", required=True,
-                    help="decide every claim on the numbers the paper itself reports")
+    mode = ap.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--paper-numbers", action="store_true",
+                      help="decide every claim on the numbers the paper itself reports")
+    mode.add_argument("--inventory", action="store_true",
+                      help="list every claim with its rule or why no run can decide it (docs/papers.md)")
     ap.add_argument("--paper", action="append", choices=papers.keys(), help="only this paper (repeatable)")
     ap.add_argument("--csv", help="also write the rows as CSV here")
     args = ap.parse_args(argv)
+    if args.inventory:
+        sys.stdout.write(inventory_markdown(args.paper))
+        return 0
     frame = paper_numbers_frame(args.paper)
     names = {k: papers.display_name(k) for k in papers.keys()}
     sys.stdout.write(markdown_scorecard(frame, names, paper_numbers=True))
