@@ -1,12 +1,15 @@
 """Elastic Aggregation (fedbench.papers.elastic_aggregation): Table 1 beside the paper's numbers
-(test and train accuracy rows) and Figure 1 (boosted %) computed from the right rows and written
-headless."""
+(test and train accuracy rows), Figure 1 (boosted %) computed from the right rows and written
+headless, and the paper's claims (the scorecard's rules) on hand-built evidence and on the paper's
+own numbers."""
 
 from __future__ import annotations
 
 import polars as pl
 import pytest
 
+from fedbench.analysis import scorecard as sc
+from fedbench.papers import elastic_aggregation as ea
 from fedbench.papers.base import REFERENCE_DIR as REF
 from fedbench.papers.elastic_aggregation import (
     boosted_frame,
@@ -103,3 +106,190 @@ def test_plot_boosted_writes_a_png(tmp_path, mr):
     assert w > 600 and h > 300
     empty = plot_boosted(mr.frame(mr.run_rows([0.5])), [], tmp_path / "empty.png")  # says "no run"
     assert empty.exists()
+
+
+# ----------------------------------------------------------------------------------------------
+# Claims
+
+
+def claim(name):
+    (c,) = [c for c in ea.claims() if c.id == f"elastic_aggregation.{name}"]
+    return c
+
+
+def runs(values, *, metric="test_accuracy", dataset="mnist5k", partition="iid", experiment="e", rounds=3,
+         extra=None):
+    """Metrics rows from {algorithm: [per-seed value]}: the value (a fraction for an accuracy) at every
+    round 1..rounds of that seed's run; ``extra``: more columns for every row."""
+    return [{"experiment": experiment, "dataset": dataset, "partition": partition, "algorithm": a, "seed": s,
+             "round": t, metric: v, "status": "ok", **(extra or {})}
+            for a, vals in values.items() for s, v in enumerate(vals) for t in range(1, rounds + 1)]
+
+
+def evidence(rows, scale=sc.REDUCED_REAL, tables=None):
+    return sc.Evidence(metrics=pl.DataFrame(rows), tables=tables or {}, scale=scale)
+
+
+NAIVE = [0.80, 0.82, 0.81]
+TABLE1 = {"fedavg": NAIVE, "elastic_fedavg_average": [0.805, 0.815, 0.81],
+          "elastic_fedavg": [0.83, 0.845, 0.84]}
+
+
+def test_seed_gaps_lead_tolerance_is_two_standard_errors_and_exact_for_one_run():
+    assert ea.seed_gaps_lead([0.23]) == (sc.HOLDS, 0.23, 0.0)
+    assert ea.seed_gaps_lead([-0.1])[0] == sc.FAILS and ea.seed_gaps_lead([0.0])[0] == sc.UNDECIDED
+    status, mean, tol = ea.seed_gaps_lead([1.0, 2.0, 3.0])  # sd 1, n 3
+    assert (status, mean) == (sc.HOLDS, 2.0) and tol == pytest.approx(2 / 3 ** 0.5)
+    assert ea.seed_gaps_lead([1.0, -1.0, 0.5])[0] == sc.UNDECIDED
+    assert ea.seed_gaps_lead([-2.0, -3.0, -2.5])[0] == sc.FAILS
+
+
+@pytest.mark.parametrize("metric", ["test_accuracy", "train_accuracy"])
+def test_table1_holds_as_a_labelled_analogue_on_reduced_real_data(metric):
+    v = claim(f"table1_{metric.split('_')[0]}").decide(evidence(runs(TABLE1, metric=metric)))
+    assert v.status == sc.HOLDS and "ahead in 2 of 2 comparisons" in v.margin
+    assert v.note == "analogue on reduced real data, not the paper's CIFAR-10"
+    assert "mnist5k/iid: elastic(momentum) − naive: +2.83 pp (tolerance ±0.33, n = 3)" in v.ours and len(v.cells) == 3
+
+
+def test_table1_fails_not_decidable_within_the_seed_spread_and_refuses_toy_or_other_data():
+    decide = claim("table1_test").decide
+    behind = {**TABLE1, "elastic_fedavg": [0.78, 0.80, 0.79]}
+    v = decide(evidence(runs(behind)))
+    assert v.status == sc.FAILS and v.margin.startswith("behind in 2 of 2 comparisons")
+    noisy = {**TABLE1, "elastic_fedavg": [0.83, 0.80, 0.79]}  # +0.33 pp on average, sd 2 pp
+    assert decide(evidence(runs(noisy))).status == sc.UNDECIDED
+    two = {a: v[:2] for a, v in TABLE1.items()}
+    v = decide(evidence(runs(two)))
+    assert v.status == sc.UNDECIDED and "fewer than 3 seeds" in v.note
+    v = decide(evidence(runs(TABLE1, dataset="digits"), scale=sc.TOY))
+    assert v.status == sc.UNDECIDED and "toy data cannot speak to it" in v.note
+    v = decide(evidence(runs(TABLE1, dataset="mnist"), scale=sc.PAPER_SCALE))
+    assert v.status == sc.UNDECIDED and "no cifar10 cell" in v.note
+    v = decide(evidence(runs(TABLE1, dataset="cifar10"), scale=sc.PAPER_SCALE))
+    assert v.status == sc.HOLDS and v.note == ""
+
+
+def test_fig1_average_boosts_more_and_refuses_coinciding_estimators():
+    decide = claim("fig1_momentum_boosts_fewer").decide
+    boosted = {"elastic_fedavg_average": [60.0, 62.0, 61.0], "elastic_fedavg": [40.0, 45.0, 41.0]}
+    v = decide(evidence(runs(boosted, metric="boosted_pct")))
+    assert v.status == sc.HOLDS and "elastic(average) − elastic(momentum): +19.00 pp" in v.ours
+    v = decide(evidence(runs({"elastic_fedavg_average": [40.0, 45.0, 41.0], "elastic_fedavg": [60.0, 62.0, 61.0]},
+                             metric="boosted_pct")))
+    assert v.status == sc.FAILS
+    same = {"elastic_fedavg_average": [50.0, 51.0, 52.0], "elastic_fedavg": [50.0, 51.0, 52.0]}
+    v = decide(evidence(runs(same, metric="boosted_pct")))
+    assert v.status == sc.UNDECIDED and "one minibatch" in v.note
+
+
+@pytest.mark.parametrize("ea_label,base", list(ea.BASE_OF.items()))
+def test_fig2_each_elastic_optimizer_ahead_of_its_base(ea_label, base):
+    decide = claim(f"fig2_{base}").decide
+    v = decide(evidence(runs({base: NAIVE, ea_label: [0.83, 0.845, 0.84]})))
+    assert v.status == sc.HOLDS and base in v.cells[0]
+    assert decide(evidence(runs({base: NAIVE, ea_label: [0.78, 0.80, 0.79]}))).status == sc.FAILS
+    v = decide(evidence(runs({base: NAIVE, "other": NAIVE})))
+    assert v.status == sc.UNDECIDED and "at least 3 seeds" in v.note
+
+
+def test_across_the_board_fails_when_one_optimizer_gains_nothing():
+    good = {"fedavg": NAIVE, "elastic_fedavg": [0.83, 0.845, 0.84], "fedprox": NAIVE,
+            "elastic_fedprox": [0.83, 0.845, 0.84]}
+    assert claim("across_the_board").decide(evidence(runs(good))).status == sc.HOLDS
+    v = claim("across_the_board").decide(evidence(runs({**good, "elastic_fedprox": [0.78, 0.80, 0.79]})))
+    assert v.status == sc.FAILS and "behind in 1 of 2" in v.margin
+
+
+def test_faster_counts_the_rounds_to_naives_final_accuracy():
+    rows = []
+    for s in range(3):
+        for t in range(1, 6):
+            rows += [{"experiment": "e", "dataset": "mnist5k", "partition": "iid", "algorithm": a, "seed": s,
+                      "round": t, "test_accuracy": acc, "status": "ok"}
+                     for a, acc in (("fedavg", 0.1 * t), ("elastic_fedavg", min(0.5, 0.1 * t + 0.1 + 0.05 * s)))]
+    v = claim("table2_faster_than_fedavg").decide(evidence(rows))
+    assert v.status == sc.HOLDS and "rounds saved" in v.ours
+    slow = [{**r, "test_accuracy": r["test_accuracy"] * 0.5} if r["algorithm"] == "elastic_fedavg" else r for r in rows]
+    v = claim("table2_faster_than_fedavg").decide(evidence(slow))
+    assert v.status == sc.FAILS  # never reaches naive's final: T + 1 rounds
+
+
+def test_heterogeneity_compares_elastics_lead_at_iid_and_the_most_skewed_split():
+    iid = runs({"fedavg": NAIVE, "elastic_fedavg": NAIVE})
+    skew = runs({"fedavg": [0.60, 0.62, 0.61], "elastic_fedavg": [0.66, 0.69, 0.67]}, partition="dir0.3")
+    mild = runs({"fedavg": NAIVE, "elastic_fedavg": [0.70, 0.70, 0.70]}, partition="dir0.6")
+    v = claim("agnostic_to_heterogeneity").decide(evidence(iid + skew + mild))
+    assert v.status == sc.HOLDS and "at dir0.3 − at iid" in v.ours
+    worse = runs({"fedavg": [0.60, 0.62, 0.61], "elastic_fedavg": [0.55, 0.56, 0.56]}, partition="dir0.3")
+    assert claim("agnostic_to_heterogeneity").decide(evidence(iid + worse)).status == sc.FAILS
+    assert claim("agnostic_to_heterogeneity").decide(evidence(iid)).status == sc.UNDECIDED
+
+
+def test_partial_participation_reads_the_participation_of_table1():
+    def table(p):
+        return {"elastic_aggregation_table1": pl.DataFrame({"experiment": ["e"], "participation": [p]})}
+
+    rows = runs({"fedavg": NAIVE, "elastic_fedavg": [0.83, 0.845, 0.84]})
+    assert claim("partial_participation").decide(evidence(rows, tables=table(0.1))).status == sc.HOLDS
+    assert claim("partial_participation").decide(evidence(rows, tables=table(1.0))).status == sc.UNDECIDED
+    assert claim("partial_participation").decide(evidence(rows)).status == sc.UNDECIDED
+
+
+def traffic(algorithms, seeds=(0, 1)):
+    """Final-round rows with fedbench's float counts for a model of n = 100 floats, 7 client-rounds."""
+    up = {"fedavg": 1, "fedavgm": 1, "fedprox": 1, "elastic_fedavg": 2, "elastic_fedavg_average": 2,
+          "elastic_fedprox": 2, "scaffold": 2, "fedadam": 1}
+    down = {"scaffold": 2}
+    return [{"experiment": "e", "dataset": "mnist5k", "partition": "iid", "algorithm": a, "seed": s, "round": 3,
+             "uplink_floats": 700 * up[a], "downlink_floats": 700 * down.get(a, 1), "status": "ok"}
+            for a in algorithms for s in seeds]
+
+
+def test_communication_is_exactly_3x_for_elastic_and_2x_for_its_base():
+    decide = claim("communication_3x").decide
+    v = decide(evidence(traffic(["fedavg", "elastic_fedavg", "elastic_fedavg_average", "fedprox", "elastic_fedprox"])))
+    assert v.status == sc.HOLDS and v.margin == "exactly 3× vs 2× in 3 of 3"
+    assert "mnist5k/iid/elastic_fedprox: 3× vs 2×" in v.ours
+    rows = traffic(["fedavg", "elastic_fedavg"])
+    rows[-1]["uplink_floats"] += 1  # one float too many in seed 1
+    v = decide(evidence(rows))
+    assert v.status == sc.FAILS and "1 of 2 not 3× vs 2×" in v.margin
+    assert decide(evidence(traffic(["elastic_fedavg", "fedprox"]))).status == sc.UNDECIDED  # no unit
+
+
+def test_communication_table_checks_every_method_that_ran():
+    decide = claim("communication_table").decide
+    v = decide(evidence(traffic(["fedavg", "scaffold", "fedadam", "elastic_fedavg"])))
+    assert v.status == sc.HOLDS and "SCAFFOLD 4× (table 4×)" in v.ours
+    rows = [{**r, "downlink_floats": 700} if r["algorithm"] == "scaffold" else r
+            for r in traffic(["fedavg", "scaffold"])]
+    v = decide(evidence(rows))
+    assert v.status == sc.FAILS and v.margin == "SCAFFOLD 3× instead of 4×"
+
+
+def test_overhead_formula_gives_the_stated_half_percent():
+    assert ea.overhead_formula(0.1, 10) == pytest.approx(0.005)
+    assert claim("computation_overhead").decide is None and claim("computation_overhead").no_run
+
+
+def test_every_rule_on_the_papers_own_numbers_holds_unless_declared_contradicted():
+    cs = ea.claims()
+    rows = sc.paper_number_rows(cs)
+    for c, row in zip(cs, rows):
+        expected = sc.FAILS if c.contradicted else sc.HOLDS if c.on_paper else sc.UNDECIDED
+        assert row["verdict"] == expected, (c.id, row["margin"], row["note"])
+    got = {r["claim"].split(".")[1]: r for r in rows}
+    assert got["table1_test"]["ours"] == ("CIFAR-10: elastic(momentum) − naive: +0.23 pp; CIFAR-10: "
+                                          "elastic(momentum) − elastic(average): +0.34 pp")
+    assert got["communication_3x"]["margin"] == "exactly 3× vs 2× in 3 of 3"
+
+
+def test_every_claim_cites_the_paper_and_every_rule_its_basis():
+    cs = ea.claims()
+    assert len(cs) >= 15 and len({c.id for c in cs}) == len(cs)
+    for c in cs:
+        assert c.paper == ea.KEY and c.where and c.says and c.paper_value and c.measure and c.rule
+        assert (c.decide is not None and c.basis) or (c.decide is None and c.no_run)
+    assert claim("fig1_momentum_boosts_fewer").figure == ea.BOOSTED_FIGURE
+    assert set(ea.PAPER_SCALE) == {"mnist", "cifar10", "cinic10", "fed_emnist", "fed_cifar100"}
