@@ -321,25 +321,22 @@ def test_shared_every_client_holds_every_train_row(ds, tmp_path):
 
 def test_shared_scales_to_thousands_of_clients():
     """M = 8,192 workers over a9a's 32,561 rows (FedAc, Yuan & Ma 2020): the table, the clients'
-    rows and the class counts are O(n + M·C), built in well under a second."""
-    import time
+    rows and the class counts are O(n + M·C) in memory (traced; no timing: the speed is a
+    benchmark's business, not a test's)."""
     import tracemalloc
 
     from fedbench.data.partition import train_rows
 
     big = _dataset(n=32_560, C=2)
     tracemalloc.start()
-    t0 = time.perf_counter()
     t = make_partition(big, {"scheme": "shared", "num_clients": 8192}, seed=0)
     clients = client_indices(t)
     used = train_rows(t)
     counts = class_counts(t, big)
-    elapsed = time.perf_counter() - t0
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert t.num_rows == 32_560 and len(clients) == 8192 and len(used) == 32_560 and counts.num_rows == 8192
     assert len({id(c) for c in clients}) == 1
-    assert elapsed < 0.5, elapsed
     assert peak < 20 * 2**20, peak  # M·n int64 would be 2.1 GB
 
 
