@@ -20,11 +20,14 @@ import polars as pl
 import pytest
 import yaml
 
+from fedbench.analysis import scorecard as sc
 from fedbench.config import expand_cells
 from fedbench.data.quadratic import client_quadratics, generate_quadratic, global_optimum
 from fedbench.papers import local_update as lu
 from fedbench.papers.local_update import curves as lu_curves
 from fedbench.papers.local_update import frontiers as lu_frontiers
+from fedbench.papers.local_update import paper_claims as lu_claims
+from fedbench.papers.local_update import simulation as lu_sim
 from fedbench.papers.local_update import theory as lu_theory
 from fedbench.theory import closed_forms as cf
 from fedbench.theory import limits, rates
@@ -319,3 +322,207 @@ def test_fig9_curves_end_at_the_same_point_for_every_alpha():
         assert c["rho"][-1] == pytest.approx(end, abs=2e-3)
     ref = lu_frontiers.reference_frame().filter(pl.col("figure") == "fig9")
     assert ref.height == 4 and np.allclose(ref["kappa"].to_numpy(), 10.0 * np.exp(-0.9), rtol=2e-4)
+
+
+# ---------------------------------------------------------------- the scorecard's claims
+
+
+def _claims():
+    return {c.id: c for c in lu.claims()}
+
+
+def test_every_claim_says_where_and_every_rule_has_a_basis():
+    claims = lu.claims()
+    assert len(claims) >= 30 and len({c.id for c in claims}) == len(claims)
+    for c in claims:
+        assert c.id.startswith("local_update.") and c.paper == lu.KEY and c.where and c.says and c.paper_value
+        assert (c.decide is None) == bool(c.no_run)
+        if c.decide is not None:
+            assert c.basis and c.measure and c.rule
+        assert c.on_paper is None  # the paper prints no number for any result
+
+
+def test_paper_number_rows_say_the_paper_gives_no_numbers():
+    rows = sc.paper_number_rows(lu.claims())
+    assert {r["verdict"] for r in rows} == {sc.UNDECIDED}
+    for r, c in zip(rows, lu.claims()):
+        assert ("no run can decide it" in r["note"]) == (c.decide is None)
+        assert c.decide is None or r["note"] == "the paper reports no numbers this rule can be applied to"
+
+
+def test_paper_scale_names_the_papers_data_sets():
+    from fedbench.papers import cell_scale
+
+    assert cell_scale("local_update", {"source": "fed_emnist"}, 1500) == sc.PAPER_SCALE
+    assert cell_scale("local_update", {"source": "fed_emnist"}, 100) == sc.REDUCED_REAL
+    assert cell_scale("local_update", {"source": "quadratic"}, 10**6) == sc.TOY
+
+
+def test_simulation_is_algorithm_2_step_by_step():
+    """The message of K literal client steps is Theorem 1's q(λ)λ (the closed forms ϕ, ψ), α included."""
+    lam = np.array([1.0, 3.0, 10.0])
+    for alpha in (0.0, 0.7):
+        x, s_all = np.ones(3), np.zeros(3)
+        for _ in range(7):
+            g = lam * x + alpha * (x - 1.0)
+            s_all, x = s_all + g, x - 0.02 * g
+        np.testing.assert_allclose(lu_sim.client_messages(lam, alpha, 0.02, 7), s_all, rtol=1e-13)
+        np.testing.assert_allclose(lu_sim.client_messages(lam, alpha, 0.02, 7), cf.phi(lam, alpha, 0.02, 7), rtol=1e-12)
+        np.testing.assert_allclose(lu_sim.client_messages(lam, alpha, 0.02, 7, "last"), cf.psi(lam, alpha, 0.02, 7),
+                                   rtol=1e-12)
+    with pytest.raises(ValueError):
+        lu_sim.client_messages(lam, 0.0, 0.02, 0)
+
+
+def test_frontier_points_rule_holds_and_catches_a_wrong_printed_value():
+    ref = lu_frontiers.reference_frame()
+    worst, n, bad = lu_claims.frontier_point_misses(ref)
+    assert not bad and n > 100 and worst <= 1
+    moved = ref.with_columns(pl.when((pl.col("figure") == "fig1") & (pl.col("K") == "10") & (pl.col("L") == 5))
+                             .then(pl.col("delta") + 1e-4).otherwise(pl.col("delta")).alias("delta"))
+    assert lu_claims.frontier_point_misses(moved)[2] == ["fig1 K K = 10 gd"]
+    assert lu_claims.underflows({"family": "last", "K": "499999", "gamma": 1e-7, "alpha": 5e6})
+    assert not lu_claims.underflows({"family": "last", "K": "999999", "gamma": 1e-7, "alpha": 0.0})
+
+
+def test_mirror_gap_tells_a_symmetric_frontier_from_an_asymmetric_one():
+    K = lu_frontiers.k_grid(80)
+    gap, seg = lu_sim.mirror_gap(*lu_claims.heavy_ball_frontier(10.0, K=K))
+    assert gap <= seg
+    gap, seg = lu_sim.mirror_gap(*lu_claims.heavy_ball_frontier(10.0, "gd", K=K))
+    assert gap > seg
+
+
+def test_closed_form_rules_that_can_fail():
+    dist, limit = lu_sim.c2_distance(0.9, 60)
+    assert abs(dist - limit) < 1e-9 and limit == pytest.approx(72 / 37)
+    assert abs(lu_sim.c2_distance(0.9, 3)[0] - limit) > 0.1  # too few steps: not the limit
+    inside, beyond = lu_claims.split_check(lu_claims._spectrum())
+    assert inside <= 1e-9 < 1e-3 < beyond
+    k, delta, one_shot, step = lu_claims.cusp_check(lu_claims._spectrum())
+    assert 250 <= k <= 260 and abs(delta - one_shot) <= step
+    sd = lu_claims.noise_by_d(draws=5)
+    assert sd[5] > 100 * sd[100]
+    speed = [v[0] for v in lu_claims.momentum_gain_by_L().values()]
+    assert lu_claims.ordered(speed, increasing=True) and not lu_claims.ordered(speed[::-1], increasing=True)
+    for fn in (lu_claims._decide_prox_subset, lu_claims._decide_maml_subset, lu_claims._decide_momentum_maml):
+        assert fn(sc.Evidence()).status == sc.HOLDS
+
+
+def _trow(**kw):
+    row = {"experiment": "lu", "dataset": "quadratic", "algorithm": "a", "algorithm_name": "local_update",
+           "member": "Θ_{1:10}", "setting": "deterministic", "seeds": 1, "rounds": 200, "status": "ok",
+           "dist_theory": 0.2, "dist_engine": 0.2, "dist_rel_error": 3e-15, "rate_theory": 0.5, "rate_engine": 0.5,
+           "rate_rel_error": 1e-3, "residual": 1e-30, "trajectory_error": 1e-12, "cond": 4.0, "rate_table2": 0.7,
+           "theta": "Θ_{1:10}", "gamma": 0.03, "alpha": 0.0, "server": "gd", "eta": 0.04, "beta": 0.0,
+           "rate_tuned_gd": 0.6, "rate_tuned_nesterov": 1 - 2 / math.sqrt(13), "rate_tuned_heavy_ball": 1 / 3,
+           "kappa_bound": 5.0, "lam_min_h": 1.0, "lam_max_h": 4.0, "bound_lemma5": 1.0, "bound_2c": 0.25}
+    return {**row, **kw}
+
+
+def _ev(*rows, scale=sc.TOY):
+    return sc.Evidence(tables={lu_theory.THEORY: pl.DataFrame(list(rows))}, scale=scale)
+
+
+def test_fixed_point_needs_converged_deterministic_cells():
+    claim = _claims()["local_update.fixed_point_is_surrogate"]
+    v = claim.decide(_ev(_trow()))
+    assert v.status == sc.HOLDS and "3.0e-15" in v.margin and "not 0" in v.ours
+    assert claim.decide(_ev(_trow(dist_rel_error=2e-3))).status == sc.FAILS
+    v = claim.decide(_ev(_trow(residual=0.5)))
+    assert v.status == sc.UNDECIDED and "converged" in v.note
+    assert claim.decide(sc.Evidence()).status == sc.UNDECIDED
+
+
+def test_trajectory_rules_per_member():
+    c = _claims()
+    assert c["local_update.surrogate_trajectory"].decide(_ev(_trow())).status == sc.HOLDS
+    assert c["local_update.surrogate_trajectory"].decide(_ev(_trow(trajectory_error=1e-3))).status == sc.FAILS
+    members, maml = c["local_update.members_are_local_update"], c["local_update.maml_is_theta_2k_plus_1"]
+    assert members.decide(_ev(_trow())).status == sc.UNDECIDED  # no fedavg / fedprox / reptile / fedavgm cell
+    assert members.decide(_ev(_trow(algorithm_name="fedavg"))).status == sc.HOLDS
+    assert maml.decide(_ev(_trow(algorithm_name="maml", trajectory_error=0.2))).status == sc.FAILS
+
+
+def test_rate_and_table2_rules():
+    c = _claims()
+    assert c["local_update.rate_is_server_rate"].decide(_ev(_trow())).status == sc.HOLDS
+    assert c["local_update.rate_is_server_rate"].decide(_ev(_trow(rate_rel_error=0.2))).status == sc.FAILS
+    assert c["local_update.rate_is_server_rate"].decide(_ev(_trow(rate_rel_error=None))).status == sc.UNDECIDED
+    t2 = c["local_update.table2_rates"]
+    assert t2.decide(_ev(_trow())).status == sc.HOLDS  # ρ at cond 4: 0.6, 1 − 2/√13, 1/3
+    assert t2.decide(_ev(_trow(rate_tuned_gd=0.61))).status == sc.FAILS
+    assert t2.decide(_ev(_trow(kappa_bound=3.0))).status == sc.FAILS  # above Table 2 at κ of (9)
+    order = c["local_update.momentum_ordering"]
+    assert order.decide(_ev(_trow())).status == sc.HOLDS
+    assert order.decide(_ev(_trow(rate_tuned_nesterov=0.2))).status == sc.FAILS
+    assert order.decide(_ev(_trow(cond=1.0))).status == sc.UNDECIDED
+
+
+def test_momentum_and_alpha_rules_on_pairs():
+    c = _claims()
+    gd, hb = _trow(algorithm="gd"), _trow(algorithm="hb", server="heavy_ball", beta=0.3, rate_engine=0.3)
+    assert c["local_update.momentum_same_fixed_point"].decide(_ev(gd, hb)).status == sc.HOLDS
+    assert c["local_update.momentum_same_fixed_point"].decide(_ev(gd, {**hb, "dist_engine": 0.21})).status == sc.FAILS
+    assert c["local_update.momentum_same_fixed_point"].decide(_ev(gd)).status == sc.UNDECIDED
+    assert c["local_update.momentum_converges_faster"].decide(_ev(gd, hb)).status == sc.HOLDS
+    assert c["local_update.momentum_converges_faster"].decide(_ev(gd, {**hb, "rate_engine": 0.6})).status == sc.FAILS
+    assert c["local_update.momentum_converges_faster"].decide(_ev(gd, {**hb, "eta": 0.1})).status == sc.UNDECIDED
+    prox = _trow(algorithm="prox", alpha=0.5, dist_engine=0.1, rate_engine=0.6)
+    assert c["local_update.prox_closer_and_slower"].decide(_ev(gd, prox)).status == sc.HOLDS
+    assert c["local_update.prox_closer_and_slower"].decide(_ev(gd, {**prox, "rate_engine": 0.4})).status == sc.FAILS
+    assert c["local_update.prox_closer_and_slower"].decide(_ev(gd)).status == sc.UNDECIDED
+
+
+def test_tradeoff_rules_on_sweeps():
+    c = _claims()
+    steps = [_trow(algorithm=f"K{k}", theta=f"Θ_{{1:{k}}}", rate_engine=r, dist_engine=d)
+             for k, r, d in ((1, 0.9, 1e-8), (2, 0.8, 0.05), (5, 0.6, 0.1))]
+    assert c["local_update.local_steps_tradeoff"].decide(_ev(*steps)).status == sc.HOLDS
+    steps[2]["dist_engine"] = 0.01
+    assert c["local_update.local_steps_tradeoff"].decide(_ev(*steps)).status == sc.FAILS
+    assert c["local_update.local_steps_tradeoff"].decide(_ev(*steps[:2])).status == sc.UNDECIDED
+    gammas = [_trow(algorithm=f"g{g}", gamma=g, rate_tuned_gd=r, dist_engine=d)
+              for g, r, d in ((0.001, 0.8, 0.01), (0.01, 0.7, 0.05), (0.03, 0.5, 0.1))]
+    assert c["local_update.gamma_tradeoff"].decide(_ev(*gammas)).status == sc.HOLDS
+    gammas[0]["rate_tuned_gd"] = 0.6
+    assert c["local_update.gamma_tradeoff"].decide(_ev(*gammas)).status == sc.FAILS
+
+
+def test_bias_bounds_decide_only_when_the_h_norm_brackets_agree():
+    c = _claims()["local_update.lemma5_bias_bound"]
+    assert c.decide(_ev(_trow(dist_engine=0.5))).status == sc.HOLDS  # ‖e‖ ≤ 0.5/√1 ≤ 1
+    assert c.decide(_ev(_trow(dist_engine=3.0))).status == sc.FAILS  # ‖e‖ ≥ 3/√4 > 1
+    assert c.decide(_ev(_trow(dist_engine=1.5))).status == sc.UNDECIDED  # 0.75 ≤ ‖e‖ ≤ 1.5
+    assert _claims()["local_update.bias_bound_2c_conjecture"].decide(_ev(_trow(dist_engine=0.6))).status == sc.FAILS
+
+
+def test_neural_network_verdicts():
+    assert lu_claims.momentum_verdict({"gd": 0.80, "heavy_ball": 0.83, "nesterov": 0.82}).status == sc.HOLDS
+    assert lu_claims.momentum_verdict({"gd": 0.80, "heavy_ball": 0.79}).status == sc.FAILS
+    assert lu_claims.momentum_verdict({"gd": 0.80}).status == sc.UNDECIDED
+    mom = {"gd": 0.80, "heavy_ball": 0.83}
+    assert lu_claims.alpha_verdict({"alpha0": 0.80, "alpha1": 0.805}, mom).status == sc.HOLDS
+    assert lu_claims.alpha_verdict({"alpha0": 0.80, "alpha1": 0.75}, mom).status == sc.FAILS
+    v = lu_claims.smaller_gamma_lower_verdict({"fed_emnist": {0.001: 0.2, 0.01: 0.3}, "fed_cifar100": {0.001: 1.0,
+                                                                                                        0.01: 1.2}})
+    assert v.status == sc.HOLDS
+    assert lu_claims.smaller_gamma_lower_verdict({"fed_emnist": {0.001: 0.4, 0.01: 0.3}}).status == sc.FAILS
+    assert lu_claims.cifar_crossover_verdict({0.01: [2.0, 1.0], 0.001: [3.0, 0.9], 0.1: [2.5, 1.5]}).status == sc.HOLDS
+    assert lu_claims.cifar_crossover_verdict({0.01: [2.0, 1.0], 0.001: [1.0, 1.1]}).status == sc.FAILS
+    assert lu_claims.tuned_eta_verdict({"fed_emnist": {0.001: (2.0, 0.1), 0.1: (1.0, 0.3)}}).status == sc.HOLDS
+    assert lu_claims.tuned_eta_verdict({"fed_emnist": {0.001: (0.5, 0.1), 0.1: (1.0, 0.3)}}).status == sc.FAILS
+
+
+def test_neural_network_rules_need_the_papers_data(mr):
+    c = _claims()["local_update.fig6_momentum_helps"]
+    rows = []
+    for label, acc in (("gd,lr=0.01,server_lr=1.0", 0.80), ("gd,lr=0.1,server_lr=1.0", 0.82),
+                       ("heavy_ball,lr=0.01,server_lr=0.1", 0.85), ("nesterov,lr=0.01,server_lr=0.1", 0.84)):
+        rows += mr.run_rows([acc] * 12, experiment=lu_claims.FIG6_MOMENTUM, dataset="fed_emnist", algorithm=label)
+    metrics = mr.frame(rows)
+    v = c.decide(sc.Evidence(metrics=metrics, scale=sc.PAPER_SCALE))
+    assert v.status == sc.HOLDS and "gd 82.00%" in v.ours
+    assert c.decide(sc.Evidence(metrics=metrics, scale=sc.TOY)).status == sc.UNDECIDED
+    assert c.decide(sc.Evidence(metrics=metrics.head(0), scale=sc.PAPER_SCALE)).status == sc.UNDECIDED
+    assert lu_claims.label_values("gd,lr=0.01,server_lr=1.0") == ("gd", {"lr": 0.01, "server_lr": 1.0})

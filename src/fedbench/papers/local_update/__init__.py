@@ -49,14 +49,16 @@ Registry key ``local_update`` (``paper: local_update`` in an experiment file). T
    selected per γ (Fig. 13, ``select.over: [hparams.server_lr]``). Diverged runs are not drawn as
    curves: an ✕ marks the round they diverged, and the legend says "diverged".
 
-Claims (:func:`claims`, decided by the scorecard, :mod:`fedbench.analysis.scorecard`): the frontier
-points of Figs. 1–4 and the heavy-ball symmetry (closed forms, no cell), and from the
-``local_update_theory`` table: the engine's fixed point is the surrogate minimizer x*(α, γ, Θ), not
-x* (Lemma 11), and its loss follows the surrogate recursion round by round (Theorem 1).
+Claims (:func:`claims`, decided by the scorecard, :mod:`fedbench.analysis.scorecard`;
+:mod:`.paper_claims` lists them): the closed-form statements of Figs. 1–5, 7–10 and Appendix C.2
+decided by running Algorithm 2 and the tuned server (:mod:`.simulation`), not by the closed forms that
+draw the figures; the theory against the engine on the federated quadratic (``local_update_theory``:
+fixed point, trajectory, rate, bias bounds, members, the K and γ trade-off, momentum and α); and the
+neural-network findings of Figs. 6/11, 12, 13 on the paper's data sets.
 
-Modules: :mod:`.frontiers` (1, 2), :mod:`.theory` (3), :mod:`.curves` (4), :mod:`.paper_claims` (the
-scorecard's claims); this package declares the tables and figures and writes them. Headless (Agg
-canvas, no pyplot).
+Modules: :mod:`.frontiers` (1, 2), :mod:`.theory` (3), :mod:`.curves` (4), :mod:`.simulation` and
+:mod:`.paper_claims` (the scorecard's claims); this package declares the tables and figures and
+writes them. Headless (Agg canvas, no pyplot).
 """
 
 from __future__ import annotations
@@ -87,6 +89,10 @@ __all__ = ["KEY", "NAME", "tables", "figures", "write_table", "write_figure", "c
 KEY = "local_update"
 #: How the paper is named in reports.
 NAME = "LocalUpdate (Charles & Konečný, AISTATS 2021)"
+#: The paper's data sets (Appendix E, Table 3) and their rounds ({dataset source: rounds}), for
+#: :func:`fedbench.papers.cell_scale`. The paper gives no number of rounds (only that its selection
+#: window is the last 100); these are config/experiments/local_update.yaml's (Reddi et al.'s budgets).
+PAPER_SCALE = {"fed_emnist": 1500, "fed_cifar100": 1500, "shakespeare": 1200}
 
 def tables(cells: Sequence[Mapping]) -> list[Table]:
     """The analytic-vs-empirical table over the paper's quadratic-problem cells (none without them)."""

@@ -25,7 +25,8 @@ CELL_KEYS = ("experiment", "dataset", "partition", "algorithm", "seed")
 def _quadratic(cells: Sequence[Mapping]) -> list[dict]:
     keep = ("experiment", "dataset", "partition", "algorithm", "seed", "algorithm_name", "hparams", "local",
             "sampling", "rounds", "model", "dataset_dir")
-    return [{k: c[k] for k in keep} for c in cells if (c.get("model") or {}).get("name") == "quadratic"]
+    return [{**{k: c[k] for k in keep}, **({"scale": c["scale"]} if "scale" in c else {})}
+            for c in cells if (c.get("model") or {}).get("name") == "quadratic"]
 
 
 def member(cell: Mapping) -> dict:
@@ -72,13 +73,7 @@ def member(cell: Mapping) -> dict:
     else:
         raise ValueError(f"{cell['algorithm']}: algorithm {name!r} is not a LocalUpdate member on quadratics")
     theta = tq.check_theta(theta)
-    k = len(theta)
-    if np.all(theta == 1):
-        tname = f"Θ_{{1:{k}}}"
-    elif np.all(theta[:-1] == 0) and theta[-1] == 1:
-        tname = f"Θ_{k}"
-    else:
-        tname = "Θ = (" + ", ".join(f"{v:g}" for v in theta) + ")"
+    tname = _theta_name(theta)
     sname = {"gd": "GD", "heavy_ball": "heavy ball", "nesterov": "Nesterov", "adam": "Adam"}[server]
     label = f"{tname}, γ = {gamma:g}, α = {alpha:g}, {sname} η = {eta:g}" + (f" β = {beta:g}" if beta else "")
     return {"theta": theta, "alpha": alpha, "gamma": gamma, "server": server, "eta": eta, "beta": beta,
@@ -156,6 +151,50 @@ def empirical_rate(losses: Sequence[float], limit: float, window: float = RATE_W
     return float(np.exp(slope)), int(keep.size)
 
 
+#: The float columns of :func:`_problem_columns` and ``gap_first``.
+EXTRA_FLOATS = ("gamma", "alpha", "eta", "beta", "gap_first", "rate_tuned_gd", "rate_tuned_nesterov",
+                "rate_tuned_heavy_ball", "kappa_bound", "radius", "lam_min_h", "lam_max_h", "bound_lemma5",
+                "bound_2c")
+
+
+def _theta_name(theta: np.ndarray) -> str:
+    k = len(theta)
+    if np.all(theta == 1):
+        return f"Θ_{{1:{k}}}"
+    if np.all(theta[:-1] == 0) and theta[-1] == 1:
+        return f"Θ_{k}"
+    return "Θ = (" + ", ".join(f"{v:g}" for v in theta) + ")"
+
+
+def _problem_columns(A, c, p, H, ev, m: Mapping) -> dict:
+    """The member's hyperparameters (theta, gamma, alpha, server, eta, beta) and what the theory says
+    of it on the problem (A_i, c_i, p_i): rate_tuned_<server>, the spectral radius of each server's
+    iteration on H̃ (eigenvalues ``ev``) at its tuned (η, β) (Lessard et al. 2016; Table 2's ρ at
+    cond H̃); kappa_bound, κ(α, γ, Θ) of eq. (9); radius, C = max_i ‖c_i‖ (Assumption 2); lam_min_h,
+    lam_max_h, the extreme eigenvalues of H = E[A_i]; bound_lemma5, 8C(√b − √a)/(√b + √a) (Lemma 5,
+    a and b the extreme eigenvalues of the Q_i) and bound_2c, 2C(√b − √a)/(√b + √a) (Lemma 12's constant,
+    conjectured for every d after Lemma 5): bounds on ‖x*(α, γ, Θ) − x*‖."""
+    from fedbench.theory import bounds
+
+    out = {"theta": _theta_name(m["theta"]), "gamma": m["gamma"], "alpha": m["alpha"], "server": m["server"],
+           "eta": m["eta"], "beta": m["beta"]}
+    if ev[0] > 0:
+        for s in ("gd", "nesterov", "heavy_ball"):
+            eta, beta = rates.tuned_server_parameters(float(ev[-1]), float(ev[0]), s)
+            out[f"rate_tuned_{s}"] = server_rate(ev, s, eta, beta)
+    try:
+        out["kappa_bound"] = float(tq.condition_bound(A, p, m["alpha"], m["gamma"], m["theta"]))
+        a, b = tq.distortion_extremes(A, m["alpha"], m["gamma"], m["theta"])
+        C = float(np.linalg.norm(c, axis=1).max())
+        out.update(radius=C, bound_lemma5=float(bounds.bias_bound_lemma5(a, b, C)),
+                   bound_2c=float(bounds.bias_bound_one_dimensional(a, b, C)))
+    except ValueError:  # outside Lemma 1 (some Q_i A_i not positive definite): no bound
+        pass
+    hev = np.linalg.eigvalsh(H)
+    out.update(lam_min_h=float(hev[0]), lam_max_h=float(hev[-1]))
+    return out
+
+
 def _problems(cells: Sequence[Mapping], root: str | os.PathLike) -> dict[str, tuple]:
     """{dataset id: (A, c, p, x*, f*, the largest client's size)} read from the prepared datasets."""
     from fedbench.data.quadratic import client_quadratics, global_optimum
@@ -183,7 +222,8 @@ def theory_frame(metrics: pl.DataFrame, cells: Sequence[Mapping], problems: Mapp
     the run may still be after its T rounds, relative to the start), cond (cond H̃), dist_euclid
     (‖x*(α, γ, Θ) − x*‖), trajectory_error (deterministic cells with x_0 = 0 and a gd / heavy-ball /
     Nesterov server: max over the evaluated rounds of |(train_loss_t − f*) − (f(x_t) − f(x*))| /
-    (f(x_t) − f(x*)), x_t the iterates of :func:`surrogate_losses`: Theorem 1 round by round).
+    (f(x_t) − f(x*)), x_t the iterates of :func:`surrogate_losses`: Theorem 1 round by round), gap_first
+    (train_loss − f* after round 1, mean over seeds) and the columns of :func:`_problem_columns`.
 
     ``problems``: {dataset: (A, c, p, x*, f*, largest client size)} (:func:`_problems`). Deterministic:
     full participation (``uniform``, 1.0) and every client's whole data in each local step
@@ -195,7 +235,8 @@ def theory_frame(metrics: pl.DataFrame, cells: Sequence[Mapping], problems: Mapp
               "rate_theory": pl.Float64, "rate_table2": pl.Float64, "rate_engine": pl.Float64,
               "rate_rel_error": pl.Float64, "rate_rounds": pl.Int64, "residual": pl.Float64,
               "trajectory_error": pl.Float64, "cond": pl.Float64,
-              "dist_euclid": pl.Float64}
+              "dist_euclid": pl.Float64, **{k: pl.Float64 for k in EXTRA_FLOATS}, "theta": pl.String,
+              "server": pl.String}
     groups: dict[tuple, list[Mapping]] = {}
     for c in cells:
         groups.setdefault((c["experiment"], c["dataset"], c["partition"], c["algorithm"]), []).append(c)
@@ -227,7 +268,7 @@ def theory_frame(metrics: pl.DataFrame, cells: Sequence[Mapping], problems: Mapp
         local, sampling = c0["local"], c0["sampling"]
         deterministic = (float(sampling.get("participation", 1.0)) == 1.0 and sampling.get("scheme") == "uniform"
                          and int(local["batch_size"]) >= int(n_max) and not local.get("replacement"))
-        dists, rates_, fitted, status, n_rounds, traj = [], [], [], "ok", 0, []
+        dists, rates_, fitted, status, n_rounds, traj, firsts = [], [], [], "ok", 0, [], []
         predicts = deterministic and m["server"] != "adam" and (c0.get("model") or {}).get("init", "zeros") == "zeros"
         predicted = np.zeros(0)
         for cell in members:
@@ -242,6 +283,7 @@ def theory_frame(metrics: pl.DataFrame, cells: Sequence[Mapping], problems: Mapp
             n_rounds = int(run["round"].max())
             loss = run.filter(pl.col("round") >= 1)["train_loss"].to_numpy()
             dists.append(math.sqrt(max(2 * (float(loss[-1]) - f_star), 0.0)))
+            firsts.append(float(loss[0]) - f_star)
             if deterministic:
                 r, n = empirical_rate(run["train_loss"].to_numpy(), limit, rounds=run["round"].to_numpy())
                 if predicts:
@@ -269,7 +311,9 @@ def theory_frame(metrics: pl.DataFrame, cells: Sequence[Mapping], problems: Mapp
                      "residual": None if rate_theory is None else float(rate_theory ** max(n_rounds, 1)),
                      "trajectory_error": max(traj) if traj and status == "ok" else None,
                      "cond": float(ev[-1] / ev[0]),
-                     "dist_euclid": float(np.linalg.norm(e))})
+                     "dist_euclid": float(np.linalg.norm(e)),
+                     "gap_first": float(np.mean(firsts)) if firsts and status == "ok" else None,
+                     **_problem_columns(A, c, p, H, ev, m)})
     return pl.DataFrame(rows, schema=schema, orient="row")
 
 
