@@ -55,11 +55,15 @@ def test_shipped_config_files_do_not_clash(a, b):
     assert not set(yaml.safe_load(a.read_text())["experiments"]) & set(yaml.safe_load(b.read_text())["experiments"])
 
 
-def test_the_clash_that_motivated_it_gets_two_directories():
-    """config/config.yaml's synthetic_1_1 caps the samples per client; the Elastic Aggregation quick
-    file's does not: two directories, so neither re-prepares the other's data."""
+def test_the_clash_that_motivated_it_gets_two_directories(tmp_path):
+    """config/config.yaml's synthetic_1_1 caps the samples per client; a file whose synthetic_1_1 does
+    not (as the Elastic Aggregation quick file's once did): two directories, so neither re-prepares the
+    other's data."""
     default = {i: d for d, (i, _) in _prepared(REPO / "config/config.yaml").items()}
-    ea = {i: d for d, (i, _) in _prepared(REPO / "config/experiments/elastic_aggregation_quick.yaml").items()}
+    other = yaml.safe_load((REPO / "config/config.yaml").read_text())
+    del other["datasets"]["synthetic_1_1"]["max_samples_per_client"]
+    (tmp_path / "uncapped.yaml").write_text(yaml.safe_dump(other))
+    ea = {i: d for d, (i, _) in _prepared(tmp_path / "uncapped.yaml").items()}
     assert default["synthetic_1_1"] != ea["synthetic_1_1"]
     assert default["digits"] == ea["digits"]  # the same data: shared, prepared once
     assert glob.fnmatch.fnmatch(default["synthetic_1_1"], "resources/datasets/synthetic_1_1-*")

@@ -120,17 +120,17 @@ PINNED_SPEC_IDS = {
         "baselines/synthetic_1_1/natural/fedavg/0": "7b64fc1f8f9b",
         "baselines/synthetic_1_1/natural/feddyn/0": "1f85f8879a91",
     },
-    # at the file's λ1 and ε chosen by its own sweep (its header)
+    # the paper's MNIST setting on mnist5k, Table 5's MNIST row (its header)
     "config/experiments/fedelasticnet_quick.yaml": {
-        "fedelasticnet_quick_p10/digits/iid/fedelasticnet_prox/0": "ad5b0bac2b5d",
-        "fedelasticnet_quick_p10/digits/iid/fedelasticnet_scaffold/0": "42bc3cb268a8",
-        "fedelasticnet_quick_p100/digits/iid/fedelasticnet_feddyn/0": "7d3043d7427a",
+        "fedelasticnet_quick_p10/mnist5k/iid/fedelasticnet_prox/0": "73d96d02e7e9",
+        "fedelasticnet_quick_p10/mnist5k/dir0.3/fedelasticnet_scaffold/1": "86cde76eef0c",
+        "fedelasticnet_quick_lambda1_sweep/mnist5k/dir0.3/alg3_l1_1e-2/2": "b69e1ca51745",
     },
     "config/experiments/elastic_aggregation_quick.yaml": {
-        "elastic_aggregation_quick/digits/iid/elastic_fedavg_average/0": "9303bc04b2cb",
-        "elastic_aggregation_quick/digits/iid/elastic_fedavgm/0": "c16a20f7ac04",
-        "elastic_aggregation_quick/digits/iid/elastic_fedprox/0": "390376abfc6c",
-        "elastic_aggregation_quick/digits/iid/fedadam/0": "cdbf3930a605",
+        "elastic_aggregation_quick/mnist5k/iid/elastic_fedavg_average/0": "3b22e79adec6",
+        "elastic_aggregation_quick/mnist5k/iid/elastic_fedavgm/0": "2c1c7fcb84eb",
+        "elastic_aggregation_quick/mnist5k/dir0.3/elastic_fedprox/0": "1fb722ece121",
+        "elastic_aggregation_quick/mnist5k/dir0.3/fedavg/3": "dbee55e57e0c",
     },
 }
 

@@ -23,8 +23,15 @@ Figure (``results/plots/paper/<name>.png``):
   dashed), one panel per (experiment, dataset, partition); mean over the seeds that did not
   diverge.
 
-Claim (:func:`claims`, decided by the scorecard, :mod:`fedbench.analysis.scorecard`): Table 1's ordering
-of the sensitivity estimators, elastic(momentum) first on test and train accuracy.
+Claims (:func:`claims`, decided by the scorecard, :mod:`fedbench.analysis.scorecard`): every number or
+direction of the abstract, the supplement's Tables 1-2, Figs. 1-2 and §§1, 4-5, and Theorems I-II,
+each a rule or a sentence saying why no run can decide it. An ordering ("A ahead of B") is decided on
+the gaps A − B paired by seed (same partition, same sampled clients), at least :data:`MIN_SEEDS` seeds,
+with a tolerance of :data:`Z` standard errors of their mean: holds above it, fails below its negative,
+not decidable within it (:func:`seed_gaps_lead`). The same functions decide the paper's own numbers
+(Table 1, the §5 communication table, §4's overhead), one run per column: an exact ordering there.
+Table 1 and Fig. 1 are CIFAR-10 results: decided on CIFAR-10 at paper scale, as a labelled analogue on
+reduced real data (e.g. mnist5k), never on toy data. :data:`PAPER_SCALE` names the paper's data sets.
 
 Headless (Agg canvas, no pyplot), like :mod:`fedbench.analysis.plots`.
 """
