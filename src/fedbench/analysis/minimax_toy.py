@@ -105,6 +105,64 @@ def distance_table(etas, problems=None, p=P, taus=TAUS) -> list[dict]:
     return rows
 
 
+def mismatch_table(etas, rho: float = 0.0, problems=None, p=P, taus=TAUS) -> list[dict]:
+    """One row per lr with local heavy-ball momentum ρ (0: plain SGDA): the closed-form fixed points'
+    distances to the saddles eq. (2) predicts as the lr → 0. Naive aggregation (Local SGDA(M)) weights
+    client i by w_i ∝ p_i ‖a_i‖₁ (τ_i for SGDA; Σ_{j=1}^{τ_i} (1 − ρ^j)/(1 − ρ) with momentum, App.
+    A.1); Fed-Norm-SGDA normalizes by ‖a_i‖₁, w_i = p_i.
+
+    Columns: ``lr``; ``local_to_surrogate`` ‖z_Local − saddle(Σ p_i ‖a_i‖₁ f_i)‖; ``fednorm_to_true``
+    ‖z_FedNorm − saddle(Σ p_i f_i)‖; ``local_to_true`` ‖z_Local − saddle(Σ p_i f_i)‖."""
+    problems = toy_problem() if problems is None else problems
+    norms = np.array([theory.a_norm(int(t), rho) for t in taus])
+    z_sur = theory.saddle(problems, np.asarray(p) * norms)
+    z_true = theory.saddle(problems, p)
+    rows = []
+    for eta in etas:
+        zl = theory.fixed_point(problems, p, taus, eta, eta, normalized=False, rho=rho)
+        zn = theory.fixed_point(problems, p, taus, eta, eta, normalized=True, rho=rho)
+        rows.append({"lr": float(eta), "local_to_surrogate": float(np.linalg.norm(zl - z_sur)),
+                     "fednorm_to_true": float(np.linalg.norm(zn - z_true)),
+                     "local_to_true": float(np.linalg.norm(zl - z_true))})
+    return rows
+
+
+def module_gaps(lr: float, rounds: int, rho: float = 0.0, z0=(0.0, 3.0), problems=None, p=P, taus=TAUS) -> dict:
+    """{algorithm: ‖z^(T) − closed-form fixed point‖}: the real modules (Local SGDA and
+    Fed-Norm-SGDA, local momentum ``rho``) run ``rounds`` rounds (:func:`run_rounds`) against
+    :func:`fedbench.theory.minimax.fixed_point`."""
+    problems = toy_problem() if problems is None else problems
+    out = {}
+    for name, normalized in (("local_sgda", False), ("fed_norm_sgda", True)):
+        traj = run_rounds(name, problems, p, taus, lr, rounds, z0, {"momentum": rho})
+        fp = theory.fixed_point(problems, p, taus, lr, lr, normalized, rho=rho)
+        out[name] = float(np.linalg.norm(traj[-1] - fp))
+    return out
+
+
+def skew(lr: float, problems=None, p=P, taus=TAUS) -> dict:
+    """Fig. 1's picture in numbers: the distances of Local SGDA's and Fed-Norm-SGDA's fixed points
+    (closed forms, lr ``lr``) and of the true saddle to the saddle of the client with the most local
+    steps. Keys ``local``, ``fednorm``, ``true``, ``client`` (that client's index)."""
+    problems = toy_problem() if problems is None else problems
+    k = int(np.argmax(taus))
+    zk = problems[k].center
+    zl = theory.fixed_point(problems, p, taus, lr, lr, normalized=False)
+    zn = theory.fixed_point(problems, p, taus, lr, lr, normalized=True)
+    return {"local": float(np.linalg.norm(zl - zk)), "fednorm": float(np.linalg.norm(zn - zk)),
+            "true": float(np.linalg.norm(theory.saddle(problems, p) - zk)), "client": k}
+
+
+def equal_work_gap(lr: float, rounds: int, tau: int = 3, z0=(0.0, 3.0), problems=None, p=P) -> float:
+    """max_t ‖z_FedNorm^(t) − z_Local^(t)‖ of the real modules when every client runs ``tau`` steps
+    (full participation, server lr 1): Local SGDA as the special case of the framework, eq. (2)."""
+    problems = toy_problem() if problems is None else problems
+    taus = (tau,) * len(problems)
+    a = run_rounds("local_sgda", problems, p, taus, lr, rounds, z0)
+    b = run_rounds("fed_norm_sgda", problems, p, taus, lr, rounds, z0)
+    return float(np.max(np.linalg.norm(a - b, axis=1)))
+
+
 def table_markdown(rows: list[dict]) -> str:
     """The distance table as markdown, with each distance divided by the lr (→ a constant: O(lr))."""
     lines = ["| lr | ‖Local SGDA − saddle Σp τ f‖ | /lr | ‖Fed-Norm − saddle Σp f‖ | /lr | "
