@@ -1,6 +1,6 @@
 # Two entry points for a fresh machine (Python >= 3.11, pip):
 #   make run    install into .venv, run the default suite, build results/report.html
-#   make test   install into .venv (with test tools), lint (ruff), run the whole test suite
+#   make test   install into .venv (with test tools), lint (ruff), run the whole test suite (CORES workers)
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -25,9 +25,12 @@ run: install
 	$(BIN)/snakemake --report results/report.html
 	@echo "tables: results/tables/  plots: results/plots/  report: results/report.html"
 
+# -n $(CORES): one pytest-xdist worker per core; --dist loadscope sends each test module whole to one
+# worker (a module-scoped workflow run, shared by the tests that read it, runs once);
+# --no-loadscope-reorder keeps the collection order, in which tests/conftest.py puts the longest first
 test: install
 	$(BIN)/ruff check .
-	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -q
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -q -n $(CORES) --dist loadscope --no-loadscope-reorder
 
 clean:
 	rm -rf results resources .snakemake

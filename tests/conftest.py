@@ -51,3 +51,44 @@ def real_a9a_dir() -> Path:
     if d is None:
         pytest.skip(why)
     return d
+
+
+# ---------------------------------------------------------------------------------------------- under xdist
+
+#: The test modules that take longest (end-to-end Snakemake runs), longest first, as measured by
+#: ``pytest -n 2 --durations`` (benchmarks/RESULTS.md, "Test suite"). `make test` runs the suite on
+#: ``-n 2 --dist loadscope --no-loadscope-reorder``: each module goes whole to one worker (its
+#: module-scoped fixtures, such as one workflow run read by several tests, run once), in the
+#: collection order, so these go first and the short modules fill the gaps at the end instead of
+#: one long module left alone on one worker while the other idles. (Not ``--dist loadgroup``:
+#: pytest-xdist 3.8 marks a group by rewriting ``item._nodeid``, which pytest 9 no longer reads, so
+#: ``xdist_group`` marks group nothing.)
+LONGEST_FIRST = (
+    "tests/papers/test_fedac.py",  # the authors' w0 runs on the real a9a (when shared/ has it): minutes
+    "tests/engine/linear_fast/test_tensor_rounds.py",  # the Triton kernels, interpreted on a CPU
+    "tests/engine/linear_fast/test_linear_steps.py",
+    "tests/workflow/test_one_folder.py",  # the default suite as shipped, then three more config files
+    "tests/workflow/test_kill_trials.py",
+    "tests/engine/test_benchmark_smoke.py",
+    "tests/workflow/test_paper_experiments.py",
+    "tests/workflow/test_snakemake.py",
+    "tests/workflow/test_real_formats.py",
+    "tests/papers/test_local_update.py",
+    "tests/workflow/test_reruns.py",
+    "tests/workflow/test_damaged_files.py",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    """The modules of :data:`LONGEST_FIRST` first (in that order), then the other modules with a
+    ``slow`` test, then the rest; each in the collection order, a module's tests kept together."""
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    slow = {item.nodeid.split("::", 1)[0] for item in items if item.get_closest_marker("slow")}
+
+    def key(item):
+        module = item.nodeid.split("::", 1)[0]
+        if module in rank:
+            return (0, rank[module])
+        return (1, 0) if module in slow else (2, 0)
+
+    items.sort(key=key)  # stable

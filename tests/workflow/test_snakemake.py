@@ -88,6 +88,20 @@ def ok(proc: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
     return proc
 
 
+def check_estimate(proc: subprocess.CompletedProcess, config: dict) -> None:
+    """A dry run of ``config`` printed the cost estimate: one line per experiment; and the console
+    cut its job blocks' long file lists (profiles/default: logger fedbench). Called on the dry run
+    of every shipped config file (tests/workflow/test_estimate.py lists where)."""
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("fedbench: estimate: ")]
+    for experiment in config["experiments"]:
+        mine = [line for line in lines if line.startswith(f"fedbench: estimate: {experiment}: ")]
+        assert len(mine) == 1, (experiment, lines)
+        assert re.search(r"\d+ training jobs to run \(of \d+\), ~[\d.]+ (s|min|h) of (CPU|GPU) time", mine[0])
+    # Snakemake's own console printed fedac_quick's 756 collected files on one line of ~100,000 characters
+    longest = max((proc.stdout + proc.stderr).splitlines(), key=len)
+    assert len(longest) < 2000, longest[:300]
+
+
 def test_dry_run_of_tiny_config(tmp_path):
     proc = ok(snakemake(tmp_path, TINY, "-n"))
     jobs = planned_jobs(proc.stdout + proc.stderr)
@@ -135,7 +149,8 @@ def test_nested_command_line_config_of_the_readme_is_typed(tmp_path, override):
     env = {k: v for k, v in os.environ.items() if k != "SNAKEMAKE_PROFILE"}
     cmd = [sys.executable, "-m", "snakemake", "-s", str(SNAKEFILE), "--directory", str(tmp_path), "--cores", "2",
            "-n", "--config", override]
-    ok(subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600))
+    proc = ok(subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600))
+    check_estimate(proc, yaml.safe_load((REPO / "config" / "config.yaml").read_text()))  # the default suite's
 
 
 def test_a_config_file_with_a_duplicate_key_fails_before_any_job(tmp_path):
