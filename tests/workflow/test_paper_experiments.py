@@ -22,7 +22,7 @@ import yaml
 
 from fedbench.config import expand_cells
 
-from .test_snakemake import check_estimate, ok, planned_jobs, snakemake
+from .test_snakemake import ok, planned_jobs, snakemake
 
 EXP = Path(__file__).resolve().parents[2] / "config" / "experiments"
 
@@ -32,7 +32,7 @@ def load(name: str) -> dict:
 
 
 @pytest.mark.parametrize("name, n_cells", [("fedelasticnet", 180), ("fedelasticnet_quick", 48),
-                                           ("elastic_aggregation", 242), ("elastic_aggregation_quick", 56)])
+                                           ("elastic_aggregation", 242), ("elastic_aggregation_quick", 24)])
 def test_experiment_files_expand(name, n_cells):
     cfg = load(name)
     cells = expand_cells(cfg)
@@ -65,7 +65,6 @@ def test_fedelasticnet_grid_is_the_papers():
 
 def test_dry_run_of_the_full_grid_plans_every_cell_and_the_paper_tables(tmp_path):
     proc = ok(snakemake(tmp_path, load("fedelasticnet"), "-n"))
-    check_estimate(proc, load("fedelasticnet"))
     jobs = planned_jobs(proc.stdout + proc.stderr)
     rules = [r for r, _ in jobs]
     # Figure 2's experiment (CIFAR-10, 10 %: 3 splits x 6 methods) also writes Δ histograms
@@ -96,15 +95,13 @@ def test_quick_experiments_run_end_to_end_with_the_paper_tables(tmp_path):
     cfg = copy.deepcopy(fen)
     cfg["device"] = "cpu"
     del cfg["experiments"]["fedelasticnet_quick_lambda1_sweep"]  # planned in the dry-run test below
-    cfg["datasets"].update(ea["datasets"])
     for name, exp in (*fen["experiments"].items(), *ea["experiments"].items()):
         if name == "fedelasticnet_quick_lambda1_sweep":
             continue
         exp = copy.deepcopy(exp)
         exp["rounds"] = 2
-        ds = next(iter(exp["datasets"]))  # the quick files' one dataset (mnist5k), its IID split, one seed
-        exp["datasets"] = {ds: {**exp["datasets"][ds], "partitions": {"iid": exp["datasets"][ds]["partitions"]["iid"]}}}
-        exp["seeds"] = exp["seeds"][:1]
+        exp["datasets"] = {"digits": {**exp["datasets"]["digits"],
+                                      "partitions": {"iid": exp["datasets"]["digits"]["partitions"]["iid"]}}}
         keep = {"fedelasticnet_quick_p10": ("feddyn", "fedelasticnet_feddyn"),
                 "elastic_aggregation_quick": ("fedavg", "elastic_fedavg")}[name]
         exp["algorithms"] = {k: v for k, v in exp["algorithms"].items() if k in keep}
@@ -163,7 +160,6 @@ def test_quick_experiments_run_end_to_end_with_the_paper_tables(tmp_path):
 
 def test_dry_run_of_the_quick_files_plans_the_paper_tables_and_the_sweep_plot(tmp_path):
     proc = ok(snakemake(tmp_path, load("fedelasticnet_quick"), "-n"))
-    check_estimate(proc, load("fedelasticnet_quick"))
     jobs = planned_jobs(proc.stdout + proc.stderr)
     rules = [r for r, _ in jobs]
     assert sum(r.startswith("train_") for r in rules) == 13  # a stacked job per (split, method) and the sweep's
@@ -172,11 +168,9 @@ def test_dry_run_of_the_quick_files_plans_the_paper_tables_and_the_sweep_plot(tm
     assert sorted(w["figure"] for r, w in jobs if r == "paper_figure") == [
         "fedelasticnet_lambda1_sweep", "fedelasticnet_quick_p10_delta_histogram"]  # no elastic_aggregation_boosted
     proc = ok(snakemake(tmp_path, load("elastic_aggregation_quick"), "-n"))
-    check_estimate(proc, load("elastic_aggregation_quick"))
     jobs = planned_jobs(proc.stdout + proc.stderr)
     rules = [r for r, _ in jobs]
-    assert sum(r.startswith("train_") for r in rules) == 14  # a stacked job per (split, algorithm): its seeds
-    assert rules.count("paper_table") == 1
+    assert rules.count("train") == 24 and rules.count("paper_table") == 1
     assert [w["figure"] for r, w in jobs if r == "paper_figure"] == ["elastic_aggregation_boosted"]
     assert "train_delta_histogram" not in rules
 
@@ -254,7 +248,6 @@ def test_local_update_files_expand_to_the_papers_grids():
 
 def test_dry_run_of_the_local_update_files_plans_the_paper_outputs(tmp_path):
     proc = ok(snakemake(tmp_path, load("local_update"), "-n"))
-    check_estimate(proc, load("local_update"))
     jobs = planned_jobs(proc.stdout + proc.stderr)
     rules = [r for r, _ in jobs]
     assert rules.count("prepare_dataset") == 3 and "paper_table" not in rules
@@ -262,7 +255,6 @@ def test_dry_run_of_the_local_update_files_plans_the_paper_outputs(tmp_path):
     assert "local_update_accuracy" in figures and "local_update_gamma_loss" in figures
     assert "local_update_fig5" in figures and "local_update_heavy_ball_symmetry" in figures and len(figures) == 12
     proc = ok(snakemake(tmp_path, load("local_update_quick"), "-n"))
-    check_estimate(proc, load("local_update_quick"))
     jobs = planned_jobs(proc.stdout + proc.stderr)
     assert [w["table"] for r, w in jobs if r == "paper_table"] == ["local_update_theory"]
     assert sum(r == "paper_figure" for r, _ in jobs) == 10
@@ -339,7 +331,6 @@ def test_fed_minimax_file_expands_to_the_papers_design():
 
 def test_dry_run_of_the_fed_minimax_file_plans_every_cell_and_the_paper_outputs(tmp_path):
     proc = ok(snakemake(tmp_path, load("fed_minimax"), "-n"))
-    check_estimate(proc, load("fed_minimax"))
     jobs = planned_jobs(proc.stdout + proc.stderr)
     rules = [r for r, _ in jobs]
     assert rules.count("train") == 87 and rules.count("prepare_dataset") == 1
