@@ -40,10 +40,17 @@ Figures (``results/plots/paper/<name>.png``):
   against λ1, one line per algorithm and (experiment, dataset, partition).
 
 Our values: at the last round of each run, mean over the seeds that did not diverge.
-Claims (:func:`claims`, decided by the scorecard, :mod:`fedbench.analysis.scorecard`): Table 2's dense
-columns (FedProx, SCAFFOLD, FedDyn) exactly, where the setting is the paper's; Algorithm 3 the lowest
-uplink entropy (Tables 3 and 4); each FedElasticNet algorithm sending fewer non-zeros than its base
-algorithm at comparable accuracy (§5).
+Claims (:func:`claims`, decided by the scorecard, :mod:`fedbench.analysis.scorecard`): every number
+and direction of the abstract, Tables 1-4, Figs. 1-9 and §§1, 3-5 that a run can decide is a rule;
+each rule is a pure function of a grid {setting: {method: value}} or of the seeds' final
+accuracies, applied to the run's tables and metrics and to the paper's own Tables 2-4
+(``reference/fedelasticnet_table{2,3,4}.csv``). The paper's numbers contradict four of them (Table
+2's dense arithmetic and SCAFFOLD = 2 × FedProx; Algorithm 2 below SCAFFOLD on non-IID Shakespeare,
+in non-zeros and in Table 4's entropy; Algorithm 3 below FedDyn's Δ entropy on non-IID Shakespeare)
+and their claims say so. "Marginal" and "almost identical" accuracy are read against the run's
+own seed spread (:data:`SE_MULTIPLE` standard errors), the paper giving no number. The λ1 sweep's
+points are the table ``fedelasticnet_sweep`` (mean and sd of the final accuracy per λ1).
+:data:`PAPER_SCALE`: the paper's data sets and rounds.
 
 Headless (Agg canvas, no pyplot), like :mod:`fedbench.analysis.plots`.
 """
