@@ -410,9 +410,11 @@ def test_the_same_rules_on_the_released_runs_hold_unless_declared_contradicted()
     assert sum(r["verdict"] == sc.HOLDS for r in rows) >= 9
 
 
-def test_paper_scale_is_a9a_and_epsilon_at_the_papers_rounds():
+def test_paper_scale_is_a9a_and_epsilon_at_the_papers_T_steps():
     from fedbench.papers import cell_scale
 
-    assert cell_scale("fedac", {"source": "a9a"}, 4096) == sc.PAPER_SCALE
+    assert cell_scale("fedac", {"source": "a9a"}, 4096) == sc.PAPER_SCALE  # K = 1
+    assert cell_scale("fedac", {"source": "a9a"}, 16, local_steps=256) == sc.PAPER_SCALE  # T = 4,096
     assert cell_scale("fedac", {"source": "epsilon"}, 512) == sc.REDUCED_REAL
+    assert cell_scale("fedac", {"source": "epsilon"}, 8, local_steps=64) == sc.REDUCED_REAL
     assert cell_scale("fedac", {"source": "breast_cancer"}, 4096) == sc.REDUCED_REAL

@@ -216,8 +216,15 @@ def _expand(cfg: dict) -> tuple[list[dict], dict[tuple[str, str], dict]]:
             _check_reached(lvl_d, reached)
         for lvl in (lvl_e, *lvl_a.values()):
             _check_reached(lvl, reached)
-    dirs = {}  # (dataset, partition, seed): the two directories, digested once
+    from fedbench.papers import cell_scale  # the paper registry (its modules import plotting)
+
+    dirs, scales = {}, {}  # (dataset, partition, seed): the two directories, digested once; scales likewise
     for c in cells:  # where the cell's inputs live: directories named by what they hold (fedbench.layout)
+        steps = c["local"].get("steps")  # an int, None (epochs), or a distribution of heterogeneous local work
+        skey = (c["paper"], c["dataset"], c["rounds"], steps if isinstance(steps, int) else None)
+        if skey not in scales:  # after the sweeps: a swept rounds or local.steps changes the scale
+            scales[skey] = cell_scale(c["paper"], known[c["dataset"]], *skey[2:])
+        c["scale"] = scales[skey]
         key = (c["dataset"], c["partition"], c["seed"])
         if key not in dirs:
             dparams = known[c["dataset"]]

@@ -191,8 +191,6 @@ def _experiment_settings(exp: str, ecfg: dict) -> dict:
 def _dataset_settings(exp: dict, ecfg: dict, ds: str, dcfg: dict, known: dict, dtype: str) -> dict:
     """The settings shared by all cells of one dataset of an experiment (a cell without its
     partition, algorithm and seed), and the local settings its algorithms start from."""
-    from fedbench.papers import cell_scale  # the paper registry (its modules import plotting)
-
     epath, dpath = exp["path"], f"{exp['path']}.datasets.{ds}"
     if ds not in known:
         raise ConfigError(f"{dpath}: unknown dataset id {ds!r}; define it under the top-level `datasets:` "
@@ -218,7 +216,7 @@ def _dataset_settings(exp: dict, ecfg: dict, ds: str, dcfg: dict, known: dict, d
         "eval_every": int(inherited("eval_every")),
         "target_accuracy": None if target is None else float(target),
         "paper": exp["paper"],
-        "scale": cell_scale(exp["paper"], known[ds], rounds),
+        "scale": None,  # its place in the cell's key order: set once the sweeps are applied (cells._expand)
         "dtype": dtype,
     }
     has_aug, record = _augmentation(ds, known[ds], ecfg, dcfg, dpath)

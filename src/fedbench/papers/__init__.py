@@ -106,27 +106,35 @@ def paper_of_table(name: str) -> str | None:
 TOY_SOURCES = ("digits", "synthetic", "quadratic")
 
 
-def cell_scale(paper: str | None, dataset: Mapping, rounds: int) -> str:
+def cell_scale(paper: str | None, dataset: Mapping, rounds: int, local_steps: int | None = None) -> str:
     """The scale a cell decides its paper's claims at (:data:`fedbench.analysis.scorecard.SCALES`).
 
     Args:
         paper: the experiment's paper key (None: no paper; then only toy / reduced real apply).
         dataset: the cell's dataset config, resolved (``{"source": ..., **params}``).
         rounds: the cell's number of rounds.
+        local_steps: the cell's ``local.steps`` (None when it trains by epochs).
 
     Returns:
         ``toy data`` for :data:`TOY_SOURCES`; ``paper scale`` when the source is one of the paper's
-        data sets (the module's ``PAPER_SCALE``: {source: the paper's rounds for it}) and the cell
-        runs at least the paper's rounds; ``reduced real data`` otherwise (real data: fewer samples,
-        clients or rounds than the paper, or a real data set the paper did not use).
+        data sets and the cell runs at least the paper's length: the module's ``PAPER_SCALE``
+        ({source: the paper's rounds}), or ``PAPER_STEPS`` ({source: the paper's local steps per
+        client in all, rounds × ``local_steps``: FedAc's T}); ``reduced real data`` otherwise (real
+        data: fewer samples, clients or rounds than the paper, or a real data set it did not use).
     """
     from fedbench.analysis.scorecard import PAPER_SCALE, REDUCED_REAL, TOY
 
     source = dataset["source"]
     if source in TOY_SOURCES:
         return TOY
-    full = getattr(get(paper), "PAPER_SCALE", {}) if paper in _BY_KEY else {}
-    return PAPER_SCALE if source in full and rounds >= full[source] else REDUCED_REAL
+    module = get(paper) if paper in _BY_KEY else None
+    rounds_full = getattr(module, "PAPER_SCALE", {})
+    steps_full = getattr(module, "PAPER_STEPS", {})
+    if source in rounds_full and rounds >= rounds_full[source]:
+        return PAPER_SCALE
+    if source in steps_full and rounds * (local_steps or 1) >= steps_full[source]:
+        return PAPER_SCALE
+    return REDUCED_REAL
 
 
 def write_table(key: str, name: str, df, reference, cells: Sequence[Mapping], md_path, csv_path) -> None:

@@ -519,9 +519,9 @@ def _coincide(keys: Sequence[str], k_panel: int | None, part: pl.DataFrame, x: s
 
 #: The datasets (ids) of the paper; a rule with a setting of the paper decides only there.
 PAPER_DATASETS = ("a9a", "epsilon")
-#: {dataset source: the paper's rounds at K = 1 (T = 4,096 steps a worker)}: a cell on one of
-#: them with at least these rounds decides at paper scale (:func:`fedbench.papers.cell_scale`).
-PAPER_SCALE = {"a9a": 4096, "epsilon": 4096}
+#: {dataset source: the paper's T = 4,096 local steps a worker (rounds × K)}: a cell on one of them
+#: with at least these steps decides at paper scale (:func:`fedbench.papers.cell_scale`).
+PAPER_STEPS = {"a9a": 4096, "epsilon": 4096}
 _FOUR = ("fedac", "fedavg", "mb_sgd", "mb_ac_sgd")
 _BASELINES = ("fedavg", "mb_sgd", "mb_ac_sgd")
 #: The paper's figure ranges (§5, App. A.2: M = 2², …, 2¹³, K = 2⁰, …, 2⁸): the released runs
