@@ -416,7 +416,8 @@ def _trow(**kw):
            "rate_rel_error": 1e-3, "residual": 1e-30, "trajectory_error": 1e-12, "cond": 4.0, "rate_table2": 0.7,
            "theta": "Θ_{1:10}", "gamma": 0.03, "alpha": 0.0, "server": "gd", "eta": 0.04, "beta": 0.0,
            "rate_tuned_gd": 0.6, "rate_tuned_nesterov": 1 - 2 / math.sqrt(13), "rate_tuned_heavy_ball": 1 / 3,
-           "kappa_bound": 5.0, "lam_min_h": 1.0, "lam_max_h": 4.0, "bound_lemma5": 1.0, "bound_2c": 0.25}
+           "kappa_bound": 5.0, "lam_min_h": 1.0, "lam_max_h": 4.0, "bound_lemma5": 1.0, "bound_2c": 0.25,
+           "tuned": True}
     return {**row, **kw}
 
 
@@ -432,6 +433,11 @@ def test_fixed_point_needs_converged_deterministic_cells():
     v = claim.decide(_ev(_trow(residual=0.5)))
     assert v.status == sc.UNDECIDED and "converged" in v.note
     assert claim.decide(sc.Evidence()).status == sc.UNDECIDED
+    at_x = _trow(algorithm="K1", dist_theory=1e-16, dist_engine=2e-8, dist_rel_error=1.0)  # K = 1: x*(α, γ, Θ) = x*
+    v = claim.decide(_ev(_trow(), at_x))
+    assert v.status == sc.HOLDS and "1 with x*(α, γ, Θ) = x*" in v.ours
+    assert claim.decide(_ev(_trow(), {**at_x, "dist_engine": 1e-3})).status == sc.FAILS
+    assert claim.decide(_ev(at_x)).status == sc.FAILS  # no cell where x*(α, γ, Θ) ≠ x*: the claim is not shown
 
 
 def test_trajectory_rules_per_member():
@@ -467,7 +473,7 @@ def test_momentum_and_alpha_rules_on_pairs():
     assert c["local_update.momentum_same_fixed_point"].decide(_ev(gd)).status == sc.UNDECIDED
     assert c["local_update.momentum_converges_faster"].decide(_ev(gd, hb)).status == sc.HOLDS
     assert c["local_update.momentum_converges_faster"].decide(_ev(gd, {**hb, "rate_engine": 0.6})).status == sc.FAILS
-    assert c["local_update.momentum_converges_faster"].decide(_ev(gd, {**hb, "eta": 0.1})).status == sc.UNDECIDED
+    assert c["local_update.momentum_converges_faster"].decide(_ev(gd, {**hb, "tuned": False})).status == sc.UNDECIDED
     prox = _trow(algorithm="prox", alpha=0.5, dist_engine=0.1, rate_engine=0.6)
     assert c["local_update.prox_closer_and_slower"].decide(_ev(gd, prox)).status == sc.HOLDS
     assert c["local_update.prox_closer_and_slower"].decide(_ev(gd, {**prox, "rate_engine": 0.4})).status == sc.FAILS
@@ -526,3 +532,27 @@ def test_neural_network_rules_need_the_papers_data(mr):
     assert c.decide(sc.Evidence(metrics=metrics, scale=sc.TOY)).status == sc.UNDECIDED
     assert c.decide(sc.Evidence(metrics=metrics.head(0), scale=sc.PAPER_SCALE)).status == sc.UNDECIDED
     assert lu_claims.label_values("gd,lr=0.01,server_lr=1.0") == ("gd", {"lr": 0.01, "server_lr": 1.0})
+
+
+def test_quick_files_tuned_servers_are_the_tuned_parameters_of_its_problem():
+    """The lu_all_*_tuned cells of the quick file carry Lessard et al.'s (η, β) for their surrogate."""
+    cfg = yaml.safe_load((EXP / "local_update_quick.yaml").read_text())
+    params = {k: v for k, v in cfg["datasets"]["quad"].items() if k != "source"}
+    ds = generate_quadratic(**params)
+    A, c, p = client_quadratics(ds.x_train, ds.client_train)
+    algs = cfg["experiments"]["local_update_quick_members"]["algorithms"]
+    gamma = cfg["experiments"]["local_update_quick_members"]["local"]["lr"]
+    ev = np.linalg.eigvalsh(tq.surrogate_hessian(A, p, 0.0, gamma, tq.theta_full(10)))
+    for server in ("gd", "nesterov", "heavy_ball"):
+        eta, beta = rates.tuned_server_parameters(ev[-1], ev[0], server)
+        hp = algs[f"lu_all_{server}_tuned"]
+        assert hp["server_lr"] == pytest.approx(eta, rel=lu_theory.TUNED_RTOL)
+        assert hp.get("momentum", 0.0) == pytest.approx(beta, rel=lu_theory.TUNED_RTOL)
+
+
+def test_theory_table_rate_where_the_surrogate_minimizer_is_x_star(mr, quad):
+    """K = 1: x*(α, γ, Θ) = x*, the loss gap contracts at ρ², the table reports ρ."""
+    cell = _cell("fedavg", {}, lr=0.05, steps=1)
+    frame = lu_theory.theory_frame(mr.frame(_gd_rows(mr, quad, cell, 200, 0.05)), [cell], {"q": quad[1]})
+    r = frame.row(0, named=True)
+    assert r["dist_theory"] < lu_theory.DIST_FLOOR and r["rate_rel_error"] < 0.03 and r["tuned"] is False
