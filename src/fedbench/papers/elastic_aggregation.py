@@ -39,6 +39,7 @@ Headless (Agg canvas, no pyplot), like :mod:`fedbench.analysis.plots`.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -416,7 +417,7 @@ def _decide_ahead(bases: Sequence[str]):
             cells += _cells(full, (base, ea))
             short += s
         if not comps:
-            return _too_few(short, " and ".join(f"{NAMES[b]} and {NAMES[e]}" for e, b in pairs))
+            return _too_few(short, "; ".join(f"{NAMES[b]} and {NAMES[e]}" for e, b in pairs))
         return lead_verdict(comps, "pp", cells, "measure: mean test accuracy over the rounds (area under Fig. 2's "
                             "curve / T)")
     return decide
@@ -447,7 +448,7 @@ def _decide_heterogeneity(ev):
     gaps = paired_gaps(vals, "elastic_fedavg", "fedavg")
     comps, cells = {}, []
     for exp, ds in sorted({(e, d) for e, d, _ in gaps}):
-        dirs = [p for e, d, p in gaps if (e, d) == (exp, ds) and p.startswith("dir")]
+        dirs = [p for e, d, p in gaps if (e, d) == (exp, ds) and re.fullmatch(r"dir\d*\.?\d+", p)]
         if (exp, ds, "iid") not in gaps or not dirs:
             continue
         skew = min(dirs, key=lambda p: float(p[3:]))
