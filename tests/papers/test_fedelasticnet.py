@@ -563,3 +563,22 @@ def test_paper_scale_of_the_papers_datasets():
     assert cell_scale(fen.KEY, {"source": "mnist5k"}, 100) == sc.REDUCED_REAL
     assert cell_scale(fen.KEY, {"source": "cifar100"}, 500) == sc.PAPER_SCALE
     assert cell_scale(fen.KEY, {"source": "digits"}, 500) == sc.TOY
+
+
+def test_accuracy_figure_draws_each_method_per_setting(tmp_path, mr, monkeypatch):
+    """Figures 1, 6-9: a panel per setting, a line per method (mean over seeds), the base dashed."""
+    got = _drawn(monkeypatch)
+    cells, rows = [], []
+    for alg in ("feddyn", "fedelasticnet_feddyn", "fedprox"):
+        cells.append({"experiment": "e", "dataset": "d", "partition": "iid", "algorithm": alg, "algorithm_name": alg})
+        for seed, acc in enumerate((0.4, 0.6)):
+            rows += mr.run_rows([0.1, acc], experiment="e", dataset="d", partition="iid", algorithm=alg, seed=seed)
+    assert [f.name for f in fen.figures([{**c, "seed": 0, "hparams": {"lambda1": 1e-4}} for c in cells])] == [
+        fen.ACCURACY_FIGURE]
+    curves = fen.accuracy_curves(mr.frame(rows), cells)
+    assert curves.filter(pl.col("round") == 2)["test_accuracy"].to_list() == pytest.approx([0.5, 0.5, 0.5])
+    out = fen.plot_accuracy(mr.frame(rows), cells, tmp_path / "acc.png")
+    assert out.stat().st_size > 5_000
+    (ax,) = [a for a in got[-1].axes if a.get_visible()]
+    assert {ln.get_label(): ln.get_linestyle() for ln in ax.get_lines()} == {"FedDyn": "--", "Alg. 3": "-",
+                                                                             "FedProx": "--"}

@@ -70,10 +70,10 @@ def test_dry_run_of_the_full_grid_plans_every_cell_and_the_paper_tables(tmp_path
     # Figure 2's experiment (CIFAR-10, 10 %: 3 splits x 6 methods) also writes Δ histograms
     assert rules.count("train") == 162 and rules.count("train_delta_histogram") == 18
     assert sorted(w["figure"] for r, w in jobs if r == "paper_figure") == [
-        "fedelasticnet_cifar10_p10_delta_histogram", "fedelasticnet_lambda1_sweep"]
+        "fedelasticnet_accuracy", "fedelasticnet_cifar10_p10_delta_histogram", "fedelasticnet_lambda1_sweep"]
     assert rules.count("prepare_dataset") == 5
     assert sorted(w["table"] for r, w in jobs if r == "paper_table") == [
-        "fedelasticnet_table2", "fedelasticnet_table3", "fedelasticnet_table4"]
+        "fedelasticnet_sweep", "fedelasticnet_table2", "fedelasticnet_table3", "fedelasticnet_table4"]
 
 
 def test_full_grid_without_the_data_fails_with_dataset_not_available(tmp_path):
@@ -166,7 +166,8 @@ def test_dry_run_of_the_quick_files_plans_the_paper_tables_and_the_sweep_plot(tm
     assert sum(r.startswith("train_fedelasticnet_quick_p10_") for r in rules) == 12  # 2 splits x 6 methods
     assert rules.count("paper_table") == 4  # Tables 2-4 and the λ1 sweep's
     assert sorted(w["figure"] for r, w in jobs if r == "paper_figure") == [
-        "fedelasticnet_lambda1_sweep", "fedelasticnet_quick_p10_delta_histogram"]  # no elastic_aggregation_boosted
+        "fedelasticnet_accuracy", "fedelasticnet_lambda1_sweep",
+        "fedelasticnet_quick_p10_delta_histogram"]  # no elastic_aggregation_boosted
     proc = ok(snakemake(tmp_path, load("elastic_aggregation_quick"), "-n"))
     jobs = planned_jobs(proc.stdout + proc.stderr)
     rules = [r for r, _ in jobs]

@@ -34,6 +34,8 @@ Figures (``results/plots/paper/<name>.png``):
   narrow black bar of their own at 0 with their share ("exact 0: p %"), and the bin [0, 0.01)
   shows the non-zero values in it. Each panel states the entropy of its histogram (bits per
   value, at the 0.01 bins, the exact zeros in bin [0, 0.01) as in Tables 3-4).
+- ``fedelasticnet_accuracy``: Figures 1 and 6–9 (test accuracy against rounds), one panel per
+  (experiment, dataset, partition), one line per method: :func:`plot_accuracy`.
 - ``fedelasticnet_lambda1_sweep``: Figures 3–5 (accuracy and sparsity against λ1, Algorithms 1,
   2, 3), when an experiment runs a FedElasticNet algorithm at two or more values of λ1:
   :func:`plot_lambda1_sweep`, final test accuracy and cumulative uplink non-zeros (unit 1e7)
@@ -77,7 +79,7 @@ from fedbench.papers.base import REFERENCE_DIR, REFERENCE_NOTE, PaperFigure, Tab
 __all__ = ["claims",
            "KEY", "NAME", "TABLES", "tables", "figures", "write_table", "write_figure", "load_reference",
            "paper_table", "markdown_paper_table", "write_paper_table", "sweep_cells", "sweep_frame",
-           "plot_lambda1_sweep", "HISTOGRAM_METHODS", "histogram_panels", "plot_delta_histograms"]
+           "plot_lambda1_sweep", "plot_accuracy", "HISTOGRAM_METHODS", "histogram_panels", "plot_delta_histograms"]
 
 #: The registry key: the value of ``paper`` in the experiment files.
 KEY = "fedelasticnet"
@@ -124,6 +126,8 @@ NAMES = {"fedelasticnet_prox": "Alg. 1 (FedProx + EN)", "fedelasticnet_scaffold"
          "fedelasticnet_feddyn": "Alg. 3 (FedDyn + EN)"}
 
 SWEEP_FIGURE = "fedelasticnet_lambda1_sweep"
+#: Figures 1, 6-9: test accuracy against rounds of the six methods.
+ACCURACY_FIGURE = "fedelasticnet_accuracy"
 #: The λ1 sweep's points as a table (what the claims of Figs. 3-5 read).
 SWEEP_TABLE = "fedelasticnet_sweep"
 HISTOGRAM_SUFFIX = "_delta_histogram"
@@ -132,6 +136,10 @@ _SWEEP_CAPTION = (
     "uplink non-zeros in units of 1e7 (right) against λ1 (log axis), one line per FedElasticNet "
     "algorithm and (experiment, dataset, partition); values at the last round, mean over the seeds "
     "that did not diverge.")
+_ACCURACY_CAPTION = (
+    "FedElasticNet's Figures 1 and 6-9: test accuracy of the server model against rounds, one panel per "
+    "(experiment, dataset, partition), one line per method (FedProx, Alg. 1, SCAFFOLD, Alg. 2, FedDyn, Alg. 3; "
+    "the base dashed, its FedElasticNet algorithm solid), mean over the seeds that did not diverge.")
 _HISTOGRAM_CAPTION = (
     "FedElasticNet's Figure 2 for experiment **{experiment}**: histograms of the transmitted updates "
     "Δ_k^t of FedDyn (its θ_k converted to Δ_k = θ_k − θ^{{t−1}}), Algorithm 2 (SCAFFOLD + ℓ1; the Δ "
@@ -165,6 +173,11 @@ def figures(cells: Sequence[Mapping]) -> list[PaperFigure]:
     """Figures 3-5 (when some experiment sweeps λ1) and Figure 2 (per experiment with
     ``delta_histogram``)."""
     out = []
+    six = [c for c in cells if c["algorithm_name"] in dict(COLUMNS)]
+    if six:
+        out.append(PaperFigure(ACCURACY_FIGURE, KEY,
+                               unique_rows(six, ("experiment", "dataset", "partition", "algorithm", "algorithm_name")),
+                               "FedElasticNet accuracy curves", _ACCURACY_CAPTION))
     sweep = sweep_cells(cells)
     if sweep:
         out.append(PaperFigure(SWEEP_FIGURE, KEY, sweep, "FedElasticNet λ1 sweep", _SWEEP_CAPTION))
@@ -193,6 +206,8 @@ def write_figure(name: str, cells: list[dict], path: str | os.PathLike,
                  metrics: str | os.PathLike | Sequence[str | os.PathLike] | None = None,
                  files: Sequence[str | os.PathLike] = ()) -> Path:
     """Write one of the figures that :func:`figures` declares."""
+    if name == ACCURACY_FIGURE:
+        return plot_accuracy(read_metrics(metrics), cells, path)
     if name == SWEEP_FIGURE:
         flat = [{**c, "hparams": {"lambda1": c["lambda1"]}} for c in cells]
         return plot_lambda1_sweep(read_metrics(metrics), flat, path)
@@ -328,6 +343,54 @@ def plot_lambda1_sweep(df: pl.DataFrame, cells: list[dict], path: str | os.PathL
     with atomic_write(path) as tmp:
         fig.savefig(tmp, dpi=dpi)
     return path
+
+
+# ----------------------------------------------------------------------------------------------
+# Figures 1, 6-9: accuracy against rounds
+
+
+def accuracy_curves(df: pl.DataFrame, cells: Sequence[Mapping]) -> pl.DataFrame:
+    """Mean test accuracy over the non-diverged seeds per (experiment, dataset, partition, algorithm,
+    round) of the cells' six methods (:data:`COLUMNS`), sorted."""
+    keys = ["experiment", "dataset", "partition", "algorithm"]
+    mine = pl.DataFrame([{k: c[k] for k in keys} for c in cells if c["algorithm_name"] in dict(COLUMNS)],
+                        schema={k: pl.String for k in keys})
+    bad = df.filter(pl.col("status") == "diverged").select([*keys, "seed"]).unique()
+    ok = df.join(bad, on=[*keys, "seed"], how="anti").join(mine, on=keys, how="inner")
+    return ok.group_by([*keys, "round"]).agg(pl.col("test_accuracy").mean()).sort([*keys, "round"])
+
+
+def plot_accuracy(df: pl.DataFrame, cells: Sequence[Mapping], path: str | os.PathLike, dpi: int = 120) -> Path:
+    """Save the accuracy curves (Kim, Woo, Seo & Kim, arXiv 2022, Figs. 1, 6-9): a panel per setting,
+    a line per method labelled by the paper's name, each base dashed beside its FedElasticNet algorithm."""
+    from fedbench.analysis.paper_figures import figure_grid
+    from fedbench.analysis.style import algorithm_colors
+
+    data = accuracy_curves(df, cells)
+    name_of = {c["algorithm"]: c["algorithm_name"] for c in cells}
+    settings = list(dict.fromkeys(data.select("experiment", "dataset", "partition").iter_rows()))
+    fig, axes = figure_grid(max(1, len(settings)), 3, 4.6, 3.4)
+    colors = algorithm_colors([b for b in BASE.values()])
+    for ax, setting in zip(axes.flat, settings):
+        part = data.filter((pl.col("experiment") == setting[0]) & (pl.col("dataset") == setting[1])
+                           & (pl.col("partition") == setting[2]))
+        for (alg,), g in part.group_by(["algorithm"], maintain_order=True):
+            module = name_of[alg]
+            base = BASE.get(module, module)
+            ax.plot(g["round"], 100 * g["test_accuracy"], color=colors[base], ls="-" if module in BASE else "--",
+                    label=dict(COLUMNS)[module])
+        ax.set_title(" / ".join(setting), fontsize=9)
+        ax.set_xlabel("round")
+        ax.set_ylabel("test accuracy (%)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    for ax in list(axes.flat)[len(settings):]:
+        ax.set_visible(bool(settings))
+    if not settings:
+        axes.flat[0].text(0.5, 0.5, "no run of the six methods", ha="center", va="center",
+                          transform=axes.flat[0].transAxes)
+    fig.suptitle("FedElasticNet Figures 1, 6-9: test accuracy against rounds")
+    return save_figure(fig, path, dpi)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1044,7 +1107,7 @@ def claims():
           "○ methods lose the least accuracy under label skew", "final test accuracy at IID minus at Dirichlet(.3), "
           "same experiment and data set, mean over seeds",
           "SCAFFOLD's, FedDyn's and Alg. 3's drop below FedProx's (FedAvg's above, when run)",
-          _decide_robust, _ORDER + " (the paper reports accuracy as curves only)"),
+          _decide_robust, _ORDER + " (the paper reports accuracy as curves only)", figure=ACCURACY_FIGURE),
         c("dense_same_cost", "§4 (Table 2)",
           "\"the communication costs per round of FedProx and FedDyn are the same; SCAFFOLD suffers from the doubled "
           "communication cost because of the control variates\"",
@@ -1144,19 +1207,19 @@ def claims():
           "algorithm and its base",
           f"each pair: fewer non-zeros, and final accuracy not below the base's by more than {SE_MULTIPLE:g} standard "
           "errors (Alg. 1 on CIFAR-10/100 exempt from the accuracy part, as the paper concedes)",
-          _decide_less_comm, "non-zeros: " + _ORDER + "; accuracy: " + _SE_BASIS,
+          _decide_less_comm, "non-zeros: " + _ORDER + "; accuracy: " + _SE_BASIS, figure=ACCURACY_FIGURE,
           on_paper=_paper_less_comm, paper_source="Table 2 (the accuracies are curves only)",
           contradicted=x["alg2_nnz"]),
         c("alg3_accuracy_matches_feddyn", "§4, Fig. 1 (Figs. 6-9)",
           "\"the classification accuracies of FedDyn and Algorithm 3 are almost identical in the converged regime\"",
           "almost identical", _ACC, f"|mean gap| ≤ {SE_MULTIPLE:g} standard errors in every setting",
           lambda ev: almost_identical(accuracy_pairs(final_values(ev.metrics), "fedelasticnet_feddyn", "feddyn")),
-          _SE_BASIS),
+          _SE_BASIS, figure=ACCURACY_FIGURE),
         c("alg1_gap_on_cifar", "§4, Fig. 1",
           "\"We observe a classification gap between FedProx and Algorithm 1 for CIFAR-10 and CIFAR-100\"",
           "Alg. 1 below FedProx on CIFAR", _ACC, f"Alg. 1 below FedProx by more than {SE_MULTIPLE:g} standard errors "
           "on every CIFAR-10/100 setting; not decidable on other data (the claim is about CIFAR)", _decide_gap,
-          _SE_BASIS),
+          _SE_BASIS, figure=ACCURACY_FIGURE),
         c("conclusion_alg3_best", "§5",
           "\"By integrating FedElasticNet with FedDyn, we can achieve the best communication efficiency while "
           "maintaining classification accuracy for heterogeneous datasets\"",
@@ -1164,7 +1227,7 @@ def claims():
           "cumulative uplink non-zeros and final test accuracy per seed, non-IID settings",
           f"on every non-IID setting: Alg. 3 the fewest non-zeros of the six, its final accuracy not below FedDyn's by "
           f"more than {SE_MULTIPLE:g} standard errors", lambda ev: conclusion(final_values(ev.metrics)),
-          "non-zeros: " + _ORDER + "; accuracy: " + _SE_BASIS),
+          "non-zeros: " + _ORDER + "; accuracy: " + _SE_BASIS, figure=ACCURACY_FIGURE),
         c("lambda1_sparsity", "App. A.2, Figs. 3-5",
           "Figs. 3-5 (CIFAR-10, 10 %, Dir(.3)): the sparsity of the local updates grows with λ1 ∈ {1e-8, 1e-6, "
           "1e-4, 1e-2} (\"We prefer a larger λ1 to enhance communication efficiency\")", "fewer non-zeros at larger λ1",
