@@ -124,6 +124,7 @@ rule paper_table:
     params:
         paper=lambda wc: PAPER_TABLES[wc.table].paper,
         cells=lambda wc: PAPER_TABLES[wc.table].cells,
+        scales=lambda wc: PAPER_TABLES[wc.table].scales,
         code=lambda wc: papers.code_version(PAPER_TABLES[wc.table].paper),
     log:
         "results/logs/paper_table/{table}.log",

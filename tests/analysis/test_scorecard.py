@@ -175,3 +175,17 @@ def test_docs_list_every_claim_as_the_inventory_prints_it():
     assert doc[doc.index(begin) + len(begin):doc.index(end)] == sc.inventory_markdown(), (
         "docs/papers.md's claims section is stale: replace it with "
         "`python -m fedbench.analysis.scorecard --inventory`")
+
+
+def test_paper_tables_carry_the_scale_of_their_cells(tmp_path, monkeypatch):
+    """papers.write_table adds to a paper table's long CSV the scale of each row's (experiment, dataset)."""
+    from fedbench.papers import elastic_aggregation as ea
+
+    def written(name, df, reference, cells, md, csv):
+        pl.DataFrame({"experiment": ["q", "q", "z"], "dataset": ["mnist5k", "digits", "x"],
+                      "value": [1.0, 2.0, 3.0]}).write_csv(csv)
+
+    monkeypatch.setattr(ea, "write_table", written)
+    papers.write_table(ea.KEY, "elastic_aggregation_table1", None, None, [], tmp_path / "t.md", tmp_path / "t.csv",
+                       [["q", "mnist5k", sc.REDUCED_REAL], ["q", "digits", sc.TOY]])
+    assert pl.read_csv(tmp_path / "t.csv")["scale"].to_list() == [sc.REDUCED_REAL, sc.TOY, sc.TOY]

@@ -20,5 +20,6 @@ papers.write_table(
     list(snakemake.params.cells),  # noqa: F821
     out.md,
     out.csv,
+    snakemake.params.scales,  # noqa: F821
 )
 write_renderings(Path(out.md).read_text(encoding="utf-8"), out.html, out.tex, label=f"tab:{snakemake.wildcards.table}")  # noqa: F821

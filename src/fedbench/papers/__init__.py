@@ -85,8 +85,18 @@ def paper_cells(cells: Sequence[Mapping], key: str) -> list[Mapping]:
 
 
 def tables(cells: Sequence[Mapping]) -> dict[str, Table]:
-    """{name: table} that the papers declare for ``cells`` (each paper given its own cells)."""
-    return _unique(t for p in PAPERS for t in p.tables(paper_cells(cells, p.KEY)))
+    """{name: table} that the papers declare for ``cells`` (each paper given its own cells), each
+    with the scales of its experiments' cells (:attr:`Table.scales <fedbench.papers.base.Table>`)."""
+    from dataclasses import replace
+
+    out = []
+    for p in PAPERS:
+        own = paper_cells(cells, p.KEY)
+        scales = {(c["experiment"], c["dataset"]): c["scale"] for c in own}
+        for t in p.tables(own):
+            exps = {r.get("experiment") for r in t.cells}
+            out.append(replace(t, scales=[[e, d, s] for (e, d), s in scales.items() if e in exps]))
+    return _unique(out)
 
 
 def figures(cells: Sequence[Mapping]) -> dict[str, PaperFigure]:
@@ -137,24 +147,29 @@ def cell_scale(paper: str | None, dataset: Mapping, rounds: int, local_steps: in
     return REDUCED_REAL
 
 
-def write_table(key: str, name: str, df, reference, cells: Sequence[Mapping], md_path, csv_path) -> None:
+def write_table(key: str, name: str, df, reference, cells: Sequence[Mapping], md_path, csv_path,
+                scales: Sequence[Sequence[str]] = ()) -> None:
     """Write paper ``key``'s table ``name`` (its module's ``write_table``) and add to its long CSV the
-    column ``scale``: each row's (experiment, dataset) scale, from the cells' ``scale``, which the
-    scorecard decides apart (:func:`scorecard_inputs`)."""
+    column ``scale``: each row's (experiment, dataset) scale from ``scales`` (``[experiment,
+    dataset, scale]``, :func:`tables`; a row of none: toy data), which the scorecard decides apart
+    (:func:`scorecard_inputs`)."""
     import polars as pl
+
+    from fedbench.analysis.scorecard import SCALES, TOY
 
     get(key).write_table(name, df, reference, list(cells), md_path, csv_path)
     frame = pl.read_csv(csv_path, infer_schema_length=None)
     if "experiment" not in frame.columns:
         return
-    scales = pl.DataFrame([{"experiment": e, "dataset": d, "scale": s} for (e, d), s in
-                           {(c["experiment"], c["dataset"]): c["scale"] for c in cells}.items()],
-                          schema={"experiment": pl.String, "dataset": pl.String, "scale": pl.String})
+    known = pl.DataFrame([list(s) for s in scales], schema={"experiment": pl.String, "dataset": pl.String,
+                                                             "scale": pl.String}, orient="row")
     on = ["experiment", "dataset"] if "dataset" in frame.columns else ["experiment"]
-    if on == ["experiment"]:
-        scales = scales.group_by("experiment").agg(pl.col("scale").max())  # toy data > reduced > paper, alphabetically
+    if on == ["experiment"]:  # an experiment's least faithful scale
+        rank = {s: i for i, s in enumerate(SCALES)}
+        known = known.group_by("experiment").agg(pl.col("scale").sort_by(pl.col("scale").replace_strict(
+            rank, default=len(SCALES), return_dtype=pl.Int64)).last())
     frame = frame.drop("scale", strict=False).with_columns(pl.col(c).cast(pl.String) for c in on)
-    frame.join(scales, on=on, how="left").with_columns(pl.col("scale").fill_null("toy data")).write_csv(csv_path)
+    frame.join(known, on=on, how="left").with_columns(pl.col("scale").fill_null(TOY)).write_csv(csv_path)
 
 
 def scorecard_inputs(metrics, table_paths: Sequence[str]) -> list[tuple[str, str, object, dict]]:

@@ -29,6 +29,8 @@ class Table:
         label: a short description (report label).
         inputs: further files the table reads (paths relative to the workflow's directory, e.g. a
             prepared dataset's ``resources/datasets/<id>/meta.json``): inputs of rule paper_table.
+        scales: ``[experiment, dataset, scale]`` of the cells behind it (set by
+            :func:`fedbench.papers.tables` from the cells' ``scale``): its long CSV's ``scale`` column.
     """
 
     name: str
@@ -37,6 +39,7 @@ class Table:
     reference: Path
     label: str
     inputs: list[str] = field(default_factory=list)
+    scales: list[list[str]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
