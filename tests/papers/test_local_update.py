@@ -417,7 +417,7 @@ def _trow(**kw):
            "theta": "Θ_{1:10}", "gamma": 0.03, "alpha": 0.0, "server": "gd", "eta": 0.04, "beta": 0.0,
            "rate_tuned_gd": 0.6, "rate_tuned_nesterov": 1 - 2 / math.sqrt(13), "rate_tuned_heavy_ball": 1 / 3,
            "kappa_bound": 5.0, "lam_min_h": 1.0, "lam_max_h": 4.0, "bound_lemma5": 1.0, "bound_2c": 0.25,
-           "tuned": True}
+           "tuned": False}
     return {**row, **kw}
 
 
@@ -455,6 +455,8 @@ def test_rate_and_table2_rules():
     assert c["local_update.rate_is_server_rate"].decide(_ev(_trow())).status == sc.HOLDS
     assert c["local_update.rate_is_server_rate"].decide(_ev(_trow(rate_rel_error=0.2))).status == sc.FAILS
     assert c["local_update.rate_is_server_rate"].decide(_ev(_trow(rate_rel_error=None))).status == sc.UNDECIDED
+    rate = c["local_update.rate_is_server_rate"]
+    assert rate.decide(_ev(_trow(rate_rel_error=0.2, tuned=True))).status == sc.UNDECIDED  # a biased fit there
     t2 = c["local_update.table2_rates"]
     assert t2.decide(_ev(_trow())).status == sc.HOLDS  # ρ at cond 4: 0.6, 1 − 2/√13, 1/3
     assert t2.decide(_ev(_trow(rate_tuned_gd=0.61))).status == sc.FAILS
@@ -467,7 +469,8 @@ def test_rate_and_table2_rules():
 
 def test_momentum_and_alpha_rules_on_pairs():
     c = _claims()
-    gd, hb = _trow(algorithm="gd"), _trow(algorithm="hb", server="heavy_ball", beta=0.3, rate_engine=0.3)
+    gd = _trow(algorithm="gd", tuned=True)
+    hb = _trow(algorithm="hb", server="heavy_ball", beta=0.3, rate_engine=0.3, tuned=True)
     assert c["local_update.momentum_same_fixed_point"].decide(_ev(gd, hb)).status == sc.HOLDS
     assert c["local_update.momentum_same_fixed_point"].decide(_ev(gd, {**hb, "dist_engine": 0.21})).status == sc.FAILS
     assert c["local_update.momentum_same_fixed_point"].decide(_ev(gd)).status == sc.UNDECIDED
@@ -500,6 +503,7 @@ def test_bias_bounds_decide_only_when_the_h_norm_brackets_agree():
     assert c.decide(_ev(_trow(dist_engine=0.5))).status == sc.HOLDS  # ‖e‖ ≤ 0.5/√1 ≤ 1
     assert c.decide(_ev(_trow(dist_engine=3.0))).status == sc.FAILS  # ‖e‖ ≥ 3/√4 > 1
     assert c.decide(_ev(_trow(dist_engine=1.5))).status == sc.UNDECIDED  # 0.75 ≤ ‖e‖ ≤ 1.5
+    assert c.decide(_ev(_trow(dist_engine=3e-8, bound_lemma5=0.0))).status == sc.UNDECIDED  # x*(α, γ, Θ) = x*
     assert _claims()["local_update.bias_bound_2c_conjecture"].decide(_ev(_trow(dist_engine=0.6))).status == sc.FAILS
 
 
