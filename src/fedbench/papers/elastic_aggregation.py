@@ -362,9 +362,25 @@ def _analogue(ev, dataset: str, what: str):
 # --- Table 1 and Figure 1: the sensitivity estimators (CIFAR-10) ---------------------------------
 
 _TABLE1 = ("fedavg", "elastic_fedavg_average", "elastic_fedavg")
+#: Below this gap (pp of parameters boosted, mean over the rounds) in every seed the two estimators
+#: coincide: with one held-out minibatch momentum gives (1 − ρ)|g| and average |g|, the same ζ up to
+#: float rounding, which flips ζ > 1 for a few parameters (≤ 3e-4 pp measured on mnist5k).
+COINCIDE_PP = 0.01
+_COINCIDE_NOTE = ("elastic(momentum) and elastic(average) boost the same parameters in every seed (every client's "
+                  "held-out B_k fits in one minibatch, where momentum gives (1 − ρ)|g| and average |g|, the same ζ), "
+                  "so the run cannot tell the estimators apart")
+
+
+def estimators_coincide(metrics: pl.DataFrame) -> bool:
+    """Whether elastic(average) and elastic(momentum) boost the same parameters (within
+    :data:`COINCIDE_PP`) in every seed of every setting where both ran with ``boosted_pct``."""
+    gaps = paired_gaps(run_values(metrics, "boosted_pct", "mean"), "elastic_fedavg_average", "elastic_fedavg")
+    return bool(gaps) and all(abs(g) < COINCIDE_PP for gs in gaps.values() for g in gs)
 
 
 def _decide_table1(metric: str):
+    from fedbench.analysis.scorecard import FAILS, Verdict
+
     def decide(ev):
         m, note, refused = _analogue(ev, "cifar10", "Table 1")
         if refused:
@@ -373,7 +389,10 @@ def _decide_table1(metric: str):
         comps, full, short = _comparisons(run_values(m, metric), pairs)
         if not comps:
             return _too_few(short, "naive (fedavg), elastic(average) and elastic(momentum)")
-        return lead_verdict(comps, "pp", _cells(full, _TABLE1), note)
+        v = lead_verdict(comps, "pp", _cells(full, _TABLE1), note)
+        if v.status != FAILS and estimators_coincide(m):
+            return Verdict.undecidable(_COINCIDE_NOTE + (f"; {note}" if note else ""), v.cells, v.ours)
+        return v
     return decide
 
 
@@ -396,11 +415,10 @@ def _decide_fig1(ev):
                                       [("elastic_fedavg_average", "elastic_fedavg")], " boosted")
     if not comps:
         return _too_few(short, "elastic(average) and elastic(momentum)")
-    if all(g == 0.0 for gaps in comps.values() for g in gaps):
-        return Verdict.undecidable("the two estimators boost exactly the same parameters: every client's held-out "
-                                   "B_k fits in one minibatch, where momentum gives (1 − ρ)|g| and average |g|, "
-                                   "the same ζ", _cells(full, _TABLE1[1:]))
-    return lead_verdict(comps, "pp", _cells(full, _TABLE1[1:]), note)
+    v = lead_verdict(comps, "pp", _cells(full, _TABLE1[1:]), note)
+    if estimators_coincide(m):
+        return Verdict.undecidable(_COINCIDE_NOTE + (f"; {note}" if note else ""), v.cells, v.ours)
+    return v
 
 
 # --- Figure 2 and the abstract: Elastic Aggregation ahead of its base optimizer -------------------
@@ -631,7 +649,8 @@ def claims():
               "performance improvements\"; the figure shows \"the convergence speed with different optimizers\")",
               "accuracy curves only (no numbers)",
               f"mean test accuracy over the rounds (%) of {base} and {ea}, per seed",
-              f"{ea} − {base} above the seed tolerance in every (dataset, partition)",
+              f"{ea} − {base} above the seed tolerance in every (dataset, partition); the experiment must give the "
+              "pair the same base hyperparameters (the quick file gives FedAvgM Algorithm 1's damped momentum too)",
               _decide_ahead([base]), basis=_SEED_BASIS.split(". On the paper")[0])
         for ea, base in BASE_OF.items()]
     return [
