@@ -32,8 +32,7 @@ CELL_KEYS = ("experiment", "dataset", "partition", "algorithm", "seed")
 def _quadratic(cells: Sequence[Mapping]) -> list[dict]:
     keep = ("experiment", "dataset", "partition", "algorithm", "seed", "algorithm_name", "hparams", "local",
             "sampling", "rounds", "model", "dataset_dir")
-    return [{**{k: c[k] for k in keep}, **({"scale": c["scale"]} if "scale" in c else {})}
-            for c in cells if (c.get("model") or {}).get("name") == "quadratic"]
+    return [{k: c[k] for k in keep} for c in cells if (c.get("model") or {}).get("name") == "quadratic"]
 
 
 def member(cell: Mapping) -> dict:
