@@ -34,10 +34,12 @@ Figures (``results/plots/paper/<name>.png``):
   (:mod:`fedbench.analysis.minimax_toy`: trajectories of the real Local SGDA / Fed-Norm-SGDA
   modules, the closed-form fixed points and saddles). It reads no cell.
 
-Claims (:func:`claims`, decided by the scorecard, :mod:`fedbench.analysis.scorecard`): the fixed points of
-Local SGDA and Fed-Norm-SGDA under heterogeneous local work (§3 and Fig. 1, on our toy: closed forms
-and the real modules), Fed-Norm-SGDA(+) ahead of Local SGDA(+) (Figs. 3 and 5, from
-``fed_minimax_summary``), and the rounds to 70 % falling about as 1/n (Fig. 9).
+Claims (:func:`claims`, decided by the scorecard, :mod:`fedbench.analysis.scorecard`): the objective
+mismatch of §4.1 / eq. (2) and its fix as closed forms (:mod:`fedbench.theory.minimax`) against the real
+modules on our toy (plain SGDA and local momentum, Fig. 1's skew, Local SGDA as the equal-work special
+case); Fed-Norm-SGDA(+) ahead of both baselines (Figs. 3 and 5), the trends in P and α (Figs. 4, 8, 10)
+and rounds to 70 % ∝ 1/n (Fig. 9) on ``fed_minimax_summary``; Table 1's complexity claims on the paper's
+own numbers (``reference/fed_minimax_table1.csv``).
 
 Headless (Agg canvas, no pyplot), like :mod:`fedbench.analysis.plots`.
 """
