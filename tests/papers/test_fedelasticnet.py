@@ -579,6 +579,10 @@ def test_accuracy_figure_draws_each_method_per_setting(tmp_path, mr, monkeypatch
             rows += mr.run_rows([0.1, acc], experiment="e", dataset="d", partition="iid", algorithm=alg, seed=seed)
     assert [f.name for f in fen.figures([{**c, "seed": 0, "hparams": {"lambda1": 1e-4}} for c in cells])] == [
         fen.ACCURACY_FIGURE]
+    swept = [{**cells[1], "experiment": "s", "algorithm": f"a3_{x}", "seed": 0, "hparams": {"lambda1": x}}
+             for x in (1e-4, 1e-2)]
+    (acc, _sweep) = fen.figures([{**c, "seed": 0, "hparams": {"lambda1": 1e-4}} for c in cells] + swept)
+    assert {c["algorithm"] for c in acc.cells} == {"feddyn", "fedelasticnet_feddyn", "fedprox"}  # the sweep apart
     curves = fen.accuracy_curves(mr.frame(rows), cells)
     assert curves.filter(pl.col("round") == 2)["test_accuracy"].to_list() == pytest.approx([0.5, 0.5, 0.5])
     out = fen.plot_accuracy(mr.frame(rows), cells, tmp_path / "acc.png")

@@ -173,7 +173,9 @@ def figures(cells: Sequence[Mapping]) -> list[PaperFigure]:
     """Figures 3-5 (when some experiment sweeps λ1) and Figure 2 (per experiment with
     ``delta_histogram``)."""
     out = []
-    six = [c for c in cells if c["algorithm_name"] in dict(COLUMNS)]
+    swept = {(c["experiment"], c["dataset"], c["partition"], c["algorithm"]) for c in sweep_cells(cells)}
+    six = [c for c in cells if c["algorithm_name"] in dict(COLUMNS)
+           and (c["experiment"], c["dataset"], c["partition"], c["algorithm"]) not in swept]  # Figs. 3-5 apart
     if six:
         out.append(PaperFigure(ACCURACY_FIGURE, KEY,
                                unique_rows(six, ("experiment", "dataset", "partition", "algorithm", "algorithm_name")),
