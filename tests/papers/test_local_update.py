@@ -333,7 +333,7 @@ def _claims():
 
 def test_every_claim_says_where_and_every_rule_has_a_basis():
     claims = lu.claims()
-    assert len(claims) >= 30 and len({c.id for c in claims}) == len(claims)
+    assert len(claims) >= 35 and len({c.id for c in claims}) == len(claims)
     for c in claims:
         assert c.id.startswith("local_update.") and c.paper == lu.KEY and c.where and c.says and c.paper_value
         assert (c.decide is None) == bool(c.no_run)
@@ -560,3 +560,16 @@ def test_theory_table_rate_where_the_surrogate_minimizer_is_x_star(mr, quad):
     frame = lu_theory.theory_frame(mr.frame(_gd_rows(mr, quad, cell, 200, 0.05)), [cell], {"q": quad[1]})
     r = frame.row(0, named=True)
     assert r["dist_theory"] < lu_theory.DIST_FLOOR and r["rate_rel_error"] < 0.03 and r["tuned"] is False
+
+
+def test_fig1_and_appendix_c_rules():
+    ends = lu_claims.fig1_gamma_limit()
+    assert ends[50.0][0] == pytest.approx(0.0710, abs=5e-5) and ends[5.0][0] < 1e-6
+    K = lu_frontiers.k_grid(40)
+    assert lu_claims.chord_deviation(5.0, K=K) < lu_claims.chord_deviation(50.0, K=K)
+    worst, equal = lu_claims.mad_check(draws=200)
+    assert worst <= 1e-12 and equal <= 1e-12
+    from fedbench.theory import bounds
+
+    x, w = np.array([0.0, 0.5, 1.0]), np.array([0.25, 0.5, 0.25])  # an inner atom: strictly below the bound
+    assert bounds.mean_absolute_deviation(x, w) < float(bounds.mad_bound_theorem5(0.0, 1.0, 0.5)) - 0.1

@@ -294,6 +294,68 @@ def _decide_momentum_by_L(ev):
         else "not growing with L/μ, or not vanishing", CLOSED)
 
 
+def fig1_gamma_limit(Ls=(5.0, 50.0)) -> dict[float, tuple[float, float]]:
+    """Fig. 1 right's end (K = 100, γ → 1/L) and left's end (γ = 0.01, K → ∞), simulated: ρ of each per L."""
+    return {L: (sim.simulated_point(MU, L, 0.0, 1 / L, 100)[1], sim.simulated_point(MU, L, 0.0, 0.01, sim.K_INF)[1])
+            for L in Ls}
+
+
+def _decide_fig1_gamma(ev):
+    ends = fig1_gamma_limit()
+    ok = ends[50.0][0] > 1e-2 and all(k < 1e-6 for _, k in ends.values()) and ends[5.0][0] < 1e-6
+    return _verdict().decide(ok, "smallest ρ, γ → 1/L at K = 100 / K → ∞ at γ = 0.01: " + ", ".join(
+        f"L = {L:g}: {g:.4f} / {k:.0e}" for L, (g, k) in ends.items()),
+        "at L = 50 the γ branch stops at ρ > 0.01 while K reaches 0; at L = 5 both reach 0" if ok
+        else "the γ and K branches do not end as stated", CLOSED)
+
+
+def chord_deviation(L: float, gamma: float = 0.01, K=None) -> float:
+    """How far Fig. 1 left's simulated frontier (Θ_{1:K}, γ = 0.01, server GD) bows away from the straight
+    line between its ends (K = 1 and K → ∞): the largest distance of a point to that chord, over the
+    chord's length."""
+    K = k_grid(200) if K is None else K
+    pts = np.array([sim.simulated_point(MU, L, 0.0, gamma, int(k))[1:] for k in K])
+    (x0, y0), (x1, y1) = pts[0], pts[-1]
+    length = math.hypot(x1 - x0, y1 - y0)
+    return float(np.max(np.abs((x1 - x0) * (y0 - pts[:, 1]) - (x0 - pts[:, 0]) * (y1 - y0))) / length**2)
+
+
+def _decide_fig1_linear(ev):
+    dev = {L: chord_deviation(L) for L in (5.0, 50.0)}
+    return _verdict().decide(dev[5.0] < dev[50.0], "largest distance from the chord over its length: " + ", ".join(
+        f"L = {L:g}: {d:.3f}" for L, d in dev.items()), f"L = 5 bows {dev[5.0] / dev[50.0]:.2g}× as much as L = 50",
+        CLOSED)
+
+
+def mad_check(draws: int = 2000, seed: int = 0) -> tuple[float, float]:
+    """Theorem 5 and Corollary 2 on random discrete X over [0, 1] (2 to 6 atoms, random weights): the
+    largest D(X) − 2(b − EX)(EX − a)/(b − a) (≤ 0 by the theorem) and the largest gap from equality over
+    two-point X on {a, b}."""
+    from fedbench.theory import bounds
+
+    rng = np.random.default_rng(seed)
+    worst, equal = -math.inf, 0.0
+    for _ in range(draws):
+        x = rng.uniform(0, 1, rng.integers(2, 7))
+        w = rng.dirichlet(np.ones(x.size))
+        a, b = float(x.min()), float(x.max())
+        worst = max(worst, bounds.mean_absolute_deviation(x, w) - float(bounds.mad_bound_theorem5(a, b, w @ x)))
+        two = np.array([a, b])
+        pw = np.array([w[0], 1 - w[0]])
+        bound = float(bounds.mad_bound_theorem5(a, b, pw @ two))
+        equal = max(equal, abs(bounds.mean_absolute_deviation(two, pw) - bound))
+    return worst, equal
+
+
+def _decide_mad(ev):
+    worst, equal = mad_check()
+    ok = worst <= 1e-12 and equal <= 1e-12
+    return _verdict().decide(ok, f"2,000 random discrete X on [0, 1]: largest D(X) − bound {worst:.1e}; two-point X: "
+                             f"largest |D(X) − bound| {equal:.1e}", "below the bound, equal on {a, b} (tolerance "
+                             "1e-12)" if ok else "above the bound, or not equal on {a, b}",
+                             ["random discrete distributions (no cell)"])
+
+
 # ---------------------------------------------------------------- the theory against the engine (quadratic)
 
 
@@ -790,6 +852,19 @@ def declared():
           "every printed value within half a unit of its last digit", _decide_frontier_points,
           basis="half a unit of the 4th decimal: the precision the reference values are printed to; the simulation "
                 "itself is exact to float64", figure="local_update_fig2"),
+        c("fig1_gamma_cannot_reach_zero", "§5 (Fig. 1)",
+          "for L = 50, fixing K = 100 and varying γ does not reach ρ ≈ 0: K → ∞ recovers one-shot averaging while "
+          "γ → 1/L does not (for L = 5 the curves are nearly identical)", "γ branch stops above ρ = 0 at L = 50",
+          f"smallest ρ of Fig. 1's two branches, simulated: K = 100 at γ = 1/L, and γ = 0.01 at K → ∞ ({sim_note})",
+          "L = 50: γ branch > 0.01, K branch < 1e-6; L = 5: both < 1e-6", _decide_fig1_gamma,
+          basis="'ρ ≈ 0': below 1e-6, met to float precision by the K → ∞ limit; 0.01: far below the L = 50 γ "
+                "branch's end (0.071 by the closed form) and far above float precision", figure="local_update_fig1"),
+        c("fig1_closer_to_linear_for_small_L", "§5 (Fig. 1)",
+          "the convergence-accuracy trade-off becomes closer to a linear trade-off as L/μ decreases",
+          "more linear at L = 5 than at L = 50",
+          f"the largest distance of Fig. 1 left's simulated frontier (γ = 0.01, 200 K over [1, 10⁶]) from the chord "
+          f"between its ends, over the chord's length ({sim_note})", "smaller at L = 5 than at L = 50",
+          _decide_fig1_linear, basis=exact, figure="local_update_fig1"),
         c("heavy_ball_symmetry", "§5 (after Fig. 2)",
           "the Pareto frontier for heavy-ball momentum appears symmetric about the line ρ = Δ (conjectured for any "
           "μ, L)",
@@ -876,6 +951,19 @@ def declared():
           "Θ_K's range smaller than FedAvg's", _decide_alpha_maml,
           basis="no threshold from the paper ('meaningful'): the comparison the sentence makes, MAML's change against "
                 "FedAvg's", figure="local_update_fig10"),
+        c("fig9_alpha_shape", "Appendix D.1 (Fig. 9)",
+          "for Θ_K (γ < 1/(KL + α)) adding a proximal term only alters how much of the frontier is traversed, not its "
+          "shape: the only restriction comes from larger α admitting fewer γ", "same shape, shorter",
+          "—", "—",
+          no_run="the paper gives no α for Fig. 9, and at its γ = 10⁻⁷ only an α of order 1/γ restricts K, where a "
+                 "step-by-step run of Algorithm 2 underflows float64 ((1 − γ(L + α))^K ≈ 2^−K); the figure draws "
+                 "the closed forms", figure="local_update_fig9"),
+        c("mad_bhatia_davis", "Theorem 5, Corollary 2 (Appendix C)",
+          "for a discrete X on [a, b], E|X − EX| ≤ 2(b − EX)(EX − a)/(b − a), with equality iff X is supported on "
+          "{a, b} (a Bhatia–Davis analogue); hence ≤ (b − a)/2", "an inequality, tight on {a, b}",
+          "D(X) against the bound on 2,000 random discrete X on [0, 1] (2–6 atoms, Dirichlet weights), and on the "
+          "two-point X over their {a, b}", "D(X) ≤ bound + 1e-12 always, |D(X) − bound| ≤ 1e-12 on two points",
+          _decide_mad, basis="1e-12: float64 rounding of sums of at most 6 terms in [0, 1]"),
         c("c2_tight_example", "Appendix C.2 (Lemma 12)",
           "on the one-dimensional two-client instance the limit distance is lim_K |x*(α, γ, Θ_K) − x*| = 8p/(3p + 1), "
           "so the d = 1 bound 2C(√b − √a)/(√b + √a) is tight as p → 1", "8p/(3p + 1) (1.9459 at p = 0.9)",
