@@ -136,8 +136,8 @@ def test_scorecard_inputs_group_the_folders_tables_and_metrics_by_paper_and_scal
     def table(rows):
         return pl.DataFrame([{"experiment": e, "dataset": d, "scale": s, "value": 1.0} for e, d, s in rows])
 
-    table([("ea", "mnist5k", sc.REDUCED_REAL), ("ea_toy", "digits", sc.TOY)]).write_csv(
-        tmp_path / "elastic_aggregation_table1.csv")
+    table([("ea", "mnist5k", sc.REDUCED_REAL), ("ea_toy", "digits", sc.TOY), (None, "cifar10", None)]).write_csv(
+        tmp_path / "elastic_aggregation_table1.csv")  # the last: a row of the paper's alone
     pl.DataFrame({"experiment": ["e"], "dataset": ["a9a"], "value": [1.0]}).write_csv(tmp_path / "fedac_best.csv")
     metrics = pl.DataFrame({"experiment": ["ea", "ea_toy", "e", "other"], "dataset": ["mnist5k", "digits", "a9a", "x"],
                             "round": [1, 1, 1, 1]})
@@ -146,7 +146,7 @@ def test_scorecard_inputs_group_the_folders_tables_and_metrics_by_paper_and_scal
     assert [(k, s) for k, s, *_ in inputs] == [("elastic_aggregation", sc.REDUCED_REAL),
                                                ("elastic_aggregation", sc.TOY), ("fedac", sc.TOY)]
     assert [m["experiment"].to_list() for _, _, m, _ in inputs] == [["ea"], ["ea_toy"], ["e"]]
-    assert inputs[0][3]["elastic_aggregation_table1"]["dataset"].to_list() == ["mnist5k"]
+    assert inputs[0][3]["elastic_aggregation_table1"]["dataset"].to_list() == ["mnist5k", "cifar10"]
     rows = papers.scorecard_rows(inputs)
     assert {r["scale"] for r in rows} == {sc.REDUCED_REAL, sc.TOY}
 
@@ -182,10 +182,10 @@ def test_paper_tables_carry_the_scale_of_their_cells(tmp_path, monkeypatch):
     from fedbench.papers import elastic_aggregation as ea
 
     def written(name, df, reference, cells, md, csv):
-        pl.DataFrame({"experiment": ["q", "q", "z"], "dataset": ["mnist5k", "digits", "x"],
-                      "value": [1.0, 2.0, 3.0]}).write_csv(csv)
+        pl.DataFrame({"experiment": ["q", "q", "z", None], "dataset": ["mnist5k", "digits", "x", "cifar10"],
+                      "value": [1.0, 2.0, 3.0, 4.0]}).write_csv(csv)
 
     monkeypatch.setattr(ea, "write_table", written)
     papers.write_table(ea.KEY, "elastic_aggregation_table1", None, None, [], tmp_path / "t.md", tmp_path / "t.csv",
                        [["q", "mnist5k", sc.REDUCED_REAL], ["q", "digits", sc.TOY]])
-    assert pl.read_csv(tmp_path / "t.csv")["scale"].to_list() == [sc.REDUCED_REAL, sc.TOY, sc.TOY]
+    assert pl.read_csv(tmp_path / "t.csv")["scale"].to_list() == [sc.REDUCED_REAL, sc.TOY, sc.TOY, None]

@@ -169,7 +169,9 @@ def write_table(key: str, name: str, df, reference, cells: Sequence[Mapping], md
         known = known.group_by("experiment").agg(pl.col("scale").sort_by(pl.col("scale").replace_strict(
             rank, default=len(SCALES), return_dtype=pl.Int64)).last())
     frame = frame.drop("scale", strict=False).with_columns(pl.col(c).cast(pl.String) for c in on)
-    frame.join(known, on=on, how="left").with_columns(pl.col("scale").fill_null(TOY)).write_csv(csv_path)
+    frame = frame.join(known, on=on, how="left")  # a row of the paper's alone (no experiment) has no scale
+    frame.with_columns(pl.when(pl.col("experiment").is_not_null()).then(pl.col("scale").fill_null(TOY))
+                       .alias("scale")).write_csv(csv_path)
 
 
 def scorecard_inputs(metrics, table_paths: Sequence[str]) -> list[tuple[str, str, object, dict]]:
@@ -178,7 +180,8 @@ def scorecard_inputs(metrics, table_paths: Sequence[str]) -> list[tuple[str, str
     its tables' rows are at (column ``scale``, :func:`write_table`; a table written without it counts
     as toy data), in :data:`PAPERS` order and :data:`~fedbench.analysis.scorecard.SCALES` order:
     ``metrics`` the rows of the folder's metrics of the (experiment, dataset) pairs at that scale,
-    ``tables`` {table name: its rows at that scale (all its rows when it names no experiment)}."""
+    ``tables`` {table name: its rows at that scale, and its rows of the paper's numbers alone (no
+    experiment, no scale); all its rows when it names no experiment}."""
     from pathlib import Path
 
     import polars as pl
@@ -201,11 +204,12 @@ def scorecard_inputs(metrics, table_paths: Sequence[str]) -> list[tuple[str, str
         tables = own[p.KEY]
         present = {s for t in tables.values() if "scale" in t.columns for s in t["scale"].drop_nulls()}
         for scale in [s for s in SCALES if s in present] or [TOY]:
-            part = {n: (t.filter(pl.col("scale") == scale) if "scale" in t.columns else t) for n, t in tables.items()}
+            part = {n: (t.filter((pl.col("scale") == scale) | pl.col("scale").is_null()) if "scale" in t.columns
+                        else t) for n, t in tables.items()}  # a row of the paper's alone (no scale) in every group
             pairs = {(e, d) for t in part.values() if "experiment" in t.columns
                      for e, d in zip(t["experiment"].cast(pl.String),
                                      t["dataset"].cast(pl.String) if "dataset" in t.columns
-                                     else [None] * t.height)}
+                                     else [None] * t.height) if e is not None}
             if metrics.height:
                 exps = {e for e, _ in pairs}
                 keep = pl.col("experiment").is_in(sorted(exps))
