@@ -2,13 +2,14 @@
 
     python benchmarks/round_kernel_tiles.py                      # on a machine with a CUDA GPU
     python benchmarks/round_kernel_tiles.py --M 8192 --K 1,16
-    TRITON_INTERPRET=1 python benchmarks/round_kernel_tiles.py --device cpu --M 8 --K 2 --steps 4   # a smoke run
+    # a smoke run, Triton interpreted on the CPU:
+    TRITON_INTERPRET=1 python benchmarks/round_kernel_tiles.py --device cpu --M 8 --K 2 --steps 4 --lanes 1,2
 
 :mod:`fedbench.engine.linear_fast.round_kernels` holds a tile of BLOCK_M clients × BLOCK_D coordinates of each
 sequence in registers (``TILE`` = BLOCK_M · BLOCK_D elements), ``NUM_WARPS`` warps a program, and at
 most ``MAX_BLOCKS`` client blocks a lane. This script runs rounds through the tensor path's own
 :class:`fedbench.engine.linear_fast.tensor_rounds._KernelRounds` for each setting of those three, on a9a-shaped
-rows (32,561 × 123, 14 ones a row), G = 3 seeds × L = 18 learning rates, FedAc's two sequences and
+rows (32,561 × 123, 14 ones a row), G = 3 seeds × L = 18 learning rates (``--lanes``), FedAc's two sequences and
 two message entries (fixed stable coefficients: the timing does not depend on them), rows drawn
 once beforehand (the draws are not timed). Per setting: ms per round (CUDA events, after two
 warm-up rounds) and ns per client-step and lane.
@@ -87,6 +88,7 @@ def time_rounds(m: int, k: int, rounds: int, dev) -> float:
 
 
 def main(argv=None) -> None:
+    global G, L
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--M", default="256,8192")
     ap.add_argument("--K", default="1,16")
@@ -95,7 +97,9 @@ def main(argv=None) -> None:
     ap.add_argument("--blocks", default="64,256", help="MAX_BLOCKS values")
     ap.add_argument("--steps", type=int, default=64, help="local steps timed per setting (rounds = steps / K)")
     ap.add_argument("--device", default="cuda", help="cuda, or cpu with TRITON_INTERPRET=1 (a smoke run)")
+    ap.add_argument("--lanes", default=f"{G},{L}", help="G seeds, L learning rates (the figure set's: 3,18)")
     args = ap.parse_args(argv)
+    G, L = (int(v) for v in args.lanes.split(","))
     dev = torch.device(args.device)
     name = torch.cuda.get_device_name() if dev.type == "cuda" else "the CPU (Triton's interpreter)"
     print(f"# round kernels on {name}: G × L = {G} × {L} lanes, d = {D}, float64")

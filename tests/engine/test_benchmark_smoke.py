@@ -107,7 +107,8 @@ def test_round_kernel_tiles_runs():
     pytest.importorskip("triton")
     device = "cuda" if torch.cuda.is_available() else "cpu"
     r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "round_kernel_tiles.py"), "--device", device,
-                        "--M", "4", "--K", "2", "--steps", "2", "--tiles", "512", "--warps", "2", "--blocks", "256"],
+                        "--M", "4", "--K", "2", "--steps", "2", "--tiles", "512", "--warps", "2", "--blocks", "256",
+                        "--lanes", "1,2"],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     rows = [line for line in r.stdout.splitlines() if line.startswith("| 4 | 2 |")]

@@ -74,9 +74,9 @@ def test_forward_equals_the_nn_module():
 
 
 def test_vmap_over_clients_of_grad_equals_one_at_a_time():
-    small = build_model({"name": "resnet18_gn", "groups": 4}, (3, 8, 8), 5)
+    small = build_model({"name": "resnet18_gn", "groups": 4}, (3, 4, 4), 5)  # 4×4: stages at 4, 2, 1, 1
     params = small.init(np.random.default_rng(2), dtype=torch.float64)
-    x, y = torch.randn(2, 3, 3, 8, 8, dtype=torch.float64), torch.randint(0, 5, (2, 3))
+    x, y = torch.randn(2, 3, 3, 4, 4, dtype=torch.float64), torch.randint(0, 5, (2, 3))
 
     def loss(p, xb, yb):
         return torch.nn.functional.cross_entropy(small.apply(p, xb), yb)

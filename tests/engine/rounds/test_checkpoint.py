@@ -9,6 +9,7 @@ import time
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+import torch
 
 from fedbench.data.partition import make_partition, write_partition
 from fedbench.data.store import Dataset, write_dataset
@@ -207,37 +208,58 @@ def pq_table(rows):
 
 RUNNER = """
 import sys
+import time
+from pathlib import Path
 from fedbench.engine.rounds.loop import run_cell
 spec = eval(sys.argv[1])
+if len(sys.argv) > 6:  # the run to kill: it stops for good inside round STOP (2 evaluations a round)
+    import fedbench.engine.rounds.cell as cell
+    stop, marker, real, calls = int(sys.argv[6]), Path(sys.argv[7]), cell.evaluate, []
+    def evaluate(*args, **kwargs):
+        calls.append(1)
+        if len(calls) > 2 * (stop - 1):
+            marker.touch()
+            time.sleep(3600)
+        return real(*args, **kwargs)
+    cell.evaluate = evaluate
 run_cell(spec, sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], device="cpu", num_threads=1,
          progress=False, checkpoint_every=2)
 """
 
 
-def _run(args, files, out):
+def _run(args, files, out, *stop):
     return [sys.executable, "-c", RUNNER, repr(args), str(files / "toy"), str(files / "part" / "partition.parquet"),
-            str(out / "metrics.parquet"), str(out / "summary.json")]
+            str(out / "metrics.parquet"), str(out / "summary.json"), *map(str, stop)]
 
 
 def test_sigkill_mid_run_then_rerun_gives_the_uninterrupted_metrics(files, tmp_path):
-    spec = _spec("scaffold", {"server_lr": 1.0}, rounds=400)
+    """A cell process SIGKILLed in the middle of round 7 (its checkpoint, every 2 rounds, at round 6;
+    round 7's work lost), then rerun: it resumes from round 6 and writes bitwise the metrics of an
+    uninterrupted run; no partial metrics or summary before, no checkpoint after. The process stops
+    itself inside round 7 (RUNNER) so that the kill always lands mid-run, however loaded the machine."""
+    spec = _spec("scaffold", {"server_lr": 1.0}, rounds=12)
     ref_dir, out = tmp_path / "ref", tmp_path / "killed"
-    subprocess.run(_run(spec, files, ref_dir), check=True)
+    threads = torch.get_num_threads()
+    try:  # the uninterrupted run: RUNNER's run_cell, in this process (one process start fewer)
+        run_cell(spec, files / "toy", files / "part" / "partition.parquet", ref_dir / "metrics.parquet",
+                 ref_dir / "summary.json", device="cpu", num_threads=1, progress=False, checkpoint_every=2)
+    finally:
+        torch.set_num_threads(threads)
     reference = pq.read_table(ref_dir / "metrics.parquet")
     assert not (ref_dir / "checkpoint.pt").exists()  # removed once the cell finished
 
-    proc = subprocess.Popen(_run(spec, files, out))
+    marker = tmp_path / "in_round_7"
+    proc = subprocess.Popen(_run(spec, files, out, 7, marker))
     ckpt = out / "checkpoint.pt"
-    deadline = time.time() + 120
-    while time.time() < deadline and proc.poll() is None:
-        if ckpt.exists() and load_checkpoint(ckpt, spec_id(spec))["round"] >= 10:
-            break
+    deadline = time.time() + 300
+    while time.time() < deadline and proc.poll() is None and not marker.exists():
         time.sleep(0.05)
-    assert proc.poll() is None, "the run finished before it could be killed; make it longer"
-    os.kill(proc.pid, signal.SIGKILL)
+    running = proc.poll() is None
+    if running:
+        os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    killed_at = load_checkpoint(ckpt, spec_id(spec))["round"]
-    assert 10 <= killed_at < 400
+    assert running and marker.exists(), "the run did not stop inside round 7"
+    assert load_checkpoint(ckpt, spec_id(spec))["round"] == 6
     assert not (out / "metrics.parquet").exists()  # no partial metrics ever appear as an output
     assert not (out / "summary.json").exists()
 

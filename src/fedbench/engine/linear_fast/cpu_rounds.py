@@ -344,9 +344,10 @@ def _run_rounds(server, indptr, indices, values, max_nnz, y_all, row_table, slot
     (part, item_nnz, item_ok, item_w, thresholds, e_shared, d_shared, s0, p0, v, sx, hqx, mc, ac, cs, pw, qpw, cpw,
      part_w) = _round_buffers(n_items, server, q, af, c, cmf, cc, sizes, mode, k_steps, b_size, seg_steps)
     last = t0 - 1
-    for t in range(t0, t1 + 1):
+    first = np.int64(0)  # typed int64, not the literal 0: the signature LinearSteps.rounds' threads call with,
+    for t in range(t0, t1 + 1):  # so _round_items compiles once per row format, not twice
         _round_shared(server, q, bf, cmf, dmf, pw, qpw, seg_steps, s0, p0, v, sx, e_shared, d_shared)
-        _round_items(0, n_items, t, indptr, indices, values, max_nnz, y_all, row_table, slot, sizes, thresholds,
+        _round_items(first, n_items, t, indptr, indices, values, max_nnz, y_all, row_table, slot, sizes, thresholds,
                      key_seed, key_id, purpose, item_group, item_lo, item_hi, weight, cc, k_steps, b_size, binary,
                      n_lin, d, has_bias, mode, e_shared, p0, v, sx, hqx, mc, ac, cs, pw, qpw, cpw, part, part_w,
                      item_nnz, item_ok, item_w)
