@@ -22,7 +22,7 @@ import yaml
 
 from fedbench.config import expand_cells
 
-from .test_snakemake import ok, planned_jobs, snakemake
+from .test_snakemake import check_estimate, ok, planned_jobs, snakemake
 
 EXP = Path(__file__).resolve().parents[2] / "config" / "experiments"
 
@@ -32,7 +32,7 @@ def load(name: str) -> dict:
 
 
 @pytest.mark.parametrize("name, n_cells", [("fedelasticnet", 180), ("fedelasticnet_quick", 48),
-                                           ("elastic_aggregation", 242), ("elastic_aggregation_quick", 24)])
+                                           ("elastic_aggregation", 242), ("elastic_aggregation_quick", 56)])
 def test_experiment_files_expand(name, n_cells):
     cfg = load(name)
     cells = expand_cells(cfg)
@@ -65,6 +65,7 @@ def test_fedelasticnet_grid_is_the_papers():
 
 def test_dry_run_of_the_full_grid_plans_every_cell_and_the_paper_tables(tmp_path):
     proc = ok(snakemake(tmp_path, load("fedelasticnet"), "-n"))
+    check_estimate(proc, load("fedelasticnet"))
     jobs = planned_jobs(proc.stdout + proc.stderr)
     rules = [r for r, _ in jobs]
     # Figure 2's experiment (CIFAR-10, 10 %: 3 splits x 6 methods) also writes Δ histograms
@@ -95,13 +96,15 @@ def test_quick_experiments_run_end_to_end_with_the_paper_tables(tmp_path):
     cfg = copy.deepcopy(fen)
     cfg["device"] = "cpu"
     del cfg["experiments"]["fedelasticnet_quick_lambda1_sweep"]  # planned in the dry-run test below
+    cfg["datasets"].update(ea["datasets"])
     for name, exp in (*fen["experiments"].items(), *ea["experiments"].items()):
         if name == "fedelasticnet_quick_lambda1_sweep":
             continue
         exp = copy.deepcopy(exp)
         exp["rounds"] = 2
-        exp["datasets"] = {"digits": {**exp["datasets"]["digits"],
-                                      "partitions": {"iid": exp["datasets"]["digits"]["partitions"]["iid"]}}}
+        ds = next(iter(exp["datasets"]))  # the quick files' one dataset (mnist5k), its IID split, one seed
+        exp["datasets"] = {ds: {**exp["datasets"][ds], "partitions": {"iid": exp["datasets"][ds]["partitions"]["iid"]}}}
+        exp["seeds"] = exp["seeds"][:1]
         keep = {"fedelasticnet_quick_p10": ("feddyn", "fedelasticnet_feddyn"),
                 "elastic_aggregation_quick": ("fedavg", "elastic_fedavg")}[name]
         exp["algorithms"] = {k: v for k, v in exp["algorithms"].items() if k in keep}
@@ -160,6 +163,7 @@ def test_quick_experiments_run_end_to_end_with_the_paper_tables(tmp_path):
 
 def test_dry_run_of_the_quick_files_plans_the_paper_tables_and_the_sweep_plot(tmp_path):
     proc = ok(snakemake(tmp_path, load("fedelasticnet_quick"), "-n"))
+    check_estimate(proc, load("fedelasticnet_quick"))
     jobs = planned_jobs(proc.stdout + proc.stderr)
     rules = [r for r, _ in jobs]
     assert sum(r.startswith("train_") for r in rules) == 13  # a stacked job per (split, method) and the sweep's
@@ -169,19 +173,22 @@ def test_dry_run_of_the_quick_files_plans_the_paper_tables_and_the_sweep_plot(tm
         "fedelasticnet_accuracy", "fedelasticnet_lambda1_sweep",
         "fedelasticnet_quick_p10_delta_histogram"]  # no elastic_aggregation_boosted
     proc = ok(snakemake(tmp_path, load("elastic_aggregation_quick"), "-n"))
+    check_estimate(proc, load("elastic_aggregation_quick"))
     jobs = planned_jobs(proc.stdout + proc.stderr)
     rules = [r for r, _ in jobs]
-    assert rules.count("train") == 24 and rules.count("paper_table") == 1
+    assert sum(r.startswith("train_") for r in rules) == 14  # a stacked job per (split, algorithm): its seeds
+    assert rules.count("paper_table") == 1
     assert [w["figure"] for r, w in jobs if r == "paper_figure"] == ["elastic_aggregation_boosted"]
     assert "train_delta_histogram" not in rules
 
 
 def test_fedac_files_expand_to_the_papers_grids():
     quick = expand_cells(load("fedac_quick"))
-    assert len(quick) == 4 * 3 * 3 * 7 * 3
+    assert len(quick) == 6 * 3 * 4 * 7 * 2  # algorithms × M × K × η × seeds
     assert {c["model"]["name"] for c in quick} == {"binary_logreg"}
-    assert {(c["local"]["steps"], c["rounds"], c["eval_every"]) for c in quick} == {(1, 256, 32), (4, 64, 8),
-                                                                                      (16, 16, 2)}
+    assert {(c["local"]["steps"], c["rounds"], c["eval_every"]) for c in quick} == {
+        (1, 512, 64), (8, 64, 8), (32, 16, 2), (64, 8, 1)}  # T = K · rounds = 512, evaluation every 64 steps
+    assert {c["scale"] for c in quick} == {"reduced real data"}
     assert all(c["local"]["replacement"] and c["local"]["batch_size"] == 1 and c["eval_initial"] for c in quick)
     assert {c["sweep"]["select"]["over"][0] for c in quick} == {"local.lr"}
 
@@ -197,7 +204,7 @@ def test_fedac_quick_runs_end_to_end_with_suboptimality_and_the_paper_outputs(tm
     exp["seeds"] = [0]
     exp["sweep"]["grid"] = {"local.lr": [0.1, 0.3], "partition.num_clients": [4]}
     exp["sweep"]["zip"] = {"local.steps": [1, 4], "rounds": [32, 8], "eval_every": [8, 2]}
-    assert len(expand_cells(cfg)) == 16
+    assert len(expand_cells(cfg)) == 24  # 6 algorithms × 2 η × 2 K
     ok(snakemake(tmp_path, cfg))
     res = tmp_path / "results"
     m = pl.read_parquet(res / "metrics.parquet")
@@ -205,7 +212,7 @@ def test_fedac_quick_runs_end_to_end_with_suboptimality_and_the_paper_outputs(tm
     assert m.get_column("suboptimality").min() >= -1e-12
     assert sorted(set(m.get_column("round"))) == [0, 2, 4, 6, 8, 16, 24, 32]
     opt = json.loads(next(res.glob("optimum/breast_cancer-*/l2=*.json")).read_text())
-    assert opt["grad_norm"] <= 1e-12 and opt["lam"] == 0.01
+    assert opt["grad_norm"] <= 1e-12 and opt["lam"] == 1e-3  # the paper's main λ (§5)
     fstar = (m.get_column("train_objective") - m.get_column("suboptimality")).to_list()
     assert max(fstar) - min(fstar) < 1e-12 and abs(fstar[0] - opt["value"]) < 1e-12
     best = pl.read_csv(res / "tables" / "paper" / "fedac_best.csv")
@@ -220,11 +227,11 @@ def test_fedac_quick_runs_end_to_end_with_suboptimality_and_the_paper_outputs(tm
 
 
 def test_local_update_files_expand_to_the_papers_grids():
-    """Charles & Konečný (AISTATS 2021): the quick file's 50 quadratic cells; the full file's 9×9 (γ, η)
+    """Charles & Konečný (AISTATS 2021): the quick file's 58 quadratic cells; the full file's 9×9 (γ, η)
     grids (Figs. 6/11: 3 server momenta + 4 α), the γ sweeps of Figs. 12/13 on FEMNIST, CIFAR-100
     (ResNet-18 with GroupNorm) and Shakespeare."""
     quick = expand_cells(load("local_update_quick"))
-    assert len(quick) == 10 + 30 + 10
+    assert len(quick) == 10 + 30 + 5 + 13
     assert {c["paper"] for c in quick} == {"local_update"}
     assert {c["model"]["name"] for c in quick} == {"quadratic"}
     full = expand_cells(load("local_update"))
@@ -249,6 +256,7 @@ def test_local_update_files_expand_to_the_papers_grids():
 
 def test_dry_run_of_the_local_update_files_plans_the_paper_outputs(tmp_path):
     proc = ok(snakemake(tmp_path, load("local_update"), "-n"))
+    check_estimate(proc, load("local_update"))
     jobs = planned_jobs(proc.stdout + proc.stderr)
     rules = [r for r, _ in jobs]
     assert rules.count("prepare_dataset") == 3 and "paper_table" not in rules
@@ -256,6 +264,7 @@ def test_dry_run_of_the_local_update_files_plans_the_paper_outputs(tmp_path):
     assert "local_update_accuracy" in figures and "local_update_gamma_loss" in figures
     assert "local_update_fig5" in figures and "local_update_heavy_ball_symmetry" in figures and len(figures) == 12
     proc = ok(snakemake(tmp_path, load("local_update_quick"), "-n"))
+    check_estimate(proc, load("local_update_quick"))
     jobs = planned_jobs(proc.stdout + proc.stderr)
     assert [w["table"] for r, w in jobs if r == "paper_table"] == ["local_update_theory"]
     assert sum(r == "paper_figure" for r, _ in jobs) == 10
@@ -332,6 +341,7 @@ def test_fed_minimax_file_expands_to_the_papers_design():
 
 def test_dry_run_of_the_fed_minimax_file_plans_every_cell_and_the_paper_outputs(tmp_path):
     proc = ok(snakemake(tmp_path, load("fed_minimax"), "-n"))
+    check_estimate(proc, load("fed_minimax"))
     jobs = planned_jobs(proc.stdout + proc.stderr)
     rules = [r for r, _ in jobs]
     assert rules.count("train") == 87 and rules.count("prepare_dataset") == 1
