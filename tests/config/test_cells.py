@@ -127,10 +127,10 @@ PINNED_SPEC_IDS = {
         "fedelasticnet_quick_lambda1_sweep/mnist5k/dir0.3/alg3_l1_1e-2/2": "b69e1ca51745",
     },
     "config/experiments/elastic_aggregation_quick.yaml": {
-        "elastic_aggregation_quick/digits/iid/elastic_fedavg_average/0": "9303bc04b2cb",
-        "elastic_aggregation_quick/digits/iid/elastic_fedavgm/0": "c16a20f7ac04",
-        "elastic_aggregation_quick/digits/iid/elastic_fedprox/0": "390376abfc6c",
-        "elastic_aggregation_quick/digits/iid/fedadam/0": "cdbf3930a605",
+        "elastic_aggregation_quick/mnist5k/iid/elastic_fedavg_average/0": "3b22e79adec6",
+        "elastic_aggregation_quick/mnist5k/iid/elastic_fedavgm/0": "2c1c7fcb84eb",
+        "elastic_aggregation_quick/mnist5k/dir0.3/elastic_fedprox/0": "1fb722ece121",
+        "elastic_aggregation_quick/mnist5k/dir0.3/fedavg/3": "dbee55e57e0c",
     },
 }
 
