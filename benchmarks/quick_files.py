@@ -76,9 +76,13 @@ def run_one(name: str, configfile: str | None, rev: str, cores: int, keep: Path 
         load_before = os.getloadavg()[0]
         proc, wall, cpu = timed_command(cmd, clone, env)
         log = proc.stdout + proc.stderr
-        if keep is not None:
+        if keep is not None:  # the console output, and the scorecard the run wrote (docs/papers.md quotes it)
             keep.mkdir(parents=True, exist_ok=True)
             (keep / f"{name}.log").write_text(log)
+            for ext in ("md", "csv"):
+                card = clone / "results" / "tables" / f"scorecard.{ext}"
+                if card.is_file():
+                    (keep / f"{name}.scorecard.{ext}").write_text(card.read_text(encoding="utf-8"), encoding="utf-8")
         if proc.returncode != 0:
             raise RuntimeError(f"{name}: {' '.join(cmd)} failed ({proc.returncode}):\n{log[-4000:]}")
         done = re.findall(r"(\d+) of (\d+) steps \(100%\) done", log)
@@ -99,7 +103,7 @@ def main(argv=None) -> None:
     ap.add_argument("--only", help="comma-separated names among: " + ", ".join(RUNS))
     ap.add_argument("--cores", type=int, default=2)
     ap.add_argument("--json", type=Path, help="write the results here")
-    ap.add_argument("--logs", type=Path, help="keep each command's console output here")
+    ap.add_argument("--logs", type=Path, help="keep each command's console output and scorecard here")
     args = ap.parse_args(argv)
     names = args.only.split(",") if args.only else list(RUNS)
     unknown = [n for n in names if n not in RUNS]
