@@ -92,7 +92,7 @@ def tables(cells: Sequence[Mapping]) -> dict[str, Table]:
     out = []
     for p in PAPERS:
         own = paper_cells(cells, p.KEY)
-        scales = {(c["experiment"], c["dataset"]): c["scale"] for c in own}
+        scales = {(c["experiment"], c["dataset"]): c.get("scale") for c in own}  # None: written as toy data
         for t in p.tables(own):
             exps = {r.get("experiment") for r in t.cells}
             out.append(replace(t, scales=[[e, d, s] for (e, d), s in scales.items() if e in exps]))
@@ -268,6 +268,11 @@ def _unique(outputs) -> dict:
     return out
 
 
+#: Imports of the registry that a paper's code version does not follow: the scorecard's command line
+#: (--paper-numbers, --inventory) reads every paper; a paper's claims use only its Claim and Verdict.
+CODE_VERSION_REGISTRIES = {"fedbench.analysis.scorecard": ["fedbench.papers"]}
+
+
 def code_version(key: str) -> str:
     """A 16-hex-digit version of paper ``key``'s module and of the modules of ``fedbench.papers``
     and ``fedbench.analysis`` it imports (not the registry, not the other papers): a rule param,
@@ -276,7 +281,7 @@ def code_version(key: str) -> str:
 
     mod = get(key).__name__
     others = {p.__name__ for p in PAPERS} - {mod}
-    names = [m for m in module_closure(mod, "fedbench")
+    names = [m for m in module_closure(mod, "fedbench", CODE_VERSION_REGISTRIES)
              if m.startswith(("fedbench.papers.", "fedbench.analysis.")) and m not in others]
     h = hashlib.sha256()
     for name in names:
