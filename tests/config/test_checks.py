@@ -350,8 +350,11 @@ def test_minimax_mismatches_are_rejected_with_the_key_path():
 
 
 def test_fed_minimax_quick_experiment_file():
-    """Sharma et al. (TMLR 2023) §6 on digits: 2 problems × 3 algorithms × E ∈ {5, 7} × 3 seeds."""
-    cells = expand_cells(yaml.safe_load((REPO / "config/experiments/fed_minimax_quick.yaml").read_text()))
+    """Sharma et al. (TMLR 2023) §6 on digits: 2 problems × 3 algorithms × E ∈ {5, 7} × 3 seeds, and the
+    sweeps over P (× α) of Figs. 4 and 10."""
+    every = expand_cells(yaml.safe_load((REPO / "config/experiments/fed_minimax_quick.yaml").read_text()))
+    assert len(every) == 63
+    cells = [c for c in every if c["experiment"] in ("fed_minimax_fair_quick", "fed_minimax_robust_quick")]
     assert len(cells) == 36
     assert {c["local"]["epochs"]["high"] for c in cells} == {5, 7}
     assert {c["local"]["epochs"]["per"] for c in cells} == {"round"}

@@ -25,8 +25,9 @@ from test_snakemake import ok, snakemake  # noqa: E402
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT = yaml.safe_load((REPO / "config/config.yaml").read_text())
 
-USER = {
-    "datasets": {"digits": {"source": "digits"}},
+USER = {  # the user's own file: an id of the default suite's (synthetic_1_1) for other data (its sizes uncapped)
+    "datasets": {"digits": {"source": "digits"},
+                 "synthetic_1_1": {"source": "synthetic", "alpha": 1.0, "beta": 1.0, "num_clients": 30}},
     "device": "cpu",
     "experiments": {
         "my_sweep": {
@@ -35,7 +36,9 @@ USER = {
             "sampling": {"scheme": "uniform", "participation": 0.5},
             "local": {"epochs": 1, "batch_size": 32, "lr": 0.1},
             "datasets": {"digits": {"model": {"name": "logreg"},
-                                    "partitions": {"iid": {"scheme": "iid", "num_clients": 10}}}},
+                                    "partitions": {"iid": {"scheme": "iid", "num_clients": 10}}},
+                         "synthetic_1_1": {"model": {"name": "logreg"},
+                                           "partitions": {"natural": {"scheme": "natural"}}}},
             "algorithms": {"fedavg": {}},
         }
     },
@@ -117,9 +120,10 @@ def test_the_readme_shows_the_table_the_default_suite_writes(folder):
 def test_clashing_ids_get_their_own_directories_and_leave_the_others_alone(folder):
     w, steps, first = folder
     synthetic = sorted(p.name for p in (w / "resources/datasets").glob("synthetic_1_1-*"))
-    assert len(synthetic) == 2  # the default suite's (max_samples_per_client: 400) and the quick files'
+    assert len(synthetic) == 2  # the default suite's (max_samples_per_client: 400) and the user's (uncapped)
     assert len(list((w / "resources/datasets").glob("digits-*"))) == 1  # the same digits for all: once
-    assert "prepare_dataset" not in jobs_of(steps["fen"])  # its synthetic_1_1 is the EA quick file's
+    assert len(list((w / "resources/datasets").glob("mnist5k-*"))) == 1  # the two quick files' mnist5k: once
+    assert "prepare_dataset" not in jobs_of(steps["fen"])  # its mnist5k is the EA quick file's
     now = digests(w / "resources/datasets")
     assert all(now[f] == h for f, h in first["data"].items())  # nothing the default suite prepared changed
     parts = digests(w / "results/partitions")
@@ -148,7 +152,7 @@ def test_every_experiment_of_the_folder_is_collected(folder):
     w, _, _ = folder
     files = sorted(p.stem for p in (w / "results/metrics").glob("*.parquet"))
     expected = ["baselines", "elastic_aggregation_quick", "fedelasticnet_quick_lambda1_sweep",
-                "fedelasticnet_quick_p10", "fedelasticnet_quick_p100", "my_sweep"]
+                "fedelasticnet_quick_p10", "my_sweep"]
     assert files == expected
     everything = pl.read_parquet(w / "results/metrics.parquet")
     assert sorted(everything.get_column("experiment").unique().to_list()) == expected
