@@ -295,7 +295,7 @@ def _groups(frame: pl.DataFrame, names: Mapping[str, str]):
         yield names.get(paper, paper), part
 
 
-def _title(command: str | None, paper_numbers: bool) -> str:
+def _title(paper_numbers: bool) -> str:
     if paper_numbers:
         return "Reproduction scorecard: the papers' claims, decided on the papers' own numbers"
     return "Reproduction scorecard: the papers' claims, decided on this run"
@@ -321,7 +321,7 @@ def markdown_scorecard(frame: pl.DataFrame, names: Mapping[str, str] | None = No
     (paper, where, the claim, the paper's number, ours, the verdict with its margin or why it is not
     decidable, the scale, the cells, a link to the figure that shows it)."""
     names = names or {}
-    lines = [f"# {_title(command, paper_numbers)}", ""]
+    lines = [f"# {_title(paper_numbers)}", ""]
     if command:
         lines += [f"Command: `{command}`", ""]
     if frame.height == 0:
@@ -350,7 +350,7 @@ def html_scorecard(frame: pl.DataFrame, names: Mapping[str, str] | None = None, 
     it; it is the top of the report's landing page."""
     names = names or {}
     e = html.escape
-    out = ['<div class="fedbench-table fedbench-scorecard">', f"<h3>{e(_title(command, paper_numbers))}</h3>"]
+    out = ['<div class="fedbench-table fedbench-scorecard">', f"<h3>{e(_title(paper_numbers))}</h3>"]
     if command:
         out.append(f"<p>Command: <code>{e(command)}</code></p>")
     if frame.height == 0:

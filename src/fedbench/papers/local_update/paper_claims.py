@@ -574,56 +574,50 @@ def _sweeps(rows: pl.DataFrame, axis: str) -> list[pl.DataFrame]:
     return [g.sort(axis) for _, g in rows.group_by(fixed, maintain_order=True) if g[axis].n_unique() >= 3]
 
 
-def _decide_steps_tradeoff(ev):
-    """Corollary 1, K varied at fixed γ, η: the engine's rate falls with K (faster) and its converged
-    distance to x* grows with K (a worse point)."""
+def _tradeoff(groups, axis: str, symbol: str, rate: str, rate_word: str, undecidable: str):
+    """Corollary 1's trade-off over the sweeps ``groups`` of ``axis`` (shown as ``symbol``): the rate in
+    column ``rate`` falls along the sweep (faster) and the engine's converged distance to x* grows
+    (a worse point), in every group."""
     V = _verdict()
-    rows = _theory_rows(ev)
-    if rows is None:
-        return V.undecidable(_NO_TABLE)
-    groups = [g for g in _sweeps(rows.filter(pl.col("rate_engine").is_not_null()), "steps")]
     if not groups:
-        return V.undecidable("no deterministic sweep of local steps K (3 values or more, fitted rates) at fixed γ, η")
+        return V.undecidable(undecidable)
     out, ok, cells = [], True, []
     for g in groups:
         conv = _converged(g)
-        faster = ordered(g["rate_engine"].to_list(), increasing=False)
+        faster = ordered(g[rate].to_list(), increasing=False)
         worse = conv.height >= 2 and ordered(conv["dist_engine"].to_list(), increasing=True)
         ok &= faster and worse
-        out.append(f"K = {', '.join(f'{k:g}' for k in g['steps'])}: rate "
-                   f"{', '.join(f'{r:.3f}' for r in g['rate_engine'])}; "
-                   f"converged distance (K = {', '.join(f'{k:g}' for k in conv['steps'])}) "
+        out.append(f"{symbol} = {', '.join(f'{x:g}' for x in g[axis])}: {rate_word} "
+                   f"{', '.join(f'{r:.3f}' for r in g[rate])}; converged distance ({symbol} = "
+                   f"{', '.join(f'{x:g}' for x in conv[axis])}) "
                    f"{', '.join(f'{d:.4f}' for d in conv['dist_engine'])}")
         cells += _cells_of(g)
-    return V.decide(ok, "; ".join(out), "rate falls and distance grows with K" if ok else
-                    "rate not falling or converged distance not growing with K (or fewer than 2 converged)", cells)
+    return V.decide(ok, "; ".join(out), f"{rate_word} falls and distance grows with {symbol}" if ok else
+                    f"{rate_word} not falling or converged distance not growing with {symbol} (or fewer than 2 "
+                    "converged)", cells)
+
+
+def _decide_steps_tradeoff(ev):
+    """Corollary 1, K varied at fixed γ, η: the engine's rate falls with K (faster) and its converged
+    distance to x* grows with K (a worse point)."""
+    rows = _theory_rows(ev)
+    if rows is None:
+        return _verdict().undecidable(_NO_TABLE)
+    groups = list(_sweeps(rows.filter(pl.col("rate_engine").is_not_null()), "steps"))
+    return _tradeoff(groups, "steps", "K", "rate_engine", "rate",
+                     "no deterministic sweep of local steps K (3 values or more, fitted rates) at fixed γ, η")
 
 
 def _decide_gamma_tradeoff(ev):
     """Corollary 1, γ varied at fixed K: the tuned server's rate on the cell's surrogate falls with γ
     (Table 2 at tuned η), and the engine's converged distance to x* grows with γ."""
-    V = _verdict()
     rows = _theory_rows(ev)
     if rows is None:
-        return V.undecidable(_NO_TABLE)
+        return _verdict().undecidable(_NO_TABLE)
     groups = [g for g in _sweeps(rows.filter(pl.col("rate_tuned_gd").is_not_null()), "gamma")
               if g["theta"].str.starts_with("Θ_{1:").all()]
-    if not groups:
-        return V.undecidable("no deterministic Θ_{1:K} sweep of γ (3 values or more) at fixed K")
-    out, ok, cells = [], True, []
-    for g in groups:
-        conv = _converged(g)
-        faster = ordered(g["rate_tuned_gd"].to_list(), increasing=False)
-        worse = conv.height >= 2 and ordered(conv["dist_engine"].to_list(), increasing=True)
-        ok &= faster and worse
-        out.append(f"γ = {', '.join(f'{x:g}' for x in g['gamma'])}: tuned rate "
-                   f"{', '.join(f'{r:.3f}' for r in g['rate_tuned_gd'])}; converged distance (γ = "
-                   f"{', '.join(f'{x:g}' for x in conv['gamma'])}) "
-                   f"{', '.join(f'{d:.4f}' for d in conv['dist_engine'])}")
-        cells += _cells_of(g)
-    return V.decide(ok, "; ".join(out), "tuned rate falls and distance grows with γ" if ok else
-                    "tuned rate not falling or converged distance not growing with γ (or fewer than 2 converged)",
-                    cells)
+    return _tradeoff(groups, "gamma", "γ", "rate_tuned_gd", "tuned rate",
+                     "no deterministic Θ_{1:K} sweep of γ (3 values or more) at fixed K")
 
 
 def _decide_bias_bound(ev, column: str = "bound_lemma5"):
